@@ -1,0 +1,15 @@
+// Activities get their dependencies from this factory so tests can pass fakes (design.md, Temporal rules).
+import type { Config } from '../core/config.ts';
+import type { Db } from '../core/db/pool.ts';
+import type { Logger } from '../core/logger.ts';
+
+export interface ActivityDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+}
+
+export function createActivities(_deps: ActivityDeps) {
+  return {};
+}
+export type Activities = ReturnType<typeof createActivities>;

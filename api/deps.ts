@@ -1,0 +1,15 @@
+// What the api needs from the outside world, built once at boot by the entry point (or a test).
+import type { Client as TemporalClient } from '@temporalio/client';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../core/db/pool.ts';
+import type { Logger } from '../core/logger.ts';
+
+export interface ApiDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  /** null when the process runs without Temporal (some tests). Routes that need it answer 503. */
+  temporal: TemporalClient | null;
+  /** Readiness probe of the Temporal connection. */
+  checkTemporal: () => Promise<boolean>;
+}

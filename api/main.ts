@@ -1,0 +1,26 @@
+// The api process alone (production shape): DATABASE_URL and TEMPORAL_ADDRESS from the environment.
+import { loadConfigOrExit } from '../core/config.ts';
+import { createLogger } from '../core/logger.ts';
+import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
+import { startServer } from '../core/http-server.ts';
+import { createApiApp } from './app.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
+const db = await openDatabase(config, logger);
+const temporal = await openTemporal(config, logger);
+const api = createApiApp({
+  config,
+  db,
+  logger,
+  temporal: temporal?.client ?? null,
+  checkTemporal: () => (temporal ? temporal.check() : Promise.resolve(false)),
+});
+const running = await startServer({ http: [], upgrade: [], fallback: api.app.callback() }, config.PORT, config.HOST);
+logger.info({ port: running.port, baseUrl: config.baseUrl }, 'api listening');
+onShutdown(logger, async () => {
+  api.setDraining(true);
+  await running.close(config.SHUTDOWN_GRACE_MS);
+  await temporal?.close();
+  await db.end();
+});

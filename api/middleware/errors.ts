@@ -1,0 +1,36 @@
+// The one error middleware at the top of the stack: every error body is {detail: ...}.
+import type { Middleware } from 'koa';
+import { HttpError } from '../../core/http-error.ts';
+
+export function errorMiddleware(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        ctx.status = 404;
+        ctx.body = { detail: 'Not Found' };
+      }
+    } catch (err) {
+      if (err instanceof HttpError) {
+        ctx.status = err.status;
+        ctx.body = { detail: err.detail };
+        if (err.status >= 500) ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'request failed');
+        return;
+      }
+      const e = err as { status?: number; expose?: boolean; message?: string };
+      if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+        // Errors thrown by Koa itself (405 from allowedMethods, 413 ...): keep the status, never a stack.
+        ctx.status = e.status;
+        ctx.body = { detail: e.expose && e.message ? e.message : statusText(e.status) };
+        return;
+      }
+      ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'unhandled error');
+      ctx.status = 500;
+      ctx.body = { detail: 'Internal Server Error', request_id: ctx.state.requestId };
+    }
+  };
+}
+
+function statusText(status: number): string {
+  return ({ 405: 'Method Not Allowed', 413: 'Request body too large', 415: 'Unsupported Media Type' } as Record<number, string>)[status] ?? 'Bad Request';
+}

@@ -1,0 +1,8 @@
+// Every resource module registers itself here: one module per resource, each a function of (router, deps).
+import type Router from '@koa/router';
+import type { ApiDeps } from '../deps.ts';
+import { keysRoutes } from './keys.ts';
+
+export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
+  keysRoutes,
+];

@@ -1,0 +1,55 @@
+// Shared start-up steps of every entry point: database (migrated), Temporal connection, signal handling.
+import type { Config } from './config.ts';
+import { createDb, type Db } from './db/pool.ts';
+import { migrate } from './db/migrate.ts';
+import type { Logger } from './logger.ts';
+import { connectTemporal, type TemporalHandle } from './temporal.ts';
+
+export async function openDatabase(config: Config, logger: Logger, opts: { migrate?: boolean } = {}): Promise<Db> {
+  if (!config.DATABASE_URL) {
+    throw new Error('DATABASE_URL is not set. Run `npm start` for the embedded PostgreSQL, or point DATABASE_URL at a server.');
+  }
+  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: config.DATABASE_POOL_SIZE });
+  if (opts.migrate !== false) {
+    const applied = await migrate(config.DATABASE_URL);
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+  }
+  return db;
+}
+
+export async function openTemporal(config: Config, logger: Logger, opts: { required?: boolean } = {}): Promise<TemporalHandle | null> {
+  if (!config.TEMPORAL_ADDRESS) {
+    if (opts.required) throw new Error('TEMPORAL_ADDRESS is not set. Run `npm start`, or point TEMPORAL_ADDRESS at a Temporal frontend (host:7233).');
+    logger.warn('TEMPORAL_ADDRESS not set: workflows (post-call, ingestion, campaigns) are unavailable');
+    return null;
+  }
+  let lastErr: unknown;
+  for (let attempt = 0; attempt < 30; attempt++) {
+    try {
+      return await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
+    } catch (err) {
+      lastErr = err;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  throw new Error(`Temporal at ${config.TEMPORAL_ADDRESS} unreachable: ${String(lastErr)}`);
+}
+
+/** Run `stop` once on SIGTERM/SIGINT, then exit. A second signal exits at once. */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}

@@ -1,0 +1,107 @@
+// Configuration read from the environment once at start and validated.
+// A bad value stops the process with a message naming the variable.
+import { z } from 'zod';
+
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(0).max(65535);
+const url = z.string().url();
+
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: port.default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  /** Public base of the service as clients reach it (no trailing slash, no /api/v1). */
+  PUBLIC_URL: url.optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('voice-agent'),
+  DATA_DIR: z.string().default('.data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Secret used to sign local presigned URLs and carrier stream URLs. Generated into DATA_DIR when unset. */
+  SIGNING_SECRET: z.string().min(16).optional(),
+  CDN_URL: url.optional(),
+  STORAGE_DIR: z.string().optional(),
+  S3_BUCKET: z.string().optional(),
+  S3_ENDPOINT: url.optional(),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  S3_PUBLIC_URL: url.optional(),
+  S3_FORCE_PATH_STYLE: bool.default(true),
+  DEFAULT_RATE_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  DEFAULT_CONCURRENCY: z.coerce.number().int().min(1).default(10),
+  WALLET_MIN_BALANCE_USD: z.coerce.number().min(0).default(0.5),
+  CALL_JOIN_TIMEOUT_S: z.coerce.number().int().min(5).max(3600).default(60),
+  /** Comma-separated hosts/CIDRs that webhooks and inline tools may reach despite being private. */
+  OUTBOUND_ALLOW_HOSTS: z.string().default(''),
+  /** Comma-separated host names always refused for outbound requests. */
+  OUTBOUND_BLOCK_HOSTS: z.string().default('metadata.google.internal,metadata,instance-data'),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: url.default('https://api.openai.com/v1'),
+  GROQ_API_KEY: z.string().optional(),
+  GROQ_BASE_URL: url.default('https://api.groq.com/openai/v1'),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: url.default('https://api.anthropic.com'),
+  GOOGLE_API_KEY: z.string().optional(),
+  GOOGLE_BASE_URL: url.default('https://generativelanguage.googleapis.com'),
+  LOCAL_LLM_BASE_URL: url.optional(),
+  LOCAL_LLM_MODEL: z.string().optional(),
+  SONIOX_API_KEY: z.string().optional(),
+  DEEPGRAM_API_KEY: z.string().optional(),
+  ASSEMBLYAI_API_KEY: z.string().optional(),
+  SARVAM_API_KEY: z.string().optional(),
+  CARTESIA_API_KEY: z.string().optional(),
+  ELEVENLABS_API_KEY: z.string().optional(),
+  XAI_API_KEY: z.string().optional(),
+  INWORLD_API_KEY: z.string().optional(),
+  EMBEDDING_BASE_URL: url.optional(),
+  EMBEDDING_API_KEY: z.string().optional(),
+  EMBEDDING_MODEL: z.string().default('text-embedding-3-small'),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10000),
+});
+
+export type Config = z.infer<typeof configSchema> & {
+  /** Derived: http(s)://host:port without /api/v1. */
+  publicUrl: string;
+  /** Derived: {base_url} = publicUrl + /api/v1 */
+  baseUrl: string;
+  cdnUrl: string;
+  storageDir: string;
+};
+
+export class ConfigError extends Error {}
+
+/** Parse an environment. Throws ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean unset: `FOO= npm start` should not fail validation.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${JSON.stringify(cleaned[String(i.path[0])])})`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, '');
+  return {
+    ...c,
+    publicUrl,
+    baseUrl: `${publicUrl}/api/v1`,
+    cdnUrl: (c.CDN_URL ?? `${publicUrl}/cdn`).replace(/\/+$/, ''),
+    storageDir: c.STORAGE_DIR ?? `${c.DATA_DIR}/storage`,
+  };
+}
+
+/** For process entry points: load or print the error and exit(1). */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

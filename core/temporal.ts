@@ -1,0 +1,29 @@
+// One Temporal client per process, created at boot.
+import { Client, Connection } from '@temporalio/client';
+
+export interface TemporalHandle {
+  client: Client;
+  connection: Connection;
+  check(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export async function connectTemporal(address: string, namespace: string): Promise<TemporalHandle> {
+  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+  const client = new Client({ connection, namespace });
+  return {
+    client,
+    connection,
+    async check() {
+      try {
+        await connection.workflowService.getSystemInfo({}, );
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// The media process alone (production shape): owns live audio connections; DATABASE_URL and TEMPORAL_ADDRESS from env.
+import { loadConfigOrExit } from '../core/config.ts';
+import { createLogger } from '../core/logger.ts';
+import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
+import { startServer } from '../core/http-server.ts';
+import { registry } from '../core/metrics.ts';
+import { createMediaService } from './server.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger({ level: config.LOG_LEVEL, name: 'media' });
+const db = await openDatabase(config, logger);
+const temporal = await openTemporal(config, logger);
+const media = createMediaService({ config, db, logger, temporal: temporal?.client ?? null });
+let draining = false;
+const running = await startServer(
+  {
+    http: media.http,
+    upgrade: media.upgrade,
+    fallback: (req, res) => {
+      if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      } else if (req.url === '/readyz') {
+        res.writeHead(draining ? 503 : 200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ status: draining ? 'draining' : 'ready', activeCalls: media.activeCalls() }));
+      } else if (req.url === '/metrics') {
+        registry.metrics().then((m) => res.writeHead(200, { 'content-type': registry.contentType }).end(m));
+      } else {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+      }
+    },
+  },
+  config.PORT,
+  config.HOST,
+);
+logger.info({ port: running.port }, 'media listening');
+onShutdown(logger, async () => {
+  draining = true;
+  await media.drain(config.SHUTDOWN_GRACE_MS);
+  await running.close(config.SHUTDOWN_GRACE_MS);
+  await media.close();
+  await temporal?.close();
+  await db.end();
+});

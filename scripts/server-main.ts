@@ -1,0 +1,17 @@
+// The combined api + media process that `npm start` runs.
+import { loadConfigOrExit } from '../core/config.ts';
+import { createLogger } from '../core/logger.ts';
+import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
+import { startCombined } from './server.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger({ level: config.LOG_LEVEL, name: 'server' });
+const db = await openDatabase(config, logger);
+const temporal = await openTemporal(config, logger);
+const combined = await startCombined({ config, db, logger, temporal });
+logger.info({ port: combined.running.port, baseUrl: config.baseUrl }, 'api + media listening');
+onShutdown(logger, async () => {
+  await combined.close();
+  await temporal?.close();
+  await db.end();
+});

@@ -1,0 +1,46 @@
+// Composition root of the default install: api + media on ONE port (REST, audio WebSocket, WebRTC signalling,
+// local {cdn_url} files). Used by `npm start` and by the test suite. Production runs api/main.ts and media/main.ts
+// as separate processes instead.
+import { createApiApp } from '../api/app.ts';
+import type { ApiDeps } from '../api/deps.ts';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../core/db/pool.ts';
+import { startServer, type RunningServer } from '../core/http-server.ts';
+import type { Logger } from '../core/logger.ts';
+import type { TemporalHandle } from '../core/temporal.ts';
+import { createMediaService, type MediaService } from '../media/server.ts';
+
+export interface Combined {
+  running: RunningServer;
+  media: MediaService;
+  setDraining(d: boolean): void;
+  close(): Promise<void>;
+}
+
+export async function startCombined(
+  parts: { config: Config; db: Db; logger: Logger; temporal: TemporalHandle | null },
+  port = parts.config.PORT,
+  host = parts.config.HOST,
+): Promise<Combined> {
+  const deps: ApiDeps = {
+    config: parts.config,
+    db: parts.db,
+    logger: parts.logger,
+    temporal: parts.temporal?.client ?? null,
+    checkTemporal: () => (parts.temporal ? parts.temporal.check() : Promise.resolve(false)),
+  };
+  const api = createApiApp(deps);
+  const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, temporal: deps.temporal });
+  const running = await startServer({ http: media.http, upgrade: media.upgrade, fallback: api.app.callback() }, port, host);
+  return {
+    running,
+    media,
+    setDraining: api.setDraining,
+    async close() {
+      api.setDraining(true);
+      await media.drain(parts.config.SHUTDOWN_GRACE_MS);
+      await running.close(parts.config.SHUTDOWN_GRACE_MS);
+      await media.close();
+    },
+  };
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Prepares a fresh machine for `npm start` / `npm test`: npm dependencies (Node 24 comes from the npm
+# package `node`), the Temporal CLI, and the speech packages from apt. Progress goes to stderr so that
+# `npm run --silent admin` keeps stdout for its JSON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QUIET=0; [ "${1:-}" = "--quiet" ] && QUIET=1
+say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
+warn() { echo "[setup] $*" >&2; }
+
+# 1. npm dependencies (re-installed when package-lock.json changes).
+stamp=node_modules/.setup-stamp
+lockhash=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lockhash" ] || [ ! -x node_modules/.bin/node ]; then
+  say "installing npm dependencies (includes Node 24 from the npm registry)..."
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  echo "$lockhash" > "$stamp"
+fi
+NODE_MAJOR=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]')
+if [ "$NODE_MAJOR" -lt 24 ]; then warn "Node 24 expected from node_modules/.bin/node, found $NODE_MAJOR"; exit 1; fi
+
+# 2. Temporal CLI (dev server + Web UI), unless an external Temporal is given.
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  if [ -n "${TEMPORAL_CLI:-}" ]; then
+    [ -x "$TEMPORAL_CLI" ] || { warn "TEMPORAL_CLI=$TEMPORAL_CLI is not executable"; exit 1; }
+  elif command -v temporal >/dev/null 2>&1 || [ -x "$HOME/go/bin/temporal" ] || [ -x .data/bin/temporal ]; then
+    :
+  elif command -v go >/dev/null 2>&1; then
+    say "building the Temporal CLI once (go install github.com/temporalio/cli/cmd/temporal@v1.5.1, a few minutes)..."
+    mkdir -p .data/bin
+    GOBIN="$PWD/.data/bin" go install github.com/temporalio/cli/cmd/temporal@v1.5.1 >&2
+  else
+    warn "No Temporal CLI found and no Go toolchain to build it."
+    warn "Install Go and run: go install github.com/temporalio/cli/cmd/temporal@v1.5.1"
+    warn "or set TEMPORAL_CLI=/path/to/temporal, or TEMPORAL_ADDRESS=host:7233 for an existing server."
+    exit 1
+  fi
+fi
+
+# 3. Speech engines for the `local` providers (eSpeak NG TTS, PocketSphinx STT) and sox.
+missing=()
+command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
+command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
+[ -d /usr/share/pocketsphinx/model/en-us ] || missing+=(pocketsphinx-en-us)
+command -v sox >/dev/null 2>&1 || missing+=(sox)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${missing[*]} with apt-get..."
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >&2 \
+      || warn "apt-get could not install ${missing[*]}: the local speech engines will be unavailable"
+  else
+    warn "missing ${missing[*]}: the local speech engines need them. Run as root:"
+    warn "  apt-get update && apt-get install -y ${missing[*]}"
+  fi
+fi
