@@ -1,0 +1,115 @@
+// One interface per engine family. Vendor adapters live in media/services/{llm,stt,tts}/<vendor>.ts and
+// implement these; the pipeline only ever sees these types. Audio is PCM s16le mono: STT input at 16 kHz,
+// TTS output at 24 kHz (adapters resample when the vendor cannot produce 24 kHz).
+
+export interface EngineError {
+  message: string;
+  /** true when retrying the same request may succeed (network blip, 5xx, 429). */
+  retryable: boolean;
+  /** true when the call cannot go on with this engine (bad credentials, closed socket that cannot reopen). */
+  fatal: boolean;
+}
+
+// ── STT ─────────────────────────────────────────────────────────────────────────────────────────────────
+export type SttEvent =
+  | { type: 'speech_started' }                        // vendor start-of-turn / speech onset, where it has one
+  | { type: 'interim'; text: string }                 // transcript so far for the current utterance
+  | { type: 'final'; text: string }                   // utterance (segment) complete
+  | { type: 'turn_end'; text: string }                // vendor end-of-turn (Flux EndOfTurn, Soniox <end>, ...)
+  | { type: 'eager_turn_end'; text: string }          // speculative end of turn (may be followed by turn_resumed)
+  | { type: 'turn_resumed' }
+  | { type: 'error'; error: EngineError };
+
+export interface SttStream {
+  /** 16 kHz mono s16le PCM, any frame size (20 ms typical). Never blocks. */
+  write(pcm: Int16Array): void;
+  /** Ask the engine to finalize what it has (end of caller speech by VAD). */
+  finalize(): void;
+  close(): Promise<void>;
+}
+
+export interface SttOptions {
+  languages: string[];
+  /** Bias terms (contextTerms / keyterms of the provider's tuning block). */
+  keyterms: string[];
+  onEvent(event: SttEvent): void;
+}
+
+export interface SttService {
+  readonly provider: string;
+  readonly model: string;
+  /** true when the engine emits turn_end itself (then the VAD stop window is not used to end turns). */
+  readonly hasTurnDetection: boolean;
+  open(opts: SttOptions): Promise<SttStream>;
+}
+
+// ── LLM ─────────────────────────────────────────────────────────────────────────────────────────────────
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text as produced by the model (may be invalid JSON: the runner reports that to the model). */
+  arguments: string;
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema object `{type: 'object', properties, required}`. */
+  parameters: Record<string, unknown>;
+}
+
+export interface LlmUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cacheReadTokens?: number;
+  cacheCreationTokens?: number;
+}
+
+export type LlmChunk =
+  | { type: 'text'; delta: string }
+  /** A complete tool call (adapters assemble streamed fragments before emitting). */
+  | { type: 'tool_call'; call: ToolCall }
+  | { type: 'usage'; usage: LlmUsage }
+  | { type: 'done'; finishReason: string };
+
+export interface LlmRequest {
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  temperature: number;
+  maxTokens: number;
+  signal: AbortSignal;
+}
+
+export interface LlmService {
+  readonly provider: string;
+  readonly model: string;
+  /** Streams chunks; throws an Error with `engineError: EngineError` on vendor failure; stops on signal abort. */
+  stream(req: LlmRequest): AsyncIterable<LlmChunk>;
+  /** One tiny hidden request to warm connections (llm.prewarm). */
+  prewarm?(): Promise<void>;
+}
+
+// ── TTS ─────────────────────────────────────────────────────────────────────────────────────────────────
+export interface TtsService {
+  readonly provider: string;
+  readonly model: string;
+  readonly voice: string;
+  /**
+   * Synthesize one chunk of text (a sentence or clause) to 24 kHz mono s16le PCM, streamed as produced.
+   * Stops promptly when signal aborts (interruption).
+   */
+  synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array>;
+  close?(): Promise<void>;
+}
+
+export interface Engines {
+  llm: LlmService;
+  stt: SttService;
+  tts: TtsService;
+}
