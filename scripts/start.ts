@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { loadConfigOrExit } from '../core/config.ts';
 import { migrate } from '../core/db/migrate.ts';
-import { startEmbeddedPostgres, startTemporalDev, type EmbeddedPg, type TemporalDev } from './infra.ts';
+import { startEmbeddedPostgres, startTemporalDev, takeOverSignals, type EmbeddedPg, type TemporalDev } from './infra.ts';
 
 const config = loadConfigOrExit();
 const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
@@ -29,6 +29,7 @@ async function stopAll(code: number) {
   log('stopped');
   process.exit(code);
 }
+takeOverSignals();
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
