@@ -2,11 +2,13 @@
 import type { Config } from '../core/config.ts';
 import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
+import type { Storage } from '../core/storage/index.ts';
 
 export interface ActivityDeps {
   config: Config;
   db: Db;
   logger: Logger;
+  storage: Storage;
 }
 
 export function createActivities(_deps: ActivityDeps) {

@@ -6,12 +6,13 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import { createActivities } from './index.ts';
+import { createStorage, type Storage } from '../core/storage/index.ts';
 
 export const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflows', 'index.ts');
 
 let runtimeInstalled = false;
 
-export async function createWorker(parts: { config: Config; db: Db; logger: Logger; taskQueue?: string; activities?: object }) {
+export async function createWorker(parts: { config: Config; db: Db; logger: Logger; taskQueue?: string; activities?: object; storage?: Storage }) {
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     const level = (parts.config.LOG_LEVEL === 'silent' ? 'ERROR' : 'WARN') as LogLevel;
@@ -27,7 +28,7 @@ export async function createWorker(parts: { config: Config; db: Db; logger: Logg
     namespace: parts.config.TEMPORAL_NAMESPACE,
     taskQueue: parts.taskQueue ?? parts.config.TEMPORAL_TASK_QUEUE,
     workflowsPath,
-    activities: parts.activities ?? createActivities({ config: parts.config, db: parts.db, logger: parts.logger }),
+    activities: parts.activities ?? createActivities({ config: parts.config, db: parts.db, logger: parts.logger, storage: parts.storage ?? createStorage(parts.config) }),
   });
   return { worker, connection };
 }

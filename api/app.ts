@@ -9,6 +9,7 @@ import { requestMiddleware } from './middleware/request.ts';
 import { jsonBodyMiddleware } from './middleware/body.ts';
 import { authMiddleware } from './middleware/auth.ts';
 import { routeModules } from './routes/index.ts';
+import { cdnRoutes } from './routes/cdn.ts';
 import './types.ts';
 
 export interface ApiApp {
@@ -48,6 +49,7 @@ export function createApiApp(deps: ApiDeps, opts: { publicModules?: PublicRouteM
     ctx.body = await registry.metrics();
   });
   app.use(ops.routes());
+  app.use(cdnRoutes(deps)); // {cdn_url} files and local presigned uploads: public, outside /api/v1
 
   app.use(jsonBodyMiddleware());
 

@@ -4,6 +4,7 @@ import { createLogger } from '../core/logger.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startServer } from '../core/http-server.ts';
 import { createApiApp } from './app.ts';
+import { createStorage } from '../core/storage/index.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
@@ -13,6 +14,7 @@ const api = createApiApp({
   config,
   db,
   logger,
+  storage: createStorage(config),
   temporal: temporal?.client ?? null,
   checkTemporal: () => (temporal ? temporal.check() : Promise.resolve(false)),
 });

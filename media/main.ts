@@ -5,12 +5,13 @@ import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startServer } from '../core/http-server.ts';
 import { registry } from '../core/metrics.ts';
 import { createMediaService } from './server.ts';
+import { createStorage } from '../core/storage/index.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'media' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
-const media = createMediaService({ config, db, logger, temporal: temporal?.client ?? null });
+const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null });
 let draining = false;
 const running = await startServer(
   {

@@ -8,6 +8,7 @@ import type { Db } from '../core/db/pool.ts';
 import { startServer, type RunningServer } from '../core/http-server.ts';
 import type { Logger } from '../core/logger.ts';
 import type { TemporalHandle } from '../core/temporal.ts';
+import { createStorage, type Storage } from '../core/storage/index.ts';
 import { createMediaService, type MediaService } from '../media/server.ts';
 
 export interface Combined {
@@ -18,19 +19,21 @@ export interface Combined {
 }
 
 export async function startCombined(
-  parts: { config: Config; db: Db; logger: Logger; temporal: TemporalHandle | null },
+  parts: { config: Config; db: Db; logger: Logger; temporal: TemporalHandle | null; storage?: Storage },
   port = parts.config.PORT,
   host = parts.config.HOST,
 ): Promise<Combined> {
+  const storage = parts.storage ?? createStorage(parts.config);
   const deps: ApiDeps = {
     config: parts.config,
     db: parts.db,
     logger: parts.logger,
+    storage,
     temporal: parts.temporal?.client ?? null,
     checkTemporal: () => (parts.temporal ? parts.temporal.check() : Promise.resolve(false)),
   };
   const api = createApiApp(deps);
-  const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, temporal: deps.temporal });
+  const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, storage, temporal: deps.temporal });
   const running = await startServer({ http: media.http, upgrade: media.upgrade, fallback: api.app.callback() }, port, host);
   return {
     running,

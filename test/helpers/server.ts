@@ -5,6 +5,7 @@ import { createLogger } from '../../core/logger.ts';
 import { createApiKey, createOrganization, creditWallet, setOrganizationLimits } from '../../core/orgs.ts';
 import { connectTemporal, type TemporalHandle } from '../../core/temporal.ts';
 import { startCombined, type Combined } from '../../scripts/server.ts';
+import { createStorage, type Storage } from '../../core/storage/index.ts';
 import { createTestDb } from './db.ts';
 import { freePort } from '../../scripts/infra.ts';
 import { mkdtempSync } from 'node:fs';
@@ -18,6 +19,8 @@ export interface TestServer {
   db: Db;
   config: Config;
   temporal: TemporalHandle | null;
+  /** The same storage the api and media use (local dir under the test's DATA_DIR unless S3_BUCKET is given). */
+  storage: Storage;
   combined: Combined;
   createOrg(opts?: { name?: string; balanceUsd?: number; concurrency?: number; ratePerMinute?: number; monthlyMinutes?: number }): Promise<{ orgId: string; apiKey: string }>;
   /** fetch against baseUrl with the key header set; returns status and parsed JSON. */
@@ -40,7 +43,8 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
   const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
   const temporal = opts.temporal === false || !config.TEMPORAL_ADDRESS ? null : await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
-  const combined = await startCombined({ config, db, logger, temporal }, port, '127.0.0.1');
+  const storage = createStorage(config);
+  const combined = await startCombined({ config, db, logger, temporal, storage }, port, '127.0.0.1');
   const origin = `http://127.0.0.1:${port}`;
   const baseUrl = `${origin}/api/v1`;
   let defaultKey: string | null = null;
@@ -51,6 +55,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
     db,
     config,
     temporal,
+    storage,
     combined,
     async createOrg(o = {}) {
       const org = await createOrganization(db, { name: o.name ?? 'Test org', balanceUsd: o.balanceUsd ?? 100 });
