@@ -9,6 +9,7 @@ export { signingSecret } from './signing.ts';
 export { verifyLocalUpload, UploadTooLargeError, type LocalUploadCheck, type LocalStorage } from './local.ts';
 
 export { StorageNotFoundError } from './errors.ts';
+export { parseWavHeader, wavHeader, InvalidWavError, type WavInfo } from './wav.ts';
 
 export interface Storage {
   /** 'local' serves files itself at /cdn; 's3' hands out the bucket's public URLs. */
