@@ -3,6 +3,8 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Storage } from '../core/storage/index.ts';
+import { createPostCallActivities } from './post-call.ts';
+import { createTransferRecordingActivities } from './transfer-recording.ts';
 
 export interface ActivityDeps {
   config: Config;
@@ -11,7 +13,10 @@ export interface ActivityDeps {
   storage: Storage;
 }
 
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createPostCallActivities(deps),
+    ...createTransferRecordingActivities(deps),
+  };
 }
 export type Activities = ReturnType<typeof createActivities>;

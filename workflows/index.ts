@@ -1,2 +1,3 @@
 // Every workflow the worker runs, re-exported for the worker's bundle. One folder per workflow.
-export {};
+export { postCallWorkflow } from './post-call/workflow.ts';
+export { transferRecordingWorkflow } from './transfer-recording/workflow.ts';
