@@ -10,6 +10,8 @@ import type { Logger } from '../core/logger.ts';
 import type { TemporalHandle } from '../core/temporal.ts';
 import { createStorage, type Storage } from '../core/storage/index.ts';
 import { createMediaService, type MediaService } from '../media/server.ts';
+import type { MediaDeps } from '../media/deps.ts';
+import { startExpirySweeper } from '../core/calls/expiry.ts';
 
 export interface Combined {
   running: RunningServer;
@@ -19,7 +21,7 @@ export interface Combined {
 }
 
 export async function startCombined(
-  parts: { config: Config; db: Db; logger: Logger; temporal: TemporalHandle | null; storage?: Storage },
+  parts: { config: Config; db: Db; logger: Logger; temporal: TemporalHandle | null; storage?: Storage; media?: Partial<MediaDeps> },
   port = parts.config.PORT,
   host = parts.config.HOST,
 ): Promise<Combined> {
@@ -33,14 +35,16 @@ export async function startCombined(
     checkTemporal: () => (parts.temporal ? parts.temporal.check() : Promise.resolve(false)),
   };
   const api = createApiApp(deps);
-  const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, storage, temporal: deps.temporal });
+  const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, storage, temporal: deps.temporal, ...parts.media });
   const running = await startServer({ http: media.http, upgrade: media.upgrade, fallback: api.app.callback() }, port, host);
+  const sweeper = startExpirySweeper({ config: parts.config, db: parts.db, logger: parts.logger }); // abandoned pending calls
   return {
     running,
     media,
     setDraining: api.setDraining,
     async close() {
       api.setDraining(true);
+      await sweeper.stop();
       await media.drain(parts.config.SHUTDOWN_GRACE_MS);
       await running.close(parts.config.SHUTDOWN_GRACE_MS);
       await media.close();

@@ -2,7 +2,13 @@
 import type Router from '@koa/router';
 import type { ApiDeps } from '../deps.ts';
 import { keysRoutes } from './keys.ts';
+import { filesRoutes } from './files.ts';
+import { knowledgeBaseRoutes } from './knowledge-base.ts';
+import { usageRoutes } from './usage.ts';
 
 export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   keysRoutes,
+  filesRoutes,
+  knowledgeBaseRoutes,
+  usageRoutes,
 ];

@@ -1,0 +1,99 @@
+// Pending web calls that nobody joins expire. A WebSocket or WebRTC call still `pending` CALL_JOIN_TIMEOUT_S
+// (default 60 s) after its row was created ends with status=error, connectionStatus=no_participant,
+// endedReason=null, endedAt=now, tag not_connected — which frees its concurrency slot — and fires `call.ended`
+// (no `call.started` was ever sent) to the agent's webhook.
+//
+// Two paths, both safe with any number of api replicas (each is one UPDATE ... WHERE status='pending', so a row
+// expires exactly once and a call that the media side marks `active` first is never touched):
+//  - a periodic sweep run by every api process (startExpirySweeper);
+//  - a lazy check for one organization inside the concurrency gate, so an expired row never blocks the ceiling
+//    even between sweeps.
+import { z } from 'zod';
+import type { Config } from '../config.ts';
+import { sql, type Db } from '../db/pool.ts';
+import type { Logger } from '../logger.ts';
+import { policyFromConfig } from '../net/ssrf.ts';
+import { recordWebhookResult, sendWebhook } from '../webhook.ts';
+
+const expiredRow = z.object({
+  id: z.string(),
+  agent_id: z.number().nullable(),
+  agent_uuid: z.string().nullable(),
+  ended_at: z.string(),
+  webhook: z.unknown(),
+});
+export type ExpiredCall = z.infer<typeof expiredRow>;
+
+/** The UPDATE that expires abandoned pending web calls (of one organization, or all). */
+export function expireSql(timeoutS: number, orgId?: string) {
+  return sql.type(expiredRow)`
+    UPDATE calls
+    SET status = 'error', connection_status = 'no_participant', ended_reason = NULL, ended_at = now(), updated_at = now(),
+        tags = CASE WHEN 'not_connected' = ANY(tags) THEN tags ELSE array_append(tags, 'not_connected') END
+    WHERE status = 'pending' AND transport IN ('websocket', 'webrtc', 'web')
+      AND created_at < now() - make_interval(secs => ${timeoutS})
+      ${orgId ? sql.fragment`AND organization_id = ${orgId}` : sql.fragment``}
+    RETURNING id, agent_id, agent_uuid, ended_at, config_snapshot->'webhook' AS webhook`;
+}
+
+const webhookShape = z.object({ url: z.string().min(1), headers: z.record(z.string(), z.string()).nullish() });
+
+/** `call.ended` for a call that never connected: endedReason null, the reason in connectionStatus. */
+export async function notifyExpired(deps: { db: Db; config: Config; logger: Logger }, calls: readonly ExpiredCall[]): Promise<void> {
+  const policy = policyFromConfig(deps.config);
+  await Promise.all(
+    calls.map(async (c) => {
+      const hook = webhookShape.safeParse(c.webhook);
+      if (!hook.success) return;
+      const secret = c.agent_id === null ? null : await deps.db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
+        SELECT webhook_secret FROM agents WHERE id = ${c.agent_id}`);
+      const payload = {
+        event: 'call.ended',
+        callId: c.id,
+        agentId: c.agent_uuid,
+        endedReason: null,
+        connectionStatus: 'no_participant',
+        duration: 0,
+        endedAt: c.ended_at,
+      };
+      const result = await sendWebhook({ url: hook.data.url, headers: hook.data.headers ?? {}, secret, payload, policy, logger: deps.logger });
+      await recordWebhookResult(deps.db, c.id, 'call.ended', result).catch((err: unknown) =>
+        deps.logger.warn({ err, callId: c.id }, 'could not record webhook outcome'));
+    }),
+  );
+}
+
+/** Expire every organization's abandoned pending web calls now; returns the expired rows. */
+export async function expirePendingCalls(deps: { db: Db; config: Config; logger: Logger }, orgId?: string): Promise<readonly ExpiredCall[]> {
+  const rows = await deps.db.any(expireSql(deps.config.CALL_JOIN_TIMEOUT_S, orgId));
+  if (rows.length) {
+    deps.logger.info({ count: rows.length }, 'pending calls expired (no participant joined)');
+    await notifyExpired(deps, rows);
+  }
+  return rows;
+}
+
+/** Sweep interval: a quarter of the join timeout, between 1 and 15 seconds. */
+export function sweepIntervalMs(timeoutS: number): number {
+  return Math.min(15_000, Math.max(1_000, Math.round((timeoutS * 1000) / 4)));
+}
+
+/** Start the periodic sweep; stop() waits for a sweep in progress. */
+export function startExpirySweeper(deps: { db: Db; config: Config; logger: Logger }): { stop(): Promise<void> } {
+  let running: Promise<unknown> | null = null;
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (running || stopped) return;
+    running = expirePendingCalls(deps)
+      .catch((err: unknown) => deps.logger.warn({ err }, 'pending-call expiry sweep failed'))
+      .finally(() => { running = null; });
+  }, sweepIntervalMs(deps.config.CALL_JOIN_TIMEOUT_S));
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

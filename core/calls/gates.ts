@@ -1,0 +1,154 @@
+// Call-start gates, applied to every call start (POST /call, test calls, later campaigns and inbound), in order:
+//
+//   1. request rate      — global api middleware (core/ratelimit.ts): 429 'Rate limit exceeded'
+//   2. monthly minutes   — 402 string, when billed minutes this calendar month (UTC) >= the org's quota
+//   3. wallet            — 402 {error_code: 'insufficient_balance', error_message, balance_usd, threshold_usd}
+//                          when balance < WALLET_MIN_BALANCE_USD; 403 (same shape) for other wallet reasons
+//   4. concurrency       — 429 {code: 'concurrency_limit_reached', current_limit, current_active, message}
+//
+// The concurrency gate is exact under parallel load: one transaction takes a per-organization advisory lock,
+// expires the organization's abandoned pending web calls, counts pending + active calls and inserts the new row,
+// so two requests can never both see the last free slot. Rejections by gates 2-4 also write a rejected call row
+// (throttled to one per organization + reason per minute, see rows.ts).
+import { z } from 'zod';
+import type { Config } from '../config.ts';
+import { sql, type Db } from '../db/pool.ts';
+import type { Logger } from '../logger.ts';
+import { expireSql, notifyExpired, type ExpiredCall } from './expiry.ts';
+import type { RejectReason } from './model.ts';
+import { insertPendingCall, insertRejectedCall, type NewCall } from './rows.ts';
+
+export interface GateRejection {
+  status: 402 | 403 | 429;
+  reason: RejectReason;
+  detail: string | Record<string, unknown>;
+}
+
+export interface GateDeps {
+  db: Db;
+  config: Config;
+  logger: Logger;
+}
+
+export type Admission = { ok: true; callId: string; createdAt: string } | { ok: false; rejection: GateRejection };
+
+/** USD as a string with at least 2 and at most 6 decimals: 0.5 → "0.50", 0.123 → "0.123". */
+export function usdString(v: number): string {
+  const s = v.toFixed(6).replace(/0+$/, '');
+  const [int, dec = ''] = s.split('.');
+  return `${int}.${dec.padEnd(2, '0')}`;
+}
+
+const orgLimits = z.object({
+  balance_usd: z.number(),
+  concurrency_limit: z.number().nullable(),
+  monthly_minutes_quota: z.number().nullable(),
+});
+
+/** Billed minutes: each connected call rounds its duration up to whole minutes. */
+export const billedMinutesSql = sql.fragment`COALESCE(sum(ceil(duration_seconds / 60.0)), 0)::int`;
+
+export async function minutesUsedThisMonth(db: Pick<Db, 'oneFirst'>, orgId: string): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ used: z.number() }))`
+    SELECT ${billedMinutesSql} AS used FROM calls
+    WHERE organization_id = ${orgId} AND duration_seconds IS NOT NULL
+      AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`);
+}
+
+/** Gates 2 and 3 (read-only checks). Returns the rejection, or null to go on to the concurrency gate. */
+export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string): Promise<GateRejection | null> {
+  const org = await db.maybeOne(sql.type(orgLimits)`
+    SELECT balance_usd, concurrency_limit, monthly_minutes_quota FROM organizations WHERE id = ${orgId}`);
+  if (!org) {
+    return {
+      status: 403,
+      reason: 'org_not_found',
+      detail: { error_code: 'org_not_found', error_message: 'Organization not found', balance_usd: usdString(0), threshold_usd: usdString(config.WALLET_MIN_BALANCE_USD) },
+    };
+  }
+  if (org.monthly_minutes_quota !== null) {
+    const used = await minutesUsedThisMonth(db, orgId);
+    if (used >= org.monthly_minutes_quota) {
+      return {
+        status: 402,
+        reason: 'quota_exceeded',
+        detail: `The organization has exceeded its monthly call minutes quota (${used} of ${org.monthly_minutes_quota} minutes used this month)`,
+      };
+    }
+  }
+  const threshold = config.WALLET_MIN_BALANCE_USD;
+  if (org.balance_usd < threshold) {
+    return {
+      status: 402,
+      reason: 'insufficient_balance',
+      detail: {
+        error_code: 'insufficient_balance',
+        error_message: `Insufficient wallet balance: ${usdString(org.balance_usd)} USD is below the minimum of ${usdString(threshold)} USD required to start a call. Top up the wallet to continue.`,
+        balance_usd: usdString(org.balance_usd),
+        threshold_usd: usdString(threshold),
+      },
+    };
+  }
+  return null;
+}
+
+const counted = z.object({ active: z.number(), lim: z.number().nullable() });
+
+/**
+ * Gate 4 + row creation, atomically: under the organization's advisory lock, expire abandoned pending web calls,
+ * count pending + active calls and insert the pending row only if a slot is free.
+ */
+export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Promise<Admission> {
+  const { db, config } = deps;
+  let expired: readonly ExpiredCall[] = [];
+  const result = await db.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended(${`calls.concurrency:${call.organizationId}`}, 0))`);
+    expired = await tx.any(expireSql(config.CALL_JOIN_TIMEOUT_S, call.organizationId));
+    const row = await tx.one(sql.type(counted)`
+      SELECT (SELECT count(*)::int FROM calls WHERE organization_id = ${call.organizationId} AND status IN ('pending', 'active')) AS active,
+             (SELECT concurrency_limit FROM organizations WHERE id = ${call.organizationId}) AS lim`);
+    const limit = row.lim ?? config.DEFAULT_CONCURRENCY;
+    if (row.active >= limit) {
+      return {
+        ok: false as const,
+        rejection: {
+          status: 429 as const,
+          reason: 'concurrency_limit_reached' as const,
+          detail: {
+            code: 'concurrency_limit_reached',
+            current_limit: limit,
+            current_active: row.active,
+            message: `Concurrent call limit reached: ${row.active} of ${limit} calls are in progress. Retry after a call ends.`,
+          },
+        },
+      };
+    }
+    const inserted = await insertPendingCall(tx, call);
+    return { ok: true as const, callId: inserted.id, createdAt: inserted.created_at };
+  });
+  // Their `call.ended` goes out after the commit, without holding up this request.
+  if (expired.length) void notifyExpired(deps, expired).catch((err: unknown) => deps.logger.warn({ err }, 'call.ended for expired calls failed'));
+  return result;
+}
+
+/**
+ * Run gates 2-4 for a call start and create its pending row. On rejection the rejected row is written
+ * (throttled) with `rejectedRow` describing the attempt as the client sent it.
+ */
+export async function admitCall(
+  deps: GateDeps,
+  call: NewCall,
+  rejectedRow: { configSnapshot: unknown },
+): Promise<Admission> {
+  const early = await checkQuotaAndWallet(deps.db, deps.config, call.organizationId);
+  const result: Admission = early ? { ok: false, rejection: early } : await admitUnderConcurrency(deps, call);
+  if (!result.ok) {
+    await insertRejectedCall(deps.db, {
+      ...call,
+      configSnapshot: rejectedRow.configSnapshot,
+      reason: result.rejection.reason,
+      payload: result.rejection.detail,
+    });
+  }
+  return result;
+}
