@@ -1,0 +1,175 @@
+// validateAgentConfig: schema → model catalog → cross-field rules needing the catalog → checks needing the
+// database and the network (saved tools, knowledge-base documents, inline function URLs) → end_call seeding.
+import { z } from 'zod';
+import type { CommonQueryMethods } from 'slonik';
+import { sql } from '../db/pool.ts';
+import type { ValidationItem } from '../validation.ts';
+import { checkUrlResolved, type OutboundPolicy } from '../net/ssrf.ts';
+import { catalog, effectiveModel, findModel, speechLanguages } from '../catalog.ts';
+import { agentConfigSchema, sanitizeFunctionName, type AgentConfig, type InlineTool } from './schema.ts';
+import { issuesToItems, preCheck } from './issues.ts';
+
+export type ValidateResult =
+  | { ok: true; config: AgentConfig }
+  | { ok: false; kind: 'schema'; items: ValidationItem[] }
+  | { ok: false; kind: 'model'; message: string; path: (string | number)[] };
+
+export interface ValidateContext {
+  /** A pool or a transaction connection (PATCH validates inside its row-locked transaction). */
+  db: CommonQueryMethods;
+  orgId: string;
+  policy: OutboundPolicy;
+  /**
+   * true: models are NOT checked against the catalog (a stored config whose model has since left the catalog is
+   * still usable; POST /call with agentId). Language support is then checked only for models the catalog knows.
+   */
+  partialModelCheck?: boolean;
+}
+
+export const END_CALL_DESCRIPTION = 'End the call. Use it when the conversation is complete or the caller asks to hang up.';
+
+export function seededEndCall(): InlineTool {
+  return {
+    type: 'endCall',
+    name: 'end_call',
+    description: END_CALL_DESCRIPTION,
+    config: { messageType: 'custom', customMessages: ['Goodbye!'], audioRecordingId: null },
+  };
+}
+
+const savedToolRow = z.object({
+  uuid: z.string(),
+  function_name: z.string(),
+  category: z.string(),
+  status: z.string(),
+});
+
+/** Replace `{{var}}` and `{param}` placeholders with a neutral token so the rest of the URL can be checked. */
+function neutralise(url: string): string {
+  return url.replace(/\{\{\s*[^{}]*?\s*\}\}/g, 'x').replace(/\{[^{}]*\}/g, 'x');
+}
+
+/** The host part of an http(s) URL contains a placeholder: the target is only known at call time. */
+export function hostHasPlaceholder(url: string): boolean {
+  const m = /^https?:\/\/([^/?#]*)/i.exec(url);
+  return !!m && /[{}]/.test(m[1] ?? '');
+}
+
+/** SSRF check of a user-supplied URL with placeholders; null = OK. */
+export async function checkTemplatedUrl(url: string, policy: OutboundPolicy): Promise<string | null> {
+  const concrete = neutralise(url);
+  try {
+    new URL(concrete);
+  } catch {
+    return 'URL is not valid';
+  }
+  if (hostHasPlaceholder(url)) return null; // re-checked at connect time once the variables are known
+  return checkUrlResolved(concrete, policy);
+}
+
+export async function validateAgentConfig(input: unknown, ctx: ValidateContext): Promise<ValidateResult> {
+  const pre = preCheck(input);
+  if (pre.length > 0) return { ok: false, kind: 'schema', items: pre };
+  const parsed = agentConfigSchema.safeParse(input);
+  if (!parsed.success) return { ok: false, kind: 'schema', items: issuesToItems(parsed.error, input) };
+  const c = parsed.data;
+
+  // ---- models against the catalog
+  const llmModel = c.llm.model ?? catalog.llm[c.llm.provider].defaultModel;
+  if (!ctx.partialModelCheck) {
+    if (!findModel('llm', c.llm.provider, llmModel))
+      return { ok: false, kind: 'model', path: ['llm', 'model'], message: `Model '${llmModel}' is not available for llm provider '${c.llm.provider}'. See GET /agents/models/available.` };
+    for (const family of ['stt', 'tts'] as const) {
+      const block = c[family];
+      if (block.model !== null && !findModel(family, block.provider, block.model))
+        return { ok: false, kind: 'model', path: [family, 'model'], message: `Model '${block.model}' is not available for ${family} provider '${block.provider}'. See GET /agents/models/available.` };
+    }
+  }
+
+  const items: ValidationItem[] = [];
+
+  // ---- languages supported by both speech models
+  for (const family of ['stt', 'tts'] as const) {
+    const block = c[family];
+    const supported = speechLanguages(family, block.provider, block.model);
+    if (!supported) continue; // unknown model under partialModelCheck
+    const missing = c.languages.filter((l) => !(supported as string[]).includes(l));
+    if (missing.length > 0) {
+      const model = effectiveModel(family, block.provider, block.model);
+      items.push({
+        type: 'value_error',
+        path: ['languages'],
+        msg: `Language${missing.length > 1 ? 's' : ''} ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not supported by ${family} model '${model}' (${block.provider}); supported: ${supported.join(', ')}`,
+        input: c.languages,
+      });
+    }
+  }
+
+  // ---- anthropic temperature is clamped to its 0..1 range on save
+  const temperatureMax = catalog.llm[c.llm.provider].temperatureMax;
+  const llm = { ...c.llm, model: llmModel, temperature: Math.min(c.llm.temperature, temperatureMax) };
+
+  // ---- tools: saved references, documents, URLs
+  const savedRefs = c.tools.map((t, i) => [t, i] as const).filter((e): e is readonly [string, number] => typeof e[0] === 'string');
+  const savedById = new Map<string, z.infer<typeof savedToolRow>>();
+  if (savedRefs.length > 0) {
+    const ids = [...new Set(savedRefs.map(([id]) => id))];
+    const rows = await ctx.db.any(sql.type(savedToolRow)`
+      SELECT uuid::text AS uuid, function_name, category, status FROM tools
+      WHERE organization_id = ${ctx.orgId} AND uuid = ANY(${sql.array(ids, 'uuid')})`);
+    for (const r of rows) savedById.set(r.uuid, r);
+  }
+  const names = new Map<string, number>();
+  c.tools.forEach((t, i) => {
+    if (typeof t !== 'string') names.set(sanitizeFunctionName(t.name), names.get(sanitizeFunctionName(t.name)) ?? i);
+  });
+  for (const [id, i] of savedRefs) {
+    const row = savedById.get(id);
+    if (!row) {
+      items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${id}' not found`, input: id });
+      continue;
+    }
+    if (row.status !== 'active') {
+      items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${id}' is archived`, input: id });
+      continue;
+    }
+    const prev = names.get(row.function_name);
+    if (prev !== undefined && prev !== i)
+      items.push({ type: 'value_error', path: ['tools', i], msg: `Duplicate tool name '${row.function_name}': tools.${prev} has the same name after sanitization`, input: id });
+    else names.set(row.function_name, i);
+  }
+
+  const docRefs: Array<{ id: string; path: (string | number)[] }> = [];
+  const urlChecks: Array<Promise<ValidationItem | null>> = [];
+  c.tools.forEach((t, i) => {
+    if (typeof t === 'string') return;
+    if (t.type === 'query') {
+      t.config.knowledgeBases.forEach((kb, k) => kb.documentIds.forEach((d, j) => docRefs.push({ id: d.toLowerCase(), path: ['tools', i, 'config', 'knowledgeBases', k, 'documentIds', j] })));
+    }
+    if (t.type === 'function') {
+      const url = t.config.server.url;
+      urlChecks.push(
+        checkTemplatedUrl(url, ctx.policy).then((reason) =>
+          reason ? { type: 'value_error', path: ['tools', i, 'config', 'server', 'url'], msg: `server.url is not allowed: ${reason}`, input: url } : null,
+        ),
+      );
+    }
+  });
+  if (docRefs.length > 0) {
+    const ids = [...new Set(docRefs.map((d) => d.id))];
+    const found = new Set(
+      await ctx.db.anyFirst(sql.type(z.object({ id: z.string() }))`
+        SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL AND id = ANY(${sql.array(ids, 'uuid')})`),
+    );
+    for (const d of docRefs) if (!found.has(d.id)) items.push({ type: 'value_error', path: d.path, msg: `Document '${d.id}' not found`, input: d.id });
+  }
+  for (const r of await Promise.all(urlChecks)) if (r) items.push(r);
+
+  if (items.length > 0) return { ok: false, kind: 'schema', items };
+
+  // ---- an end_call tool is always present
+  const hasEndCall = c.tools.some((t) => (typeof t === 'string' ? savedById.get(t)?.category === 'endCall' : t.type === 'endCall'));
+  const tools = hasEndCall ? c.tools : [...c.tools, seededEndCall()];
+
+  return { ok: true, config: { ...c, llm, tools } };
+}
