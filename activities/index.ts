@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Storage } from '../core/storage/index.ts';
 import { createPostCallActivities } from './post-call.ts';
 import { createTransferRecordingActivities } from './transfer-recording.ts';
+import { createIngestionActivities } from './ingestion.ts';
 
 export interface ActivityDeps {
   config: Config;
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPostCallActivities(deps),
     ...createTransferRecordingActivities(deps),
+    ...createIngestionActivities(deps),
   };
 }
 export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,187 @@
+// Knowledge-base retrieval for the `query` tool: search only the listed, processed documents of one organization
+// and return the best passages within a token budget, inside the tool's timeout.
+//
+// Ranking: PostgreSQL full-text search with each document's own text-search configuration (language detected
+// at ingestion), the query's lexemes OR-ed (an LLM's natural-language question rarely has every word in one
+// passage) and ranked by ts_rank_cd (cover density, length-normalised). When an embedding provider is
+// configured (pass `embedding`), chunks are also ranked by cosine similarity (dot product of normalised
+// vectors, computed in SQL) and both rankings are fused with reciprocal-rank fusion.
+import { z } from 'zod';
+import { sql, type Db } from './db/pool.ts';
+import { estimateTokens } from './documents/chunking.ts';
+import { embed, vectorLiteral, type EmbeddingConfig } from './documents/embeddings.ts';
+import { UUID_RE } from './documents/records.ts';
+
+export { embeddingConfigFrom, type EmbeddingConfig } from './documents/embeddings.ts';
+
+export interface Passage {
+  documentId: string;
+  content: string;
+  score: number;
+}
+
+export type SearchKnowledgeResult =
+  /** `pending`: listed documents still being processed (present only when some are). */
+  | { status: 'ok'; passages: Passage[]; pending?: string[] }
+  | { status: 'not_ready'; pending: string[] }
+  | { status: 'error'; message: string };
+
+export interface SearchKnowledgeOptions {
+  orgId: string;
+  documentIds: string[];
+  query: string;
+  /** Budget for all passages together; default 800. */
+  maxTokens?: number;
+  timeoutMs: number;
+  /** Maximum passages; default 5. */
+  limit?: number;
+  /** Enables hybrid ranking (embeddingConfigFrom(config)); null/absent = full-text only. */
+  embedding?: EmbeddingConfig | null;
+}
+
+const RRF_K = 60;
+
+function tsqueryOr(lexemes: readonly string[]): string | null {
+  const uniq = [...new Set(lexemes)].filter((l) => l.length > 0).slice(0, 64);
+  if (!uniq.length) return null;
+  return uniq.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
+}
+
+const docRow = z.object({ id: z.string(), status: z.string(), ts_config: z.string() });
+const hitRow = z.object({ document_id: z.string(), chunk_index: z.number(), content: z.string(), score: z.number() });
+type Hit = z.infer<typeof hitRow>;
+
+function pickPassages(hits: Hit[], maxTokens: number, limit: number): Passage[] {
+  const out: Passage[] = [];
+  let used = 0;
+  for (const h of hits) {
+    if (out.length >= limit) break;
+    const tokens = estimateTokens(h.content);
+    if (used + tokens <= maxTokens) {
+      out.push({ documentId: h.document_id, content: h.content, score: h.score });
+      used += tokens;
+    } else if (out.length === 0) {
+      // The best passage alone is over budget: keep its beginning rather than answering nothing.
+      out.push({ documentId: h.document_id, content: h.content.slice(0, maxTokens * 4), score: h.score });
+      break;
+    }
+  }
+  return out;
+}
+
+async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): Promise<SearchKnowledgeResult> {
+  const ids = [...new Set(opts.documentIds.filter((id) => UUID_RE.test(id)).map((id) => id.toLowerCase()))];
+  if (!ids.length) return { status: 'error', message: 'No knowledge-base documents are configured for this tool' };
+  const query = opts.query.trim().slice(0, 2000);
+  if (!query) return { status: 'error', message: 'The search query is empty' };
+  const limit = Math.max(1, Math.min(opts.limit ?? 5, 50));
+  const maxTokens = Math.max(1, opts.maxTokens ?? 800);
+
+  const docs = await db.any(sql.type(docRow)`
+    SELECT id, status, ts_config::text AS ts_config FROM documents
+    WHERE organization_id = ${opts.orgId} AND id = ANY(${sql.array(ids, 'uuid')}) AND deleted_at IS NULL`);
+  const ready = docs.filter((d) => d.status === 'completed');
+  const pending = docs.filter((d) => d.status === 'pending' || d.status === 'processing').map((d) => d.id);
+  if (!ready.length) {
+    if (pending.length) return { status: 'not_ready', pending };
+    return { status: 'error', message: 'None of the referenced documents are available (missing, deleted or failed to process)' };
+  }
+  const readyIds = ready.map((d) => d.id);
+  const configs = [...new Set(ready.map((d) => d.ts_config))];
+
+  // The query embedding is fetched outside the transaction; a provider failure falls back to full-text only.
+  let queryVector: number[] | null = null;
+  if (opts.embedding) {
+    const remaining = deadline - Date.now();
+    if (remaining > 50) {
+      queryVector = await embed({ ...opts.embedding, timeoutMs: remaining - 25 }, [query]).then((v) => v[0] ?? null, () => null);
+    }
+  }
+
+  const candidates = Math.max(limit * 4, 20);
+  const { fts, vec } = await db.transaction(async (tx) => {
+    const ms = Math.max(1, Math.floor(deadline - Date.now()));
+    await tx.query(sql.unsafe`SELECT set_config('statement_timeout', ${String(ms)}, true)`);
+    const lex = await tx.any(sql.type(z.object({ cfg: z.string(), lexemes: z.array(z.string()) }))`
+      SELECT c AS cfg, tsvector_to_array(to_tsvector(c::regconfig, ${query})) AS lexemes
+      FROM unnest(${sql.array(configs, 'text')}) AS c`);
+    const parts = lex.flatMap((l) => {
+      const q = tsqueryOr(l.lexemes);
+      return q ? [{ cfg: l.cfg, q }] : [];
+    });
+    let ftsHits: readonly Hit[] = [];
+    if (parts.length) {
+      const cond = sql.join(parts.map((p) => sql.fragment`(ts_config = ${p.cfg}::regconfig AND tsv @@ ${p.q}::tsquery)`), sql.fragment` OR `);
+      const score = parts.length === 1
+        ? sql.fragment`ts_rank_cd(tsv, ${parts[0]!.q}::tsquery, 1)`
+        : sql.fragment`CASE ${sql.join(parts.map((p) => sql.fragment`WHEN ts_config = ${p.cfg}::regconfig THEN ts_rank_cd(tsv, ${p.q}::tsquery, 1)`), sql.fragment` `)} ELSE 0 END`;
+      ftsHits = await tx.any(sql.type(hitRow)`
+        SELECT document_id::text AS document_id, chunk_index, content, (${score})::float8 AS score
+        FROM document_chunks
+        WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND (${cond})
+        ORDER BY score DESC, document_id, chunk_index
+        LIMIT ${candidates}`);
+    }
+    let vecHits: readonly Hit[] = [];
+    if (queryVector) {
+      vecHits = await tx.any(sql.type(hitRow)`
+        SELECT document_id::text AS document_id, chunk_index, content, vas_dot(embedding, ${vectorLiteral(queryVector)}::real[]) AS score
+        FROM document_chunks
+        WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND embedding IS NOT NULL
+        ORDER BY score DESC NULLS LAST, document_id, chunk_index
+        LIMIT ${candidates}`);
+    }
+    return { fts: ftsHits, vec: vecHits };
+  });
+
+  let ranked: Hit[];
+  if (!vec.length) {
+    ranked = [...fts];
+  } else {
+    const fused = new Map<string, Hit>();
+    const add = (list: readonly Hit[]) =>
+      list.forEach((h, rank) => {
+        const key = `${h.document_id}:${h.chunk_index}`;
+        const prev = fused.get(key);
+        const s = 1 / (RRF_K + rank + 1);
+        fused.set(key, prev ? { ...prev, score: prev.score + s } : { ...h, score: s });
+      });
+    add(fts);
+    add(vec);
+    ranked = [...fused.values()].sort((a, b) => b.score - a.score || a.document_id.localeCompare(b.document_id) || a.chunk_index - b.chunk_index);
+  }
+  const passages = pickPassages(ranked, maxTokens, limit);
+  return pending.length ? { status: 'ok', passages, pending } : { status: 'ok', passages };
+}
+
+export async function searchKnowledge(db: Db, opts: SearchKnowledgeOptions): Promise<SearchKnowledgeResult> {
+  const timeoutMs = Math.max(1, opts.timeoutMs);
+  const deadline = Date.now() + timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<SearchKnowledgeResult>((resolve) => {
+    timer = setTimeout(() => resolve({ status: 'error', message: `Knowledge base search timed out after ${timeoutMs} ms` }), timeoutMs);
+  });
+  const work = search(db, opts, deadline).catch((err: unknown): SearchKnowledgeResult => {
+    const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
+    if (code === '57014' || /statement timeout/i.test(String((err as Error).message))) {
+      return { status: 'error', message: `Knowledge base search timed out after ${timeoutMs} ms` };
+    }
+    return { status: 'error', message: `Knowledge base search failed: ${(err as Error).message}` };
+  });
+  try {
+    return await Promise.race([work, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The ids (as given) that are not live documents of this organization (bad UUIDs, other orgs, deleted). */
+export async function checkDocumentReferences(db: Db, orgId: string, ids: readonly string[]): Promise<string[]> {
+  const valid = [...new Set(ids.filter((id) => UUID_RE.test(id)).map((id) => id.toLowerCase()))];
+  const found = valid.length
+    ? new Set(await db.anyFirst(sql.type(z.object({ id: z.string() }))`
+        SELECT id::text AS id FROM documents
+        WHERE organization_id = ${orgId} AND id = ANY(${sql.array(valid, 'uuid')}) AND deleted_at IS NULL`))
+    : new Set<string>();
+  return ids.filter((id) => !(UUID_RE.test(id) && found.has(id.toLowerCase())));
+}

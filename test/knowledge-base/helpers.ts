@@ -1,0 +1,117 @@
+// Helpers of the knowledge-base tests: real documents built by libraries, raw multipart bodies, polling.
+import { randomBytes } from 'node:crypto';
+import PDFDocument from 'pdfkit';
+import { Document, HeadingLevel, Packer, Paragraph, Table, TableCell, TableRow, TextRun } from 'docx';
+import type { Worker } from '@temporalio/worker';
+import { createWorker } from '../../activities/worker.ts';
+import { createActivities } from '../../activities/index.ts';
+import { createLogger } from '../../core/logger.ts';
+import type { Storage } from '../../core/storage/index.ts';
+import type { TestServer } from '../helpers/server.ts';
+
+export const logger = createLogger({ level: 'silent' });
+
+/** A 3-page PDF (one paragraph per page) built with pdfkit. */
+export function buildPdf(pages: string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const doc = new PDFDocument({ autoFirstPage: false });
+    const chunks: Buffer[] = [];
+    doc.on('data', (c: Buffer) => chunks.push(c));
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+    for (const text of pages) {
+      doc.addPage();
+      doc.fontSize(12).text(text, { width: 450 });
+    }
+    doc.end();
+  });
+}
+
+/** A DOCX with a title, two sections and a table, built with the docx library. */
+export function buildDocx(sections: { heading: string; level: 1 | 2; paragraphs: string[] }[], table?: string[][]): Promise<Buffer> {
+  const children: (Paragraph | Table)[] = [];
+  for (const s of sections) {
+    children.push(new Paragraph({ text: s.heading, heading: s.level === 1 ? HeadingLevel.HEADING_1 : HeadingLevel.HEADING_2 }));
+    for (const p of s.paragraphs) children.push(new Paragraph({ children: [new TextRun(p)] }));
+  }
+  if (table) {
+    children.push(new Table({ rows: table.map((r) => new TableRow({ children: r.map((c) => new TableCell({ children: [new Paragraph(c)] })) })) }));
+  }
+  return Packer.toBuffer(new Document({ sections: [{ children }] }));
+}
+
+export interface Part {
+  name: string;
+  value: string | Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/** A raw multipart/form-data body (so tests control every byte: empty filenames, field order, sizes). */
+export function multipart(parts: Part[]): { body: Buffer; contentType: string } {
+  const boundary = `----vas${randomBytes(8).toString('hex')}`;
+  const buffers: Buffer[] = [];
+  for (const p of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"`;
+    if (p.filename !== undefined) head += `; filename="${p.filename}"`;
+    head += '\r\n';
+    if (p.contentType || p.filename !== undefined) head += `Content-Type: ${p.contentType ?? 'application/octet-stream'}\r\n`;
+    buffers.push(Buffer.from(`${head}\r\n`), Buffer.isBuffer(p.value) ? p.value : Buffer.from(p.value), Buffer.from('\r\n'));
+  }
+  buffers.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(buffers), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+export async function upload(s: TestServer, parts: Part[], key?: string): Promise<{ status: number; body: any }> {
+  const { body, contentType } = multipart(parts);
+  const headers: Record<string, string> = { 'content-type': contentType };
+  if (key !== null) headers['x-api-key'] = key ?? '';
+  const res = await fetch(`${s.baseUrl}/files`, { method: 'POST', headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body: parsed };
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Polls GET /files/{id} until the file leaves pending/processing. */
+export async function waitProcessed(s: TestServer, id: string, key: string, timeoutMs = 60_000): Promise<any> {
+  return waitFor(`file ${id} processed`, async () => {
+    const r = await s.request('GET', `/files/${id}`, { key });
+    return r.status === 200 && (r.body.status === 'completed' || r.body.status === 'failed') ? r.body : null;
+  }, timeoutMs);
+}
+
+export interface RunningWorker {
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+export async function startWorker(s: TestServer, taskQueue: string, opts: { storage?: Storage; config?: TestServer['config'] } = {}): Promise<RunningWorker> {
+  const config = opts.config ?? s.config;
+  const { worker, connection } = await createWorker({
+    config,
+    db: s.db,
+    logger,
+    taskQueue,
+    activities: createActivities({ config, db: s.db, logger, storage: opts.storage ?? s.storage }),
+  });
+  const run = worker.run();
+  return {
+    worker,
+    async close() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await run.catch(() => undefined);
+      await connection.close();
+    },
+  };
+}
