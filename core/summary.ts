@@ -61,7 +61,8 @@ const ENDINGS: Record<string, string> = {
 };
 
 const quote = (s: string, max = 160) => {
-  const t = s.replace(/\s+/g, ' ').trim().replace(/[.!?]+$/, '');
+  // Inner sentence ends become commas so the summary's sentence count stays what this function decides.
+  const t = s.replace(/\s+/g, ' ').trim().replace(/[.!?]+$/, '').replace(/[.!?]+(?=\s)/g, ',');
   return `"${t.length > max ? `${t.slice(0, max - 1)}…` : t}"`;
 };
 

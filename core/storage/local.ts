@@ -101,7 +101,7 @@ export function createLocalStorage(config: Config): LocalStorage {
     if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return new StorageNotFoundError(key);
     return err;
   };
-  return {
+  const storage: LocalStorage = {
     kind: 'local',
     root,
     async put(key, body) {
@@ -128,7 +128,7 @@ export function createLocalStorage(config: Config): LocalStorage {
       return createReadStream(file);
     },
     async exists(key) {
-      return (await this.stat(key)) !== null;
+      return (await storage.stat(key)) !== null;
     },
     async stat(key) {
       try {
@@ -155,4 +155,5 @@ export function createLocalStorage(config: Config): LocalStorage {
       return `${config.publicUrl}/cdn-upload/${key}?${q.toString()}`;
     },
   };
+  return storage;
 }
