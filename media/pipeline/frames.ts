@@ -1,0 +1,55 @@
+// Frames: the plain data that flows between pipeline processors (a discriminated union on `type`).
+// Three kinds (see design.md / pipeline.md):
+//  - system frames are never dropped by an interruption;
+//  - data frames are dropped when an interruption flushes the stage holding them;
+//  - control frames steer a stage (end of an utterance's text, end of a caller turn, speak this now).
+import type { SpeechHandle } from '../session/speech.ts';
+import type { ToolCall } from '../services/types.ts';
+
+export type SystemFrame =
+  | { type: 'start' }
+  | { type: 'end'; reason: string }
+  | { type: 'userStartedSpeaking' }
+  | { type: 'userStoppedSpeaking' }
+  | { type: 'interrupt'; by: 'user' | 'agent' }
+  | { type: 'error'; message: string; fatal: boolean }
+  | { type: 'metrics'; name: string; valueMs: number };
+
+export type DataFrame =
+  /** Caller audio, 16 kHz mono s16le. */
+  | { type: 'audioIn'; pcm: Int16Array }
+  /** Agent audio, 24 kHz mono s16le, belonging to one utterance and one of its text chunks. */
+  | { type: 'audioOut'; pcm: Int16Array; speech: SpeechHandle; chunk: number }
+  | { type: 'transcript'; text: string; final: boolean }
+  | { type: 'llmText'; delta: string; speech: SpeechHandle }
+  | { type: 'toolCall'; call: ToolCall }
+  | { type: 'toolResult'; callId: string; content: string }
+  | { type: 'ttsText'; text: string; speech: SpeechHandle; owner?: object | null };
+
+export type ControlFrame =
+  /** No more text will come for this utterance. */
+  | { type: 'flush'; speech: SpeechHandle }
+  /** The caller's turn ended with this text. */
+  | { type: 'turnEnd'; text: string }
+  /** Speak this text as (part of) an utterance, then flush it. */
+  | { type: 'speakNow'; text: string; speech: SpeechHandle };
+
+export type Frame = SystemFrame | DataFrame | ControlFrame;
+
+const SYSTEM = new Set<Frame['type']>(['start', 'end', 'userStartedSpeaking', 'userStoppedSpeaking', 'interrupt', 'error', 'metrics']);
+const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'speakNow']);
+
+export function isSystemFrame(f: Frame): f is SystemFrame {
+  return SYSTEM.has(f.type);
+}
+export function isControlFrame(f: Frame): f is ControlFrame {
+  return CONTROL.has(f.type);
+}
+export function isDataFrame(f: Frame): f is DataFrame {
+  return !SYSTEM.has(f.type) && !CONTROL.has(f.type);
+}
+
+/** The utterance a frame belongs to, if any (used to drop an interrupted utterance's frames). */
+export function speechOf(f: Frame): SpeechHandle | null {
+  return 'speech' in f ? f.speech : null;
+}

@@ -1,0 +1,201 @@
+// Caller-side processors: noise gate → VAD → STT → turn manager.
+import type { Frame } from './frames.ts';
+import { Processor } from './processor.ts';
+import type { SttEvent, SttStream } from '../services/types.ts';
+
+/** The VAD contract (media/vad, Silero): feed 16 kHz frames in order; onset/offset events come back. */
+export interface Vad {
+  process(frame16k: Int16Array): Promise<{ speechStart?: boolean; speechEnd?: boolean; probability: number }>;
+  close?(): void | Promise<void>;
+}
+
+/** Denoiser contract (noise gate): 16 kHz in, 16 kHz out, any frame size, may hold back a few ms. */
+export interface Denoiser {
+  process(pcm16k: Int16Array): Int16Array;
+  close(): void;
+}
+
+export class NoiseGateStage extends Processor {
+  readonly name = 'noiseGate';
+  constructor(private readonly denoiser: Denoiser) {
+    super();
+  }
+  protected override process(frame: Frame): void {
+    if (frame.type !== 'audioIn') return this.push(frame);
+    const out = this.denoiser.process(frame.pcm);
+    if (out.length) this.push({ type: 'audioIn', pcm: out });
+  }
+  override close(): void {
+    this.denoiser.close();
+  }
+}
+
+/** Runs the VAD in order on every frame (async inference never blocks the audio path); audio passes on at once. */
+export class VadStage extends Processor {
+  readonly name = 'vad';
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  speaking = false;
+  constructor(private readonly vad: Vad) {
+    super();
+  }
+  protected override process(frame: Frame): void {
+    if (frame.type !== 'audioIn') return this.push(frame);
+    this.push(frame);
+    const pcm = frame.pcm;
+    this.chain = this.chain.then(async () => {
+      if (this.closed) return;
+      try {
+        const r = await this.vad.process(pcm);
+        if (this.closed) return;
+        if (r.speechStart && !this.speaking) {
+          this.speaking = true;
+          this.push({ type: 'userStartedSpeaking' });
+        }
+        if (r.speechEnd && this.speaking) {
+          this.speaking = false;
+          this.push({ type: 'userStoppedSpeaking' });
+        }
+      } catch (err) {
+        this.onError(err, this.name);
+      }
+    });
+  }
+  override async close(): Promise<void> {
+    this.closed = true;
+    await this.vad.close?.();
+  }
+}
+
+/** Streams caller audio to the STT engine; engine events come back as frames. */
+export class SttStage extends Processor {
+  readonly name = 'stt';
+  private stream: SttStream | null = null;
+  samples = 0;
+  constructor() {
+    super();
+  }
+  attach(stream: SttStream): void {
+    this.stream = stream;
+  }
+  /** engine event → frames */
+  onEvent(ev: SttEvent): void {
+    switch (ev.type) {
+      case 'speech_started':
+        this.push({ type: 'userStartedSpeaking' });
+        return;
+      case 'interim':
+        this.push({ type: 'transcript', text: ev.text, final: false });
+        return;
+      case 'final':
+        this.push({ type: 'transcript', text: ev.text, final: true });
+        return;
+      case 'turn_end':
+        if (ev.text) this.push({ type: 'transcript', text: ev.text, final: true });
+        this.push({ type: 'turnEnd', text: ev.text });
+        return;
+      case 'eager_turn_end':
+      case 'turn_resumed':
+        // speculative turn ends are not acted on: the reply starts at the real end of turn
+        return;
+      case 'error':
+        this.push({ type: 'error', message: ev.error.message, fatal: ev.error.fatal });
+        return;
+    }
+  }
+  protected override process(frame: Frame): void {
+    if (frame.type === 'audioIn') {
+      this.samples += frame.pcm.length;
+      this.stream?.write(frame.pcm);
+      return; // audio stops here: the turn manager needs only events
+    }
+    if (frame.type === 'userStoppedSpeaking') this.stream?.finalize();
+    this.push(frame);
+  }
+  override async close(): Promise<void> {
+    const s = this.stream;
+    this.stream = null;
+    await s?.close().catch(() => {});
+  }
+}
+
+export interface TurnManagerOptions {
+  /** STT has its own end-of-turn (then VAD silence does not end turns) */
+  sttTurnDetection: boolean;
+  /** after VAD stop with text already final: wait this long for a trailing final */
+  trailingFinalMs: number;
+  /** after VAD stop with no final yet: give up waiting for one after this long (uses the last interim) */
+  finalTimeoutMs: number;
+}
+
+/**
+ * Decides when the caller's turn ends: the STT's own end-of-turn where it has one, else VAD silence plus a final
+ * transcript. Emits `turnEnd{text}`; passes speaking and transcript frames on for barge-in and the client events.
+ */
+export class TurnManager extends Processor {
+  readonly name = 'turns';
+  private text = '';
+  private interim = '';
+  private speaking = false;
+  private waiting: NodeJS.Timeout | null = null;
+  constructor(private readonly opts: TurnManagerOptions) {
+    super();
+  }
+  protected override process(frame: Frame): void {
+    switch (frame.type) {
+      case 'userStartedSpeaking':
+        this.speaking = true;
+        this.clearWait();
+        this.push(frame);
+        return;
+      case 'userStoppedSpeaking':
+        this.speaking = false;
+        this.push(frame);
+        if (!this.opts.sttTurnDetection) this.arm(this.text ? this.opts.trailingFinalMs : this.opts.finalTimeoutMs);
+        return;
+      case 'transcript':
+        this.push(frame);
+        if (frame.final) {
+          this.text = join(this.text, frame.text);
+          this.interim = '';
+          if (!this.speaking && !this.opts.sttTurnDetection) this.endTurn();
+        } else this.interim = frame.text;
+        return;
+      case 'turnEnd':
+        this.clearWait();
+        this.text = join(this.text, '') || frame.text || this.interim;
+        this.endTurn();
+        return;
+      default:
+        this.push(frame);
+    }
+  }
+  private arm(ms: number): void {
+    this.clearWait();
+    this.waiting = setTimeout(() => {
+      this.waiting = null;
+      if (!this.speaking) {
+        if (!this.text && this.interim) this.text = this.interim;
+        this.endTurn();
+      }
+    }, ms);
+  }
+  private clearWait(): void {
+    if (this.waiting) clearTimeout(this.waiting);
+    this.waiting = null;
+  }
+  private endTurn(): void {
+    this.clearWait();
+    const text = this.text.trim();
+    this.text = '';
+    this.interim = '';
+    if (text) this.push({ type: 'turnEnd', text });
+  }
+  override close(): void {
+    this.clearWait();
+  }
+}
+
+function join(a: string, b: string): string {
+  return [a.trim(), b.trim()].filter(Boolean).join(' ');
+}

@@ -1,0 +1,191 @@
+// Output pacer: agent audio (24 kHz) in, 20 ms frames out on the shared clock, never more than `leadMs` ahead of
+// real time, so barge-in is instant and no stale audio piles up. It knows what was actually played: each sent
+// frame starts playing at its playhead time; chunks count a frame as played once that time has passed.
+import type { Frame } from './frames.ts';
+import { Processor } from './processor.ts';
+import { sharedClock, type FrameClock, type Tickable } from './clock.ts';
+import type { Mixer } from './mixer.ts';
+import type { SpeechHandle } from '../session/speech.ts';
+
+type Item =
+  | { kind: 'audio'; pcm: Int16Array; off: number; speech: SpeechHandle; chunk: number }
+  | { kind: 'end'; speech: SpeechHandle };
+
+export interface PacerOptions {
+  sampleRate: number;
+  frameMs: number;
+  leadMs: number;
+  clock: FrameClock;
+  mixer: Mixer | null;
+  /** a frame leaves for the transport; `at` is its playout time on the clock */
+  send(pcm: Int16Array, at: number): void;
+  onSpeechStart?(speech: SpeechHandle, now: number): void;
+  onChunkStart?(speech: SpeechHandle, chunk: number): void;
+  onSpeechPlayed?(speech: SpeechHandle): void;
+}
+
+export class Pacer extends Processor implements Tickable {
+  readonly name = 'pacer';
+  private readonly queue: Item[] = [];
+  private playhead = 0;
+  /** sent frames not yet counted as played */
+  private readonly inFlight: Array<{ at: number; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> }> = [];
+  private readonly ends: Array<{ speech: SpeechHandle; at: number }> = [];
+  private readonly frameSamples: number;
+  private readonly opts: PacerOptions;
+  private started = new WeakSet<SpeechHandle>();
+  private chunkStarted = new WeakMap<SpeechHandle, number>();
+  private running = false;
+
+  constructor(opts: Partial<PacerOptions> & Pick<PacerOptions, 'send'>) {
+    super();
+    this.opts = { sampleRate: 24000, frameMs: 20, leadMs: 100, clock: sharedClock, mixer: null, ...opts };
+    this.frameSamples = Math.round((this.opts.sampleRate * this.opts.frameMs) / 1000);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.opts.clock.add(this);
+  }
+
+  override close(): void {
+    this.running = false;
+    this.opts.clock.delete(this);
+    this.queue.length = 0;
+  }
+
+  /** queued audio (ms) not yet sent */
+  get queuedMs(): number {
+    let n = 0;
+    for (const it of this.queue) if (it.kind === 'audio') n += it.pcm.length - it.off;
+    return (n / this.opts.sampleRate) * 1000;
+  }
+
+  protected override process(frame: Frame): void {
+    switch (frame.type) {
+      case 'audioOut':
+        if (frame.speech.finished) return;
+        this.queue.push({ kind: 'audio', pcm: frame.pcm, off: 0, speech: frame.speech, chunk: frame.chunk });
+        this.pump(this.opts.clock.now());
+        return;
+      case 'flush':
+        if (frame.speech.finished) return;
+        this.queue.push({ kind: 'end', speech: frame.speech });
+        this.pump(this.opts.clock.now());
+        return;
+      case 'interrupt': {
+        const now = this.opts.clock.now();
+        this.settle(now, true);
+        for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i]!.speech.finished) this.queue.splice(i, 1);
+        for (let i = this.ends.length - 1; i >= 0; i--) if (this.ends[i]!.speech.finished) this.ends.splice(i, 1);
+        this.push(frame);
+        return;
+      }
+      default:
+        this.push(frame);
+    }
+  }
+
+  tick(now: number): void {
+    this.pump(now);
+  }
+
+  private pump(now: number): void {
+    this.settle(now, false);
+    const { frameMs, leadMs, mixer } = this.opts;
+    if (this.playhead < now) this.playhead = now; // underrun or idle: restart at real time
+    while (this.playhead < now + leadMs) {
+      const t = this.take();
+      // 'wait': speech in progress but its next audio has not arrived yet (sounds keep flowing meanwhile)
+      const taken = t === 'wait' ? null : t;
+      if (t === 'wait' && !mixer?.active) break;
+      const pcm = mixer ? mixer.mix(taken?.pcm ?? null) : (taken?.pcm ?? null);
+      if (!pcm) break;
+      const at = this.playhead;
+      if (taken) {
+        for (const p of taken.parts) {
+          if (!this.started.has(p.speech)) {
+            this.started.add(p.speech);
+            p.speech.markSpeaking(now);
+            this.opts.onSpeechStart?.(p.speech, now);
+          }
+          if ((this.chunkStarted.get(p.speech) ?? -1) < p.chunk) {
+            this.chunkStarted.set(p.speech, p.chunk);
+            this.opts.onChunkStart?.(p.speech, p.chunk);
+          }
+        }
+        this.inFlight.push({ at, parts: taken.parts });
+      }
+      this.opts.send(pcm, at);
+      this.playhead += frameMs;
+    }
+    this.settle(now, false);
+  }
+
+  /** Count frames whose playout has started as played; finish utterances whose audio has fully played. */
+  private settle(now: number, all: boolean): void {
+    while (this.inFlight.length && (this.inFlight[0]!.at <= now || all)) {
+      const f = this.inFlight.shift()!;
+      if (f.at > now) continue; // interruption: sent but not yet playing → not heard
+      for (const p of f.parts) {
+        const c = p.speech.chunks[p.chunk];
+        if (c) c.played += p.n;
+      }
+    }
+    for (let i = 0; i < this.ends.length; ) {
+      const e = this.ends[i]!;
+      if (e.at <= now) {
+        this.ends.splice(i, 1);
+        if (!e.speech.finished) {
+          e.speech.markPlayed();
+          this.opts.onSpeechPlayed?.(e.speech);
+        }
+      } else i++;
+    }
+  }
+
+  /** Take one frame of speech audio (one utterance per frame, padded with silence at its end). */
+  private take(): { pcm: Int16Array; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> } | null | 'wait' {
+    const q = this.queue;
+    while (q.length && q[0]!.speech.finished) q.shift();
+    // an utterance whose audio is all sent: it ends when the last sent frame has played
+    while (q.length && q[0]!.kind === 'end') this.ends.push({ speech: q.shift()!.speech, at: this.playhead });
+    if (!q.length) return null;
+    const speech = q[0]!.speech;
+    let avail = 0;
+    let hasEnd = false;
+    for (const it of q) {
+      // another utterance queued behind this one (e.g. a tool message during a reply): send what we have
+      if (it.speech !== speech || it.kind === 'end') {
+        hasEnd = true;
+        break;
+      }
+      avail += it.pcm.length - it.off;
+      if (avail >= this.frameSamples) break;
+    }
+    // a partial frame with more of this utterance still coming: wait for it rather than send a gap
+    if (avail < this.frameSamples && !hasEnd) return 'wait';
+    const out = new Int16Array(this.frameSamples);
+    const parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> = [];
+    let filled = 0;
+    while (filled < this.frameSamples && q.length) {
+      const it = q[0]!;
+      if (it.speech !== speech || it.kind === 'end') break;
+      const n = Math.min(this.frameSamples - filled, it.pcm.length - it.off);
+      out.set(it.pcm.subarray(it.off, it.off + n), filled);
+      filled += n;
+      it.off += n;
+      const last = parts[parts.length - 1];
+      if (last && last.chunk === it.chunk) last.n += n;
+      else parts.push({ speech, chunk: it.chunk, n });
+      if (it.off >= it.pcm.length) q.shift();
+    }
+    const next = q[0];
+    if (next && next.kind === 'end' && next.speech === speech) {
+      q.shift();
+      this.ends.push({ speech, at: this.playhead + this.opts.frameMs });
+    }
+    return { pcm: out, parts };
+  }
+}

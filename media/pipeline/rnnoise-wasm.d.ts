@@ -1,0 +1,4 @@
+declare module '@echogarden/rnnoise-wasm' {
+  const createRNNWasmModule: () => Promise<unknown>;
+  export default createRNNWasmModule;
+}

@@ -1,0 +1,691 @@
+// CallSession: one call's life on this process. It owns the two pipelines (caller side: noise gate → VAD → STT →
+// turn manager; agent side: chunker → TTS → pacer with the mixer), the conversation context, the timers (greeting,
+// idle, max duration), the transcript, the recording and the per-turn metrics. Every agent utterance is a
+// SpeechHandle, so barge-in, idle prompts, farewells and the duration cut all interrupt/await the same way.
+import type { Logger } from '../../core/logger.ts';
+import type { Engines, LlmUsage, ToolCall } from '../services/types.ts';
+import type { Frame } from '../pipeline/frames.ts';
+import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
+import { NoiseGateStage, SttStage, TurnManager, VadStage, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { SentenceChunker } from '../pipeline/chunker.ts';
+import { TtsStage } from '../pipeline/tts-stage.ts';
+import { Pacer } from '../pipeline/pacer.ts';
+import { Mixer } from '../pipeline/mixer.ts';
+import { sharedClock, type FrameClock } from '../pipeline/clock.ts';
+import { soundAsset } from '../pipeline/sounds.ts';
+import { Recorder } from '../pipeline/recorder.ts';
+import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
+import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
+import { SpeechHandle, type SpeechSource } from './speech.ts';
+import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
+import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
+
+export type EndedReason = 'user_hangup' | 'agent_hangup' | 'silence_timeout' | 'max_duration' | 'pipeline_error' | 'cancelled' | 'unknown';
+
+export interface Transport {
+  sendAudio(pcm24k: Int16Array): void;
+  sendEvent(event: Record<string, unknown>): void;
+}
+
+export type TranscriptEntry =
+  | { role: 'user'; content: string; timestamp: string }
+  | { role: 'assistant'; content: string; timestamp: string; interrupted?: boolean }
+  | { role: 'tool'; name: string; status: ToolStatus; durationMs: number; t_ms: number; timestamp: string };
+
+export interface Usage {
+  llm?: { provider: string; model: string; prompt_tokens: number; completion_tokens: number; cache_read_tokens?: number; cache_creation_tokens?: number };
+  tts?: { provider: string; model: string; characters: number };
+  stt?: { provider: string; model: string; seconds: number };
+}
+
+export interface SessionResult {
+  reason: EndedReason;
+  error: string | null;
+  transcript: TranscriptEntry[];
+  usage: Usage;
+  latency: TurnLatency[];
+  recording: Recorder;
+}
+
+export interface SessionOptions {
+  callId: string;
+  config: CallConfig;
+  /** system prompt with every placeholder resolved */
+  systemPrompt: string;
+  engines: Engines;
+  vad: Vad;
+  denoiser: Denoiser | null;
+  tools: ToolSet;
+  transport: Transport;
+  logger: Logger;
+  clock?: FrameClock;
+  /** STT: VAD stop → wait this long for a trailing final (ms) */
+  trailingFinalMs?: number;
+  finalTimeoutMs?: number;
+  /** called once when the session has ended (row writes, webhooks, closing the transport) */
+  onEnd(result: SessionResult): Promise<void>;
+}
+
+const MAX_TOOL_ROUNDS = 6;
+
+export class CallSession {
+  readonly ctx: ConversationContext;
+  readonly transcript: TranscriptEntry[] = [];
+  readonly latency: TurnLatency[] = [];
+  readonly recorder: Recorder;
+  private readonly clock: FrameClock;
+  private readonly t0: number;
+  private readonly log: Logger;
+  private readonly cfg: CallConfig;
+  private readonly input: Pipeline;
+  private readonly output: Pipeline;
+  private readonly stt: SttStage;
+  private readonly pacer: Pacer;
+  private readonly mixer: Mixer;
+  private readonly speeches = new Set<SpeechHandle>();
+  private readonly entries = new Map<SpeechHandle, Extract<TranscriptEntry, { role: 'assistant' }>>();
+  private readonly owners = new Map<SpeechHandle, AssistantMsg[]>();
+  private readonly turns = new Map<SpeechHandle, TurnTimes>();
+  private reply: SpeechHandle | null = null;
+  private pendingTurn: TurnTimes | null = null;
+  private turnCount = 0;
+  private userSpeaking = false;
+  private greeted = false;
+  private replyAfterSpeech = false;
+  private ending = false;
+  private ended = false;
+  private idleRetries = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private idleTimer: NodeJS.Timeout | null = null;
+  private ackTimer: NodeJS.Timeout | null = null;
+  private ackAssets: Int16Array[] = [];
+  private fillerAssets: Int16Array[] = [];
+  private ackIdx = 0;
+  private fillerIdx = 0;
+  private readonly llmUsage = { prompt: 0, completion: 0, cacheRead: 0, cacheCreation: 0, seen: false };
+  private ttsChars = 0;
+  private activeTools = 0;
+  private taskTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly o: SessionOptions) {
+    this.cfg = o.config;
+    this.clock = o.clock ?? sharedClock;
+    this.t0 = this.clock.now();
+    this.log = o.logger.child({ callId: o.callId });
+    this.ctx = new ConversationContext(o.systemPrompt);
+    this.recorder = new Recorder(this.t0);
+    this.mixer = new Mixer(480);
+    const onError = (err: unknown, where: string) => this.onStageError(err, where);
+
+    this.stt = new SttStage();
+    const inputStages: Processor[] = [];
+    if (o.denoiser) inputStages.push(new NoiseGateStage(o.denoiser));
+    inputStages.push(
+      new VadStage(o.vad),
+      this.stt,
+      new TurnManager({
+        sttTurnDetection: o.engines.stt.hasTurnDetection,
+        trailingFinalMs: o.trailingFinalMs ?? 250,
+        finalTimeoutMs: o.finalTimeoutMs ?? 1500,
+      }),
+      new Collector((f) => this.onInput(f)),
+    );
+    this.input = new Pipeline(inputStages, onError);
+
+    this.pacer = new Pacer({
+      clock: this.clock,
+      mixer: this.mixer,
+      send: (pcm, at) => {
+        if (this.ended) return;
+        this.recorder.addAgent(pcm, at);
+        this.o.transport.sendAudio(pcm);
+      },
+      onSpeechStart: (s, now) => this.onSpeechStart(s, now),
+      onChunkStart: (s, i) => {
+        const text = s.chunks[i]?.text;
+        if (text) this.o.transport.sendEvent({ type: 'rtf-bot-text', payload: { text } });
+      },
+    });
+    const tts = new TtsStage(o.engines.tts, {
+      onTextSent: (s) => {
+        const t = this.turns.get(s);
+        if (t && t.ttsTextAt === undefined) t.ttsTextAt = this.clock.now();
+      },
+      onFirstByte: (s) => {
+        const t = this.turns.get(s);
+        if (t && t.ttsFirstByteAt === undefined) t.ttsFirstByteAt = this.clock.now();
+      },
+      onCharacters: (n) => (this.ttsChars += n),
+    });
+    this.output = new Pipeline([new SentenceChunker(), tts, this.pacer], onError);
+  }
+
+  // ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────
+  async start(): Promise<void> {
+    const cfg = this.cfg;
+    const stream = await this.o.engines.stt.open({
+      languages: cfg.languages,
+      keyterms: sttKeyterms(cfg),
+      onEvent: (ev) => {
+        if (!this.ended) this.stt.onEvent(ev);
+      },
+    });
+    this.stt.attach(stream);
+    if (this.ended) return;
+    this.pacer.start();
+    if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
+      this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
+    }
+    if (cfg.backgroundSound.enabled) this.mixer.setBackground(soundAsset(cfg.backgroundSound.sound), cfg.backgroundSound.volume);
+    if (cfg.acknowledgeSounds.enabled) void this.prepareWords(wordList(cfg.acknowledgeSounds.words)).then((a) => (this.ackAssets = a));
+    if (cfg.fillerWords.enabled) void this.prepareWords(wordList(cfg.fillerWords.words)).then((a) => (this.fillerAssets = a));
+    this.after(cfg.maxCallDurationS * 1000, () => void this.end('max_duration'));
+    if (cfg.greeting.speakFirst === 'agent') {
+      this.after(cfg.greeting.agentDelayS * 1000, () => this.greet());
+    } else {
+      this.after(cfg.greeting.userTimeoutS * 1000, () => {
+        if (!this.userSpeaking) this.greet();
+      });
+    }
+  }
+
+  /** Caller audio from the transport: 16 kHz mono s16le. */
+  pushAudio(pcm: Int16Array): void {
+    if (this.ended) return;
+    this.recorder.addCaller(pcm, this.clock.now());
+    this.input.push({ type: 'audioIn', pcm });
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** End the call (idempotent). */
+  async end(reason: EndedReason, error: string | null = null): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.ending = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.clearIdle();
+    this.clearAck();
+    if (this.taskTimer) clearTimeout(this.taskTimer);
+    for (const s of [...this.speeches]) {
+      if (s.state === 'speaking') interruptionsTotal.inc({ by: 'agent' });
+      this.cut(s, 'agent');
+    }
+    this.pacer.close();
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    this.ctx.prune();
+    const usage: Usage = {};
+    const { llm, stt, tts } = this.o.engines;
+    if (this.llmUsage.seen) {
+      usage.llm = { provider: llm.provider, model: llm.model, prompt_tokens: this.llmUsage.prompt, completion_tokens: this.llmUsage.completion };
+      if (this.llmUsage.cacheRead) usage.llm.cache_read_tokens = this.llmUsage.cacheRead;
+      if (this.llmUsage.cacheCreation) usage.llm.cache_creation_tokens = this.llmUsage.cacheCreation;
+    }
+    if (this.ttsChars > 0) usage.tts = { provider: tts.provider, model: tts.model, characters: this.ttsChars };
+    usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
+    const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
+    try {
+      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder });
+    } catch (err) {
+      this.log.error({ err }, 'call end handling failed');
+    }
+  }
+
+  /** Release everything without ending the call (it never started: the caller handles the row). */
+  async abandon(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.pacer.close();
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+  }
+
+  /** An unhandled failure after connect: tell the client, end with pipeline_error. */
+  fail(err: unknown): void {
+    if (this.ended) return;
+    const message = err instanceof Error ? err.message : String(err);
+    this.log.error({ err }, 'pipeline error');
+    this.o.transport.sendEvent({ type: 'error', message: `Pipeline error: ${message}` });
+    void this.end('pipeline_error', message);
+  }
+
+  private onStageError(err: unknown, where: string): void {
+    const engineError = (err as { engineError?: { fatal: boolean; message: string } }).engineError;
+    if (engineError && !engineError.fatal) {
+      this.log.warn({ where, err }, 'engine error');
+      this.o.transport.sendEvent({ type: 'error', message: engineError.message });
+      return;
+    }
+    this.fail(err);
+  }
+
+  private after(ms: number, fn: () => void): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (this.ended) return;
+      try {
+        fn();
+      } catch (err) {
+        this.fail(err);
+      }
+    }, Math.max(0, ms));
+    this.timers.add(t);
+    return t;
+  }
+
+  // ── caller side ───────────────────────────────────────────────────────────────────────────────────────
+  private onInput(f: Frame): void {
+    if (this.ended) return;
+    switch (f.type) {
+      case 'userStartedSpeaking':
+        if (this.userSpeaking) return;
+        this.userSpeaking = true;
+        this.idleRetries = 0;
+        this.clearIdle();
+        if (this.cfg.stt.interruptionMinWords === 0) this.bargeIn();
+        this.armAck();
+        return;
+      case 'userStoppedSpeaking':
+        this.userSpeaking = false;
+        this.clearAck();
+        this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
+        return;
+      case 'transcript': {
+        this.o.transport.sendEvent({ type: 'rtf-user-transcription', payload: { text: f.text, final: f.final } });
+        const n = this.cfg.stt.interruptionMinWords;
+        if (n > 0 && countWords(f.text) >= n) this.bargeIn();
+        return;
+      }
+      case 'turnEnd':
+        this.onUserTurn(f.text);
+        return;
+      case 'error':
+        this.log.warn({ message: f.message, fatal: f.fatal }, 'stt error');
+        this.o.transport.sendEvent({ type: 'error', message: f.message });
+        if (f.fatal) void this.end('pipeline_error', f.message);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Caller speech over the agent: stop every interruptible utterance (and the reply being generated). */
+  private bargeIn(): boolean {
+    let cut = false;
+    for (const s of [...this.speeches]) {
+      if (!s.interruptible || s.finished) continue;
+      if (s.state === 'speaking') cut = true;
+      this.cut(s, 'user');
+    }
+    if (cut) interruptionsTotal.inc({ by: 'user' });
+    return cut;
+  }
+
+  /** Interrupt one utterance and rewrite the context/transcript to what was actually heard. */
+  private cut(s: SpeechHandle, by: 'user' | 'agent'): void {
+    if (s.finished) return;
+    s.interrupt();
+    this.output.push({ type: 'interrupt', by });
+  }
+
+  private onUserTurn(text: string): void {
+    const now = this.clock.now();
+    this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
+    if (this.ending) return;
+    const turn = this.pendingTurn ?? { turn: this.turnCount + 1 };
+    this.pendingTurn = null;
+    turn.sttFinalAt = now;
+    const busy = [...this.speeches].filter((s) => !s.finished);
+    if (busy.some((s) => !s.interruptible)) {
+      // the agent is saying something that cannot be interrupted (opener, farewell): answer right after it
+      this.ctx.addUser(text);
+      this.replyAfterSpeech = true;
+      return;
+    }
+    if (this.cfg.stt.interruptionMinWords > 0 && busy.some((s) => s.state === 'speaking')) {
+      // fewer words than interruptionMinWords while the agent talks: a backchannel ("mhm"), not a turn
+      return;
+    }
+    for (const s of busy) this.cut(s, 'user');
+    this.ctx.addUser(text);
+    this.greeted = true;
+    this.startReply('reply', true, turn);
+  }
+
+  // ── agent side ────────────────────────────────────────────────────────────────────────────────────────
+  private greet(): void {
+    if (this.greeted || this.ending) return;
+    this.greeted = true;
+    const g = this.cfg.greeting;
+    const msgs = g.firstMessages.filter((m) => m.trim());
+    if (msgs.length) this.say(msgs[Math.floor(Math.random() * msgs.length)]!, 'greeting', g.interruptible);
+    else this.startReply('greeting', g.interruptible, null);
+  }
+
+  /** Speak a fixed text as one utterance (kept in the context as the assistant's words). */
+  say(text: string, source: SpeechSource, interruptible: boolean, inContext = true): SpeechHandle {
+    const s = new SpeechHandle(source, interruptible);
+    this.track(s);
+    if (inContext) {
+      const msg = this.ctx.addAssistant(text);
+      this.owners.set(s, [msg]);
+      s.textOwner = msg;
+    }
+    this.output.push({ type: 'speakNow', text, speech: s });
+    return s;
+  }
+
+  private track(s: SpeechHandle): void {
+    this.speeches.add(s);
+    this.clearIdle();
+    const entry = { role: 'assistant' as const, content: '', timestamp: new Date().toISOString() };
+    this.entries.set(s, entry);
+    this.transcript.push(entry);
+    s.onFinish((state) => this.onSpeechFinished(s, state));
+  }
+
+  private onSpeechStart(s: SpeechHandle, now: number): void {
+    const entry = this.entries.get(s);
+    if (entry) entry.timestamp = new Date().toISOString();
+    const t = this.turns.get(s);
+    if (t && t.firstFrameAt === undefined) {
+      t.firstFrameAt = now;
+      const l = summarizeTurn(t);
+      this.latency.push(l);
+      observeTurn(l);
+    }
+  }
+
+  private onSpeechFinished(s: SpeechHandle, state: 'played' | 'interrupted'): void {
+    this.speeches.delete(s);
+    // context + transcript get exactly what the caller heard
+    const heard = state === 'played' ? s.fullText() : s.playedText();
+    const entry = this.entries.get(s);
+    if (entry) {
+      entry.content = heard;
+      if (state === 'interrupted') entry.interrupted = true;
+    }
+    for (const msg of this.owners.get(s) ?? []) {
+      if (state === 'interrupted') msg.content = s.playedText(msg);
+    }
+    this.entries.delete(s);
+    this.owners.delete(s);
+    this.turns.delete(s);
+    if (this.ended) return;
+    if (this.replyAfterSpeech && ![...this.speeches].some((x) => !x.interruptible)) {
+      this.replyAfterSpeech = false;
+      this.startReply('reply', true, null);
+      return;
+    }
+    this.maybeArmIdle();
+  }
+
+  private startReply(source: SpeechSource, interruptible: boolean, turn: TurnTimes | null): void {
+    const s = new SpeechHandle(source, interruptible);
+    this.track(s);
+    this.owners.set(s, []);
+    if (turn) {
+      this.turnCount = turn.turn;
+      this.turns.set(s, turn);
+    }
+    this.reply = s;
+    this.runLlm(s).catch((err: unknown) => {
+      if (s.finished || this.ended) return; // interrupted: the abort surfaced as an error
+      const engineError = (err as { engineError?: { fatal: boolean; message: string } }).engineError;
+      if (engineError && !engineError.fatal) {
+        this.log.warn({ err }, 'llm error');
+        this.o.transport.sendEvent({ type: 'error', message: engineError.message });
+        this.output.push({ type: 'flush', speech: s });
+        return;
+      }
+      this.fail(err);
+    });
+  }
+
+  private async runLlm(s: SpeechHandle): Promise<void> {
+    const { llm } = this.o.engines;
+    const turn = this.turns.get(s);
+    for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
+      const msg = this.ctx.addAssistant();
+      this.owners.get(s)?.push(msg);
+      s.textOwner = msg;
+      const calls: ToolCall[] = [];
+      let first = true;
+      const requestAt = this.clock.now();
+      if (turn && turn.llmRequestAt === undefined) turn.llmRequestAt = requestAt;
+      const filler = round === 0 && this.cfg.fillerWords.enabled ? this.armFiller(s) : null;
+      try {
+        for await (const chunk of llm.stream({
+          messages: this.ctx.forLlm(),
+          tools: this.o.tools.specs,
+          temperature: this.cfg.llm.temperature,
+          maxTokens: this.cfg.llm.maxTokens,
+          signal: s.abort.signal,
+        })) {
+          if (s.finished || this.ended) return;
+          if (chunk.type === 'text') {
+            if (first) {
+              first = false;
+              if (turn && turn.llmFirstTokenAt === undefined) turn.llmFirstTokenAt = this.clock.now();
+            }
+            msg.content += chunk.delta;
+            this.output.push({ type: 'llmText', delta: chunk.delta, speech: s });
+          } else if (chunk.type === 'tool_call') {
+            calls.push(chunk.call);
+          } else if (chunk.type === 'usage') {
+            this.addUsage(chunk.usage);
+          }
+        }
+      } finally {
+        if (filler) clearTimeout(filler);
+      }
+      if (s.finished || this.ended) return;
+      if (!calls.length) break;
+      msg.toolCalls = calls;
+      const results = await this.runTools(calls, s);
+      if (s.finished || this.ended) return;
+      const farewell = results.find((r) => r.farewell !== undefined)?.farewell;
+      if (farewell !== undefined) {
+        this.output.push({ type: 'flush', speech: s });
+        await this.hangUp(farewell, s);
+        return;
+      }
+    }
+    this.output.push({ type: 'flush', speech: s });
+    if (this.reply === s) this.reply = null;
+  }
+
+  private async runTools(calls: ToolCall[], s: SpeechHandle): Promise<Array<{ farewell?: string }>> {
+    this.activeTools++;
+    this.startTaskSound();
+    try {
+      return await Promise.all(
+        calls.map(async (call) => {
+          const tool = this.o.tools.get(call.name);
+          const startedAt = this.clock.now();
+          const entry: Extract<TranscriptEntry, { role: 'tool' }> = {
+            role: 'tool',
+            name: call.name,
+            status: 'failed',
+            durationMs: 0,
+            t_ms: Math.round(startedAt - this.t0),
+            timestamp: new Date().toISOString(),
+          };
+          this.transcript.push(entry);
+          let content: string;
+          let farewell: string | undefined;
+          if (!tool) {
+            content = `Unknown tool '${call.name}'.`;
+          } else {
+            let args: Record<string, unknown> = {};
+            let bad = false;
+            try {
+              const parsed: unknown = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+              if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
+              else bad = true;
+            } catch {
+              bad = true;
+            }
+            if (bad) {
+              content = 'The tool arguments were not a valid JSON object.';
+            } else {
+              const message = this.o.tools.pickMessage(tool);
+              if (message && !this.ending) this.say(message, 'tool_message', true, false);
+              const r = await tool.run(args, s.abort.signal);
+              entry.status = r.status;
+              content = r.content;
+              farewell = r.endCall?.farewell;
+            }
+          }
+          entry.durationMs = Math.round(this.clock.now() - startedAt);
+          this.ctx.addToolResult(call.id, call.name, content);
+          return farewell !== undefined ? { farewell } : {};
+        }),
+      );
+    } finally {
+      this.activeTools--;
+      if (this.activeTools === 0) this.stopTaskSound();
+    }
+  }
+
+  /** endCall: let the current reply play out, speak the farewell (not interruptible), then hang up. */
+  private async hangUp(farewell: string, reply: SpeechHandle): Promise<void> {
+    this.ending = true;
+    this.clearIdle();
+    await reply.done;
+    if (this.ended) return;
+    const bye = this.say(farewell, 'farewell', false);
+    await bye.done;
+    await this.end('agent_hangup');
+  }
+
+  private addUsage(u: LlmUsage): void {
+    this.llmUsage.seen = true;
+    this.llmUsage.prompt += u.promptTokens;
+    this.llmUsage.completion += u.completionTokens;
+    this.llmUsage.cacheRead += u.cacheReadTokens ?? 0;
+    this.llmUsage.cacheCreation += u.cacheCreationTokens ?? 0;
+  }
+
+  // ── idle ──────────────────────────────────────────────────────────────────────────────────────────────
+  private maybeArmIdle(): void {
+    if (this.ending || this.userSpeaking || !this.greeted) return;
+    if ([...this.speeches].some((s) => !s.finished)) return;
+    this.clearIdle();
+    this.idleTimer = this.after(this.cfg.userIdleTimeoutS * 1000, () => this.onIdle());
+  }
+
+  private clearIdle(): void {
+    if (this.idleTimer) {
+      clearTimeout(this.idleTimer);
+      this.timers.delete(this.idleTimer);
+      this.idleTimer = null;
+    }
+  }
+
+  private onIdle(): void {
+    this.idleTimer = null;
+    if (this.userSpeaking || this.ending) return;
+    this.idleRetries++;
+    if (this.idleRetries > this.cfg.userIdleMaxRetries) {
+      void this.end('silence_timeout');
+      return;
+    }
+    const msgs = this.cfg.userIdleMessages.filter((m) => m.trim());
+    this.say(msgs[this.idleRetries - 1] ?? DEFAULT_IDLE_MESSAGE, 'idle', true);
+  }
+
+  // ── sounds ────────────────────────────────────────────────────────────────────────────────────────────
+  private async prepareWords(words: string[]): Promise<Int16Array[]> {
+    const out: Int16Array[] = [];
+    for (const w of words) {
+      const parts: Int16Array[] = [];
+      const ac = new AbortController();
+      try {
+        for await (const pcm of this.o.engines.tts.synthesize(w, ac.signal)) parts.push(pcm);
+      } catch (err) {
+        this.log.warn({ err, word: w }, 'could not synthesize sound word');
+        continue;
+      }
+      this.ttsChars += w.length;
+      const n = parts.reduce((a, p) => a + p.length, 0);
+      const buf = new Int16Array(n);
+      let off = 0;
+      for (const p of parts) {
+        buf.set(p, off);
+        off += p.length;
+      }
+      out.push(buf);
+    }
+    return out;
+  }
+
+  private pick(list: Int16Array[], order: string, idx: 'ackIdx' | 'fillerIdx'): Int16Array | null {
+    if (!list.length) return null;
+    if (order === 'random') return list[Math.floor(Math.random() * list.length)]!;
+    const k = this[idx]++;
+    return list[k % list.length]!;
+  }
+
+  private armAck(): void {
+    const a = this.cfg.acknowledgeSounds;
+    if (!a.enabled) return;
+    this.clearAck();
+    this.ackTimer = this.after(a.thresholdS * 1000, () => {
+      this.ackTimer = null;
+      if (!this.userSpeaking || [...this.speeches].some((s) => s.state === 'speaking')) return;
+      if (Math.random() >= a.probability) return;
+      const pcm = this.pick(this.ackAssets, a.wordOrder, 'ackIdx');
+      if (pcm) this.mixer.overlay(pcm, a.volume);
+    });
+  }
+
+  private clearAck(): void {
+    if (this.ackTimer) {
+      clearTimeout(this.ackTimer);
+      this.timers.delete(this.ackTimer);
+      this.ackTimer = null;
+    }
+  }
+
+  /** A filler word when the LLM's first token is late (thresholdMs), with probability. */
+  private armFiller(s: SpeechHandle): NodeJS.Timeout {
+    const f = this.cfg.fillerWords;
+    return this.after(f.thresholdMs, () => {
+      if (s.finished || s.chunks.length > 0 || Math.random() >= f.probability) return;
+      const pcm = this.pick(this.fillerAssets, f.wordOrder, 'fillerIdx');
+      if (pcm) this.mixer.overlay(pcm, 1);
+    });
+  }
+
+  private startTaskSound(): void {
+    const t = this.cfg.taskSound;
+    if (!t.enabled || this.taskTimer) return;
+    this.taskTimer = setTimeout(() => {
+      this.taskTimer = null;
+      if (this.activeTools > 0 && !this.ended) this.mixer.setTask(soundAsset(t.sound), t.volume);
+    }, t.startAfterMs);
+  }
+
+  private stopTaskSound(): void {
+    if (this.taskTimer) clearTimeout(this.taskTimer);
+    this.taskTimer = null;
+    this.mixer.setTask(null);
+  }
+}
+
+function countWords(text: string): number {
+  return text.trim().split(/\s+/).filter(Boolean).length;
+}
+
+function sttKeyterms(cfg: CallConfig): string[] {
+  const block = (cfg.stt as Record<string, unknown>)[cfg.stt.provider];
+  if (!block || typeof block !== 'object') return [];
+  const b = block as Record<string, unknown>;
+  const raw = typeof b.keyterms === 'string' ? b.keyterms : typeof b.contextTerms === 'string' ? b.contextTerms : '';
+  return wordList(raw);
+}

@@ -1,0 +1,166 @@
+// A call row's life as seen from the media process: claim (pending → active), finish (row, recording, call.ended,
+// post-call hand-off), cancel (never started), and reconciliation of rows left 'active' by a crashed process.
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { sql, type Db } from '../../core/db/pool.ts';
+import type { Logger } from '../../core/logger.ts';
+import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { recordWebhookResult, sendWebhook } from '../../core/webhook.ts';
+import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId, spoolRecordingKey } from '../../workflows/post-call/messages.ts';
+import type { MediaDeps } from '../deps.ts';
+import type { EndedReason, SessionResult } from './call-session.ts';
+
+/** This process's id in calls.media_node / media_nodes (host, pid and a random part: restarts get a new id). */
+export const NODE_ID = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+export const HEARTBEAT_MS = 10_000;
+/** A node whose heartbeat is older than this is dead; its active calls are reconciled. */
+export const NODE_DEAD_AFTER_S = 45;
+
+export const callRow = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  agent_id: z.number().nullable(),
+  agent_uuid: z.string().nullable(),
+  transport: z.string(),
+  status: z.string(),
+  config_snapshot: z.unknown(),
+  context_variables: z.unknown(),
+  customer_number: z.string().nullable(),
+  platform_number: z.string().nullable(),
+  started_at: z.string().nullable(),
+});
+export type CallRow = z.infer<typeof callRow>;
+
+const CALL_COLS = sql.fragment`id::text, organization_id::text, agent_id, agent_uuid::text, transport, status, config_snapshot,
+  context_variables, customer_number, platform_number, started_at`;
+
+export async function loadCall(db: Db, callId: string): Promise<CallRow | null> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(callId)) return null;
+  return db.maybeOne(sql.type(callRow)`SELECT ${CALL_COLS} FROM calls WHERE id = ${callId}`);
+}
+
+/** pending → active, atomically: exactly one connection wins. */
+export async function claimCall(db: Db, callId: string, orgId: string): Promise<CallRow | null> {
+  return db.maybeOne(sql.type(callRow)`
+    UPDATE calls SET status = 'active', started_at = now(), connection_status = 'completed', media_node = ${NODE_ID}, updated_at = now()
+    WHERE id = ${callId} AND organization_id = ${orgId} AND status = 'pending'
+    RETURNING ${CALL_COLS}`);
+}
+
+async function webhookTarget(db: Db, row: { agent_id: number | null; config_snapshot: unknown }) {
+  const snap = (row.config_snapshot ?? {}) as { webhook?: unknown };
+  const w = snap.webhook;
+  const hook = typeof w === 'string' ? { url: w, headers: {} } : w && typeof w === 'object' && typeof (w as { url?: unknown }).url === 'string' ? (w as { url: string; headers?: Record<string, string> }) : null;
+  if (!hook) return null;
+  const secret = row.agent_id
+    ? await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`SELECT webhook_secret FROM agents WHERE id = ${row.agent_id}`)
+    : null;
+  return { url: hook.url, headers: hook.headers ?? {}, secret: secret ?? null };
+}
+
+export async function sendLifecycleWebhook(deps: Pick<MediaDeps, 'db' | 'config' | 'logger'>, row: CallRow, payload: Record<string, unknown>): Promise<void> {
+  try {
+    const target = await webhookTarget(deps.db, row);
+    if (!target) return;
+    const result = await sendWebhook({ ...target, payload, policy: policyFromConfig(deps.config), logger: deps.logger });
+    await recordWebhookResult(deps.db, row.id, String(payload.event), result);
+  } catch (err) {
+    deps.logger.warn({ err, callId: row.id, event: payload.event }, 'webhook send failed');
+  }
+}
+
+export function startedPayload(row: CallRow, startedAt: string): Record<string, unknown> {
+  return { event: 'call.started', callId: row.id, agentId: row.agent_uuid, transport: row.transport, startedAt };
+}
+
+const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number().nullable() });
+
+/** Write the ended call on its row. status error only for pipeline_error. */
+export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency'>) {
+  const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
+  const logs = JSON.stringify({ latency: r.latency, ...(r.error ? { pipeline_error: r.error } : {}) });
+  return db.one(sql.type(finishedRow)`
+    UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),
+      duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
+      transcript = ${JSON.stringify(r.transcript)}::jsonb, usage = ${JSON.stringify(r.usage)}::jsonb,
+      logs = logs || ${logs}::jsonb, updated_at = now()
+    WHERE id = ${row.id}
+    RETURNING ended_at, duration_seconds`);
+}
+
+/** The pipeline never started: connectionStatus cancelled, endedReason null, nothing left pending/active. */
+export async function cancelCallRow(db: Db, callId: string, why: string) {
+  return db.maybeOne(sql.type(finishedRow)`
+    UPDATE calls SET status = 'completed', connection_status = 'cancelled', ended_reason = NULL, started_at = NULL,
+      ended_at = now(), duration_seconds = NULL, logs = logs || ${JSON.stringify({ not_started: why })}::jsonb, updated_at = now()
+    WHERE id = ${callId} AND status IN ('pending', 'active')
+    RETURNING ended_at, duration_seconds`);
+}
+
+export function endedPayload(row: CallRow, endedReason: EndedReason | null, connectionStatus: string, f: { ended_at: string; duration_seconds: number | null }) {
+  return {
+    event: 'call.ended',
+    callId: row.id,
+    agentId: row.agent_uuid,
+    endedReason,
+    connectionStatus,
+    duration: Math.round((f.duration_seconds ?? 0) * 100) / 100,
+    endedAt: f.ended_at,
+  };
+}
+
+/** signal-with-start postCall-<callId>; skipped with a warning when Temporal is not configured. */
+export async function handOffPostCall(deps: Pick<MediaDeps, 'temporal' | 'config' | 'logger'>, row: CallRow): Promise<void> {
+  if (!deps.temporal) {
+    deps.logger.warn({ callId: row.id }, 'no Temporal client: post-call processing skipped');
+    return;
+  }
+  try {
+    await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
+      workflowId: postCallWorkflowId(row.id),
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [{ callId: row.id }],
+      signal: callEndedSignal,
+      signalArgs: [{ callId: row.id }],
+      typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
+    });
+  } catch (err) {
+    deps.logger.error({ err, callId: row.id }, 'post-call hand-off failed');
+  }
+}
+
+export async function storeRecording(deps: Pick<MediaDeps, 'storage' | 'logger'>, callId: string, wav: Buffer): Promise<void> {
+  try {
+    await deps.storage.put(spoolRecordingKey(callId), wav, { contentType: 'audio/wav' });
+  } catch (err) {
+    deps.logger.error({ err, callId }, 'could not store the call recording');
+  }
+}
+
+// ── node heartbeat + reconciliation ─────────────────────────────────────────────────────────────────────
+export async function heartbeat(db: Db): Promise<void> {
+  await db.query(sql.type(z.object({}))`
+    INSERT INTO media_nodes (node_id) VALUES (${NODE_ID})
+    ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now()`);
+}
+
+export async function removeNode(db: Db): Promise<void> {
+  await db.query(sql.type(z.object({}))`DELETE FROM media_nodes WHERE node_id = ${NODE_ID}`);
+}
+
+/**
+ * Rows left 'active' by a media process that is gone (its heartbeat is stale or missing) end as pipeline_error.
+ * Returns the reconciled rows so the caller can send call.ended and hand them to post-call.
+ */
+export async function reconcileOrphans(db: Db): Promise<Array<CallRow & { ended_at: string; duration_seconds: number | null }>> {
+  const rows = await db.any(sql.type(callRow.extend({ ended_at: z.string(), duration_seconds: z.number().nullable() }))`
+    UPDATE calls SET status = 'error', ended_reason = 'pipeline_error', ended_at = now(),
+      duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
+      logs = logs || jsonb_build_object('reconciled', jsonb_build_object('media_node', media_node, 'at', now())), updated_at = now()
+    WHERE status = 'active' AND media_node IS NOT NULL AND media_node <> ${NODE_ID}
+      AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${NODE_DEAD_AFTER_S}))
+    RETURNING ${CALL_COLS}, ended_at, duration_seconds`);
+  await db.query(sql.type(z.object({}))`DELETE FROM media_nodes WHERE heartbeat_at < now() - interval '1 day'`);
+  return [...rows];
+}

@@ -1,0 +1,106 @@
+// One agent utterance as a handle: greeting, LLM reply, idle prompt, tool message, farewell. The session can
+// interrupt it (if it allows), knows how much of it was actually played, and awaits its end. Barge-in, idle
+// re-engagement, end-call farewells and the max-duration cut all go through this one mechanism.
+
+export type SpeechSource = 'greeting' | 'reply' | 'idle' | 'tool_message' | 'farewell';
+export type SpeechState = 'queued' | 'speaking' | 'played' | 'interrupted';
+
+export interface SpeechChunk {
+  text: string;
+  /** samples (24 kHz) produced by TTS for this chunk so far */
+  samples: number;
+  /** samples of this chunk whose playout has started */
+  played: number;
+  /** the context message this text belongs to (LLM rounds); updated with what was played */
+  owner: object | null;
+}
+
+let seq = 0;
+
+export class SpeechHandle {
+  readonly id = ++seq;
+  readonly abort = new AbortController();
+  readonly chunks: SpeechChunk[] = [];
+  state: SpeechState = 'queued';
+  /** all text has been handed to TTS (flush seen) */
+  textComplete = false;
+  startedAt: number | null = null;
+  /** the context message that text handed over now belongs to (set by the LLM stage per round) */
+  textOwner: object | null = null;
+  private resolveDone!: (s: 'played' | 'interrupted') => void;
+  readonly done: Promise<'played' | 'interrupted'>;
+  private readonly listeners: Array<(s: 'played' | 'interrupted') => void> = [];
+
+  constructor(
+    readonly source: SpeechSource,
+    readonly interruptible: boolean,
+  ) {
+    this.done = new Promise((r) => (this.resolveDone = r));
+  }
+
+  get finished(): boolean {
+    return this.state === 'played' || this.state === 'interrupted';
+  }
+
+  addText(text: string, owner: object | null = null): number {
+    this.chunks.push({ text, samples: 0, played: 0, owner });
+    return this.chunks.length - 1;
+  }
+
+  fullText(): string {
+    return joinText(this.chunks.map((c) => c.text));
+  }
+
+  /** Text the caller actually heard: whole chunks fully played plus the played share of a partial chunk. */
+  playedText(owner?: object): string {
+    const parts: string[] = [];
+    for (const c of this.chunks) {
+      if (owner !== undefined && c.owner !== owner) continue;
+      if (c.samples > 0 && c.played >= c.samples) parts.push(c.text);
+      else if (c.played > 0 && c.samples > 0) parts.push(cutWords(c.text, c.played / c.samples));
+    }
+    return joinText(parts);
+  }
+
+  onFinish(fn: (s: 'played' | 'interrupted') => void): void {
+    this.listeners.push(fn);
+  }
+
+  markSpeaking(now: number): void {
+    if (this.state === 'queued') {
+      this.state = 'speaking';
+      this.startedAt = now;
+    }
+  }
+
+  markPlayed(): void {
+    if (this.finished) return;
+    this.state = 'played';
+    for (const c of this.chunks) c.played = c.samples;
+    this.finish('played');
+  }
+
+  /** Stop this utterance now (drops its queued text and audio everywhere). */
+  interrupt(): void {
+    if (this.finished) return;
+    this.state = 'interrupted';
+    this.abort.abort();
+    this.finish('interrupted');
+  }
+
+  private finish(s: 'played' | 'interrupted'): void {
+    for (const l of this.listeners) l(s);
+    this.resolveDone(s);
+  }
+}
+
+function joinText(parts: string[]): string {
+  return parts.map((p) => p.trim()).filter(Boolean).join(' ');
+}
+
+/** The first `share` (0..1) of a text, cut at a word boundary (at least one word when share > 0). */
+export function cutWords(text: string, share: number): string {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  const n = Math.max(1, Math.min(words.length, Math.round(words.length * share)));
+  return words.slice(0, n).join(' ');
+}
