@@ -6,6 +6,7 @@ import { createApiKey, createOrganization, creditWallet, setOrganizationLimits }
 import { connectTemporal, type TemporalHandle } from '../../core/temporal.ts';
 import { startCombined, type Combined } from '../../scripts/server.ts';
 import { createStorage, type Storage } from '../../core/storage/index.ts';
+import type { MediaDeps } from '../../media/deps.ts';
 import { createTestDb } from './db.ts';
 import { freePort } from '../../scripts/infra.ts';
 import { mkdtempSync } from 'node:fs';
@@ -28,7 +29,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; temporal?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(opts: { env?: Record<string, string>; temporal?: boolean; media?: Partial<MediaDeps> } = {}): Promise<TestServer> {
   const { db, url } = await createTestDb();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'vas-data-'));
   const baseEnv = {
@@ -44,7 +45,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
   const temporal = opts.temporal === false || !config.TEMPORAL_ADDRESS ? null : await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
   const storage = createStorage(config);
-  const combined = await startCombined({ config, db, logger, temporal, storage }, port, '127.0.0.1');
+  const combined = await startCombined({ config, db, logger, temporal, storage, ...(opts.media ? { media: opts.media } : {}) }, port, '127.0.0.1');
   const origin = `http://127.0.0.1:${port}`;
   const baseUrl = `${origin}/api/v1`;
   let defaultKey: string | null = null;
