@@ -52,7 +52,7 @@ test('loop mechanics: the crossfade removes the seam of a signal that does not l
   const L = 24000;
   const fade = 2400;
   const sine = new Float64Array(L + fade);
-  for (let i = 0; i < sine.length; i++) sine[i] = 10000 * Math.sin((2 * Math.PI * 440.37 * i) / 24000 + 0.3);
+  for (let i = 0; i < sine.length; i++) sine[i] = 10000 * Math.sin((2 * Math.PI * 50.37 * i) / 24000 + 0.3);
   const naiveJump = Math.abs(sine[0]! - sine[L - 1]!);
   const loop = crossfadeLoop(sine, L, fade);
   let inner = 0;
