@@ -5,10 +5,12 @@ import { keysRoutes } from './keys.ts';
 import { filesRoutes } from './files.ts';
 import { knowledgeBaseRoutes } from './knowledge-base.ts';
 import { usageRoutes } from './usage.ts';
+import { callsRoutes } from './calls.ts';
 
 export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   keysRoutes,
   filesRoutes,
   knowledgeBaseRoutes,
   usageRoutes,
+  callsRoutes,
 ];

@@ -33,7 +33,7 @@ const envelopeSchema = z.strictObject({
   }).nullish(),
   toNumber: z.string().min(1).nullish(),
   agentId: z.uuid().nullish(),
-  agent: z.unknown(),
+  agent: z.unknown().optional(),
   contextVariables: contextVariablesSchema.nullish(),
 });
 export type CallEnvelope = z.infer<typeof envelopeSchema>;

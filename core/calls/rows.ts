@@ -35,15 +35,32 @@ export function tagSet(tags: readonly string[]): string[] {
   return [...new Set(tags.filter((t) => t.length > 0))];
 }
 
+/**
+ * A copy that PostgreSQL's jsonb accepts whatever the client sent: NUL characters and unpaired surrogates become
+ * U+FFFD, `__proto__` keys are dropped, nesting is cut at 64 levels. Used on everything stored from a request.
+ */
+export function jsonSafe(v: unknown, depth = 0): unknown {
+  if (typeof v === 'string') return v.toWellFormed().replaceAll('\u0000', '\uFFFD');
+  if (v === null || typeof v !== 'object') return typeof v === 'number' && !Number.isFinite(v) ? null : v;
+  if (depth >= 64) return null;
+  if (Array.isArray(v)) return v.map((x) => jsonSafe(x, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (k === '__proto__') continue;
+    out[jsonSafe(k) as string] = jsonSafe(x, depth + 1);
+  }
+  return out;
+}
+
 function insertCall(q: Queryable, c: NewCall, status: 'pending' | 'error', connectionStatus: string | null) {
   return q.one(sql.type(created)`
     INSERT INTO calls (organization_id, agent_id, agent_uuid, agent_name, transport, status, connection_status,
                        call_source, tags, config_snapshot, context_variables, logs, telephony_sim, campaign_id,
                        platform_number, customer_number, telephony_provider)
-    VALUES (${c.organizationId}, ${c.agent?.id ?? null}, ${c.agent?.uuid ?? null}, ${c.agent?.name ?? null},
+    VALUES (${c.organizationId}, ${c.agent?.id ?? null}, ${c.agent?.uuid ?? null}, ${c.agent?.name == null ? null : (jsonSafe(c.agent.name) as string)},
             ${c.transport}, ${status}, ${connectionStatus}, ${c.callSource}, ${sql.array(tagSet(c.tags), 'text')},
-            ${c.configSnapshot === undefined ? null : sql.jsonb(c.configSnapshot as never)},
-            ${sql.jsonb((c.contextVariables ?? {}) as never)}, ${sql.jsonb((c.logs ?? {}) as never)},
+            ${c.configSnapshot === undefined ? null : sql.jsonb(jsonSafe(c.configSnapshot) as never)},
+            ${sql.jsonb(jsonSafe(c.contextVariables ?? {}) as never)}, ${sql.jsonb(jsonSafe(c.logs ?? {}) as never)},
             ${c.telephonySim ?? false}, ${c.campaignId ?? null}, ${c.platformNumber ?? null},
             ${c.customerNumber ?? null}, ${c.telephonyProvider ?? null})
     RETURNING id, created_at`);

@@ -1,0 +1,290 @@
+// Calls: POST /call (WebSocket and WebRTC; telephony body rules), GET /calls (history), GET /calls/{callId},
+// POST /agents/{uuid}/test-call. Every call start runs the gates of core/calls/gates.ts; every authenticated
+// request rejected before the pipeline starts leaves a rejected call row (core/calls/rows.ts).
+import type Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { loadAgent, resolveSnapshot, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
+import { preCheck } from '../../core/agent-config/issues.ts';
+import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
+import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
+import {
+  CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
+  type RejectReason,
+} from '../../core/calls/model.ts';
+import {
+  audioUrl, CALL_VALIDATION_ERROR, classifyRequest, contextVariablesSchema, offerUrl, parseEnvelope,
+} from '../../core/calls/request.ts';
+import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
+import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
+import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
+import type { ApiDeps } from '../deps.ts';
+import { parseOr422 } from '../guard.ts';
+import { requireOrg } from '../middleware/auth.ts';
+import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
+
+const callValidationError = (items: ValidationItem[]) => ({ error: CALL_VALIDATION_ERROR, details: toCallDetails(items) });
+const prefixed = (prefix: string, items: ValidationItem[]): ValidationItem[] => items.map((i) => ({ ...i, path: [prefix, ...i.path] }));
+
+// ---------------------------------------------------------------------------------------------------------------
+// GET /calls query
+
+function csvValues(v: unknown): string[] | undefined {
+  if (v === undefined) return undefined;
+  const joined = Array.isArray(v) ? v.join(',') : String(v);
+  const parts = joined.split(',').filter((p) => p.length > 0);
+  return parts.length ? parts : undefined;
+}
+
+const quote = (vs: readonly string[]) => `${vs.slice(0, -1).map((v) => `'${v}'`).join(', ')} or '${vs[vs.length - 1]}'`;
+
+/** A csv parameter whose every value must be one of a set (or match a pattern): one 422 item per bad value. */
+function checkCsv(
+  items: ValidationItem[],
+  name: string,
+  values: string[] | undefined,
+  allowed: readonly string[],
+  pattern?: RegExp,
+): string[] | undefined {
+  if (!values) return undefined;
+  for (const v of values) {
+    if (allowed.includes(v) || pattern?.test(v)) continue;
+    items.push({ type: 'enum', path: [name], msg: `Input should be ${quote(allowed)}${pattern ? ` or match '${pattern.source}'` : ''}`, input: v, ctx: { expected: quote(allowed) } });
+  }
+  return values;
+}
+
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$/i;
+
+/** ISO 8601 date or date-time (UTC when no offset). A date-only `to_date` covers that whole day. */
+function parseDateParam(items: ValidationItem[], name: string, v: unknown, endOfDay: boolean): string | undefined {
+  if (v === undefined || v === '') return undefined;
+  const s = String(v).trim();
+  const ok = (ISO_DATE.test(s) || ISO_DATETIME.test(s)) && !Number.isNaN(Date.parse(/[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) || ISO_DATE.test(s) ? s : `${s}Z`));
+  if (!ok) {
+    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: 'Input should be a valid ISO 8601 date or datetime', input: v });
+    return undefined;
+  }
+  if (ISO_DATE.test(s)) return endOfDay ? `${s}T23:59:59.999999Z` : `${s}T00:00:00Z`;
+  return /[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) ? s : `${s}Z`;
+}
+
+const scalarQuery = paginationQuery().extend({
+  sort_by: z.enum(SORT_COLUMNS).default('ended_at'),
+  sort_order: z.enum(['asc', 'desc']).default('desc'),
+  agent_id: z.uuid().optional(),
+  campaign_id: z.coerce.number({ error: 'Input should be a valid integer' }).int().min(1).max(2 ** 53).optional(),
+});
+
+function one(v: unknown): string | undefined {
+  if (v === undefined) return undefined;
+  return Array.isArray(v) ? String(v[v.length - 1]) : String(v);
+}
+
+export function parseHistoryQuery(q: Record<string, unknown>) {
+  const items: ValidationItem[] = [];
+  const scalars = { page: one(q.page), per_page: one(q.per_page), sort_by: one(q.sort_by) || undefined, sort_order: one(q.sort_order) || undefined, agent_id: one(q.agent_id) || undefined, campaign_id: one(q.campaign_id) || undefined };
+  const parsed = scalarQuery.safeParse(scalars);
+  if (!parsed.success) items.push(...zodToItems(parsed.error, scalars));
+  const filter: CallFilter = {
+    transport: checkCsv(items, 'transport', csvValues(q.transport), TRANSPORTS),
+    status: checkCsv(items, 'status', csvValues(q.status), STATUSES),
+    connectionStatus: checkCsv(items, 'connection_status', csvValues(q.connection_status), CONNECTION_STATUSES, TELEPHONY_PASSTHROUGH),
+    endedReason: checkCsv(items, 'ended_reason', csvValues(q.ended_reason), ENDED_REASONS),
+    callSource: checkCsv(items, 'call_source', csvValues(q.call_source), CALL_SOURCES),
+    tag: csvValues(q.tag),
+    fromDate: parseDateParam(items, 'from_date', one(q.from_date), false),
+    toDate: parseDateParam(items, 'to_date', one(q.to_date), true),
+  };
+  const callId = one(q.call_id);
+  if (callId) filter.callId = callId.trim();
+  const agentName = one(q.agent_name);
+  if (agentName) filter.agentName = agentName;
+  let phone = one(q.phone_number);
+  // An unencoded '+' arrives as a space: '+14155550100' → ' 14155550100'.
+  if (phone && /^ \d+$/.test(phone)) phone = `+${phone.slice(1)}`;
+  if (phone) filter.phoneNumber = phone.trim();
+  const provider = one(q.telephony_provider);
+  if (provider) filter.telephonyProvider = provider;
+  if (items.length || !parsed.success) throw new HttpError(422, to422(items, 'query'));
+  const p = parsed.data;
+  if (p.agent_id) filter.agentId = p.agent_id.toLowerCase();
+  if (p.campaign_id !== undefined) filter.campaignId = p.campaign_id;
+  return { filter, sort: { by: p.sort_by, order: p.sort_order }, page: { page: p.page, per_page: p.per_page } };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const testCallBody = z.object({
+  contextVariables: contextVariablesSchema.nullish(),
+  telephonySim: z.boolean().optional(),
+});
+
+export function callsRoutes(router: Router, deps: ApiDeps): void {
+  const { db, config } = deps;
+  const gateDeps: GateDeps = { db, config, logger: deps.logger };
+  const policy = policyFromConfig(config);
+
+  /**
+   * The config a call runs with, frozen on its row: context variables merged (saved < call-time non-blank <
+   * built-ins; web calls have no user/agent number), placeholders substituted, then validated again, so that a
+   * substituted value cannot smuggle in what validation refuses (e.g. a tool URL whose host was a placeholder).
+   * Models are not re-checked (a saved agent's model may have left the catalog since it was saved).
+   */
+  async function frozenSnapshot(orgId: string, config: AgentConfig, callVariables: Record<string, string> | null) {
+    const resolved = resolveSnapshot(config, {
+      savedVariables: config.contextVariables ?? {},
+      callVariables,
+      builtins: { userNumber: null, agentNumber: null },
+    });
+    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true });
+    if (!checked.ok) {
+      return { ok: false as const, items: checked.kind === 'schema' ? checked.items : [{ type: 'value_error', path: checked.path, msg: checked.message, input: null }] };
+    }
+    return { ok: true as const, config: resolved };
+  }
+
+  /** Persist the rejected attempt and answer with the spec's error. */
+  async function reject(
+    ctx: ParameterizedContext,
+    row: Omit<NewCall, 'logs'>,
+    reason: RejectReason,
+    status: number,
+    detail: ErrorDetail,
+  ): Promise<never> {
+    try {
+      await insertRejectedCall(db, { ...row, reason, payload: detail });
+    } catch (err) {
+      ctx.state.log.error({ err, reason }, 'could not record rejected call');
+    }
+    throw new HttpError(status, detail);
+  }
+
+  router.post('/call', async (ctx) => {
+    const orgId = requireOrg(ctx);
+    const raw: unknown = ctx.request.body;
+    const redacted = scrubCredentials(raw);
+    const kind = classifyRequest(raw);
+    const rawObj = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+    const rawAgent = rawObj.agent;
+    const inlineName = rawAgent && typeof rawAgent === 'object' && typeof (rawAgent as { name?: unknown }).name === 'string'
+      ? (rawAgent as { name: string }).name.slice(0, 255) : null;
+    const rawVars = contextVariablesSchema.safeParse(rawObj.contextVariables);
+    let agentRef: CallAgentRef | null = inlineName ? { id: null, uuid: null, name: inlineName } : null;
+    const rejectedRow = (): Omit<NewCall, 'logs'> => ({
+      organizationId: orgId,
+      ...kind,
+      agent: agentRef,
+      configSnapshot: redacted,
+      contextVariables: rawVars.success ? rawVars.data : null,
+    });
+
+    // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: refused up front.
+    const unstorable = preCheck(raw);
+    if (unstorable.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
+
+    const env = parseEnvelope(raw);
+    if (!env.ok) {
+      if (env.kind === 'string') return reject(ctx, rejectedRow(), 'schema_validation', 400, env.detail);
+      // Report the inline agent's own failures in the same answer.
+      const items = [...env.items];
+      if (rawAgent !== undefined && rawAgent !== null && (rawObj.agentId === undefined || rawObj.agentId === null)) {
+        const checked = await validateAgentConfig(rawAgent, { db, orgId, policy });
+        if (!checked.ok && checked.kind === 'schema') items.push(...prefixed('agent', checked.items));
+      }
+      return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(items));
+    }
+    const body = env.body;
+
+    // The agent: saved (by UUID, in this organization) or inline (validated, models checked against the catalog).
+    let agentConfig: AgentConfig;
+    if (body.agentId) {
+      const agent = await loadAgent(db, orgId, body.agentId.toLowerCase());
+      if (!agent) return reject(ctx, rejectedRow(), 'agent_not_found', 400, 'agent_not_found');
+      agentRef = { id: agent.id, uuid: agent.uuid, name: agent.name };
+      agentConfig = agent.config;
+    } else {
+      const checked = await validateAgentConfig(body.agent, { db, orgId, policy });
+      if (!checked.ok) {
+        if (checked.kind === 'model') return reject(ctx, rejectedRow(), 'model_validation', 422, checked.message);
+        return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(prefixed('agent', checked.items)));
+      }
+      agentRef = { id: null, uuid: null, name: checked.config.name };
+      agentConfig = checked.config;
+    }
+
+    if (body.type) {
+      // The telephony branches (dial, inbound registration) are not wired yet: the body rules above are enforced,
+      // the operation itself answers 501 naming it.
+      const op = body.type === 'outbound' ? 'Outbound calls' : 'Inbound registration';
+      return reject(ctx, rejectedRow(), 'provider_not_supported', 501, `${op} with provider '${body.callConfig!.provider}' is not implemented yet`);
+    }
+
+    const callVariables = body.contextVariables ?? null;
+    const snapshot = await frozenSnapshot(orgId, agentConfig, callVariables);
+    if (!snapshot.ok) {
+      const items = body.agentId ? snapshot.items : prefixed('agent', snapshot.items);
+      return reject(ctx, rejectedRow(), 'snapshot_validation', 400, callValidationError(items));
+    }
+
+    const webrtc = body.transport === 'webrtc';
+    const admission = await admitCall(gateDeps, {
+      organizationId: orgId,
+      transport: webrtc ? 'web' : 'websocket',
+      callSource: webrtc ? 'webrtc' : 'websocket',
+      tags: ['api', 'webcall'],
+      agent: agentRef,
+      configSnapshot: snapshot.config,
+      contextVariables: callVariables,
+    }, { configSnapshot: redacted });
+    if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
+    if (webrtc) {
+      ctx.status = 201;
+      ctx.body = { callId: admission.callId, offerUrl: offerUrl(config.baseUrl, admission.callId), transport: 'webrtc', status: 'pending' };
+    } else {
+      ctx.body = { callId: admission.callId, audioUrl: audioUrl(config.baseUrl, admission.callId), transport: 'websocket', status: 'pending' };
+    }
+  });
+
+  router.post('/agents/:agent_uuid/test-call', async (ctx) => {
+    const orgId = requireOrg(ctx);
+    const uuid = ctx.params.agent_uuid ?? '';
+    const raw: unknown = ctx.request.body ?? {};
+    const body = parseOr422(testCallBody, raw);
+    const row = (agent: CallAgentRef | null): Omit<NewCall, 'logs'> => ({
+      organizationId: orgId,
+      transport: 'webrtc',
+      callSource: 'webrtc',
+      tags: ['webcall', 'test_call'],
+      agent,
+      configSnapshot: scrubCredentials({ agentId: uuid, ...(typeof raw === 'object' && raw ? raw : {}) }),
+      contextVariables: body.contextVariables ?? null,
+      telephonySim: body.telephonySim ?? false,
+    });
+    const agent = isUuid(uuid) ? await loadAgent(db, orgId, uuid.toLowerCase()) : null;
+    if (!agent) return reject(ctx, row(null), 'agent_not_found', 404, 'Agent not found');
+    const ref = { id: agent.id, uuid: agent.uuid, name: agent.name };
+    const snapshot = await frozenSnapshot(orgId, agent.config, body.contextVariables ?? null);
+    if (!snapshot.ok) return reject(ctx, row(ref), 'snapshot_validation', 400, callValidationError(snapshot.items));
+    const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot });
+    if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
+    ctx.body = { callId: admission.callId, offerUrl: offerUrl(config.baseUrl, admission.callId), status: 'pending', agentName: agent.name };
+  });
+
+  router.get('/calls', async (ctx) => {
+    const orgId = requireOrg(ctx);
+    const { filter, sort, page } = parseHistoryQuery(ctx.query as Record<string, unknown>);
+    const { rows, total } = await listCalls(db, orgId, filter, sort, pageWindow(page));
+    ctx.body = envelope(rows.map(toListItem), total, page);
+  });
+
+  router.get('/calls/:callId', async (ctx) => {
+    const orgId = requireOrg(ctx);
+    const row = await getCall(db, orgId, ctx.params.callId ?? '');
+    if (!row) throw new HttpError(404, 'Call not found');
+    // The stored snapshot keeps the headers the pipeline sends (webhook, tools); the API shows them scrubbed.
+    ctx.body = toDetail({ ...row, config_snapshot: scrubCredentials(row.config_snapshot) });
+  });
+}
