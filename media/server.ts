@@ -26,7 +26,8 @@ import {
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
-import { buildToolSet, type SearchKnowledge } from './tools/runtime.ts';
+import { buildToolSet } from './tools/runtime.ts';
+import { embeddingConfigFrom, searchKnowledge } from '../core/retrieval.ts';
 import { createDenoiser } from './pipeline/denoise.ts';
 import { activeCallsGauge } from './pipeline/metrics.ts';
 
@@ -187,7 +188,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
           contextVariables: vars,
           policy: policyFromConfig(deps.config),
           logger,
-          searchKnowledge: await loadSearchKnowledge(),
+          searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
         },
         config.tools,
       ),
@@ -245,10 +246,9 @@ function headerValue(v: string | string[] | undefined): string | null {
   return (Array.isArray(v) ? v[0] : v) ?? null;
 }
 
-// ── defaults resolved at run time (engines and retrieval are written by other parts of the project) ─────
+// ── default engines, resolved at run time (media/services and media/vad are built separately) ──────────
 const SERVICES = './services/index.ts';
 const VAD = './vad/index.ts';
-const RETRIEVAL = '../core/retrieval.ts';
 
 const defaultEngines: EngineFactory = async ({ config, appConfig }) => {
   const services = (await import(SERVICES)) as { createEngines(c: unknown, a: unknown): Promise<import('./services/types.ts').Engines> | import('./services/types.ts').Engines };
@@ -256,12 +256,3 @@ const defaultEngines: EngineFactory = async ({ config, appConfig }) => {
   const [engines, vad] = await Promise.all([services.createEngines(appConfig, config), vadMod.createVad()]);
   return { engines, vad };
 };
-
-let searchKnowledgeCache: Promise<SearchKnowledge | undefined> | null = null;
-function loadSearchKnowledge(): Promise<SearchKnowledge | undefined> {
-  searchKnowledgeCache ??= import(RETRIEVAL).then(
-    (m: { searchKnowledge?: SearchKnowledge }) => m.searchKnowledge,
-    () => undefined,
-  );
-  return searchKnowledgeCache;
-}
