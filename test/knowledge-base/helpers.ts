@@ -106,12 +106,16 @@ export async function startWorker(s: TestServer, taskQueue: string, opts: { stor
     activities: createActivities({ config, db: s.db, logger, storage: opts.storage ?? s.storage }),
   });
   const run = worker.run();
+  let closing: Promise<void> | null = null;
   return {
     worker,
-    async close() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await run.catch(() => undefined);
-      await connection.close();
+    close() {
+      closing ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await run.catch(() => undefined);
+        await connection.close();
+      })();
+      return closing;
     },
   };
 }
