@@ -33,6 +33,10 @@ export function createS3Storage(config: Config): Storage {
     region: config.S3_REGION,
     endpoint: config.S3_ENDPOINT,
     forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    // Only the checksums S3 requires: many S3-compatible stores (older MinIO, R2, Ceph) reject the newer default
+    // trailing-checksum (aws-chunked) uploads.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     credentials:
       config.S3_ACCESS_KEY_ID && config.S3_SECRET_ACCESS_KEY
         ? { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY }
