@@ -4,7 +4,6 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
-import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { recordWebhookResult, sendWebhook } from '../../core/webhook.ts';
 import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId, spoolRecordingKey } from '../../workflows/post-call/messages.ts';
