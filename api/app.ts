@@ -8,7 +8,7 @@ import { errorMiddleware } from './middleware/errors.ts';
 import { requestMiddleware } from './middleware/request.ts';
 import { jsonBodyMiddleware } from './middleware/body.ts';
 import { authMiddleware } from './middleware/auth.ts';
-import { routeModules } from './routes/index.ts';
+import { publicRouteModules, routeModules } from './routes/index.ts';
 import { cdnRoutes } from './routes/cdn.ts';
 import './types.ts';
 
@@ -54,7 +54,7 @@ export function createApiApp(deps: ApiDeps, opts: { publicModules?: PublicRouteM
   app.use(jsonBodyMiddleware());
 
   const open = new Router({ prefix: '/api/v1' });
-  for (const mod of opts.publicModules ?? []) mod(open, deps);
+  for (const mod of [...publicRouteModules, ...(opts.publicModules ?? [])]) mod(open, deps);
   app.use(open.routes());
 
   const api = new Router({ prefix: '/api/v1' });

@@ -6,6 +6,10 @@ import { filesRoutes } from './files.ts';
 import { knowledgeBaseRoutes } from './knowledge-base.ts';
 import { usageRoutes } from './usage.ts';
 import { callsRoutes } from './calls.ts';
+import { agentsRoutes } from './agents.ts';
+import { toolsRoutes } from './tools.ts';
+import { catalogRoutes } from './catalog.ts';
+import { openApiRoutes } from '../openapi.ts';
 
 export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   keysRoutes,
@@ -13,4 +17,12 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   knowledgeBaseRoutes,
   usageRoutes,
   callsRoutes,
+  agentsRoutes,
+  toolsRoutes,
+  catalogRoutes,
+];
+
+/** Modules served under /api/v1 WITHOUT an API key (registered before auth). */
+export const publicRouteModules: Array<(router: Router, deps: ApiDeps) => void> = [
+  openApiRoutes,
 ];

@@ -3,6 +3,7 @@
 // reports a literal error at `...type`.
 import { z } from 'zod';
 import { zodToItems, type Loc, type ValidationItem } from '../validation.ts';
+import { INT_MESSAGE } from './schema.ts';
 
 type Issue = z.core.$ZodIssue;
 
@@ -13,6 +14,8 @@ function isRootTypeMismatch(branch: Issue[]): boolean {
 /** Flatten union issues into plain issues with absolute paths. */
 function flatten(issue: Issue, base: PropertyKey[]): Issue[] {
   const path = [...base, ...issue.path];
+  if (issue.code === 'invalid_type' && issue.message === INT_MESSAGE)
+    return [{ code: 'custom', path, message: INT_MESSAGE, params: { type: 'int_type' }, input: undefined } as unknown as Issue];
   if (issue.code !== 'invalid_union') return [{ ...issue, path } as Issue];
   const u = issue as Issue & { errors: Issue[][]; note?: string; discriminator?: string; options?: unknown[] };
   if (u.errors.length === 0 && u.note === 'No matching discriminator') {
@@ -31,7 +34,10 @@ function flatten(issue: Issue, base: PropertyKey[]): Issue[] {
 
 export function issuesToItems(error: z.ZodError, input: unknown, basePath: Loc = []): ValidationItem[] {
   const flat = error.issues.flatMap((i) => flatten(i, basePath));
-  return zodToItems(new z.ZodError(flat), input);
+  // An absent enum/literal value (e.g. a missing `provider` or tool `type`) is a missing field, not a bad literal.
+  return zodToItems(new z.ZodError(flat), input).map((item) =>
+    item.type === 'literal_error' && item.input === undefined ? { type: 'missing', path: item.path, msg: 'Field required', input: undefined } : item,
+  );
 }
 
 const MAX_DEPTH = 64;

@@ -26,7 +26,10 @@ function fail(ctx: z.RefinementCtx, path: (string | number)[], message: string, 
   ctx.addIssue({ code: 'custom', path, message, params: { type } });
 }
 
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
+export const INT_MESSAGE = 'Input should be a valid integer';
+/** Integers report `int_type` for any non-integer input (issues.ts maps the message). */
+const int = (min: number, max: number) =>
+  z.number({ error: (iss) => (iss.code === 'invalid_type' ? INT_MESSAGE : undefined) }).int({ error: INT_MESSAGE }).min(min).max(max);
 const num = (min: number, max: number) => z.number().min(min).max(max);
 
 /** A list of up to `max` strings; blank entries are dropped. */

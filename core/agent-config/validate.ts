@@ -110,34 +110,44 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
   const llm = { ...c.llm, model: llmModel, temperature: Math.min(c.llm.temperature, temperatureMax) };
 
   // ---- tools: saved references, documents, URLs
-  const savedRefs = c.tools.map((t, i) => [t, i] as const).filter((e): e is readonly [string, number] => typeof e[0] === 'string');
+  const savedIds = c.tools.filter((t): t is string => typeof t === 'string');
   const savedById = new Map<string, z.infer<typeof savedToolRow>>();
-  if (savedRefs.length > 0) {
-    const ids = [...new Set(savedRefs.map(([id]) => id))];
+  if (savedIds.length > 0) {
+    const ids = [...new Set(savedIds)];
     const rows = await ctx.db.any(sql.type(savedToolRow)`
       SELECT uuid::text AS uuid, function_name, category, status FROM tools
       WHERE organization_id = ${ctx.orgId} AND uuid = ANY(${sql.array(ids, 'uuid')})`);
     for (const r of rows) savedById.set(r.uuid, r);
   }
+  // Function names the LLM sees must be unique across inline tools and saved references (inline-only duplicates
+  // were already reported by the schema); the later entry is reported.
   const names = new Map<string, number>();
   c.tools.forEach((t, i) => {
-    if (typeof t !== 'string') names.set(sanitizeFunctionName(t.name), names.get(sanitizeFunctionName(t.name)) ?? i);
+    let fn: string;
+    if (typeof t === 'string') {
+      const row = savedById.get(t);
+      if (!row) {
+        items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' not found`, input: t });
+        return;
+      }
+      if (row.status !== 'active') {
+        items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' is archived`, input: t });
+        return;
+      }
+      fn = row.function_name;
+    } else {
+      fn = sanitizeFunctionName(t.name);
+    }
+    const prev = names.get(fn);
+    if (prev !== undefined) {
+      items.push({
+        type: 'value_error',
+        path: typeof t === 'string' ? ['tools', i] : ['tools', i, 'name'],
+        msg: `Duplicate tool name '${fn}': tools.${prev} has the same name after sanitization`,
+        input: typeof t === 'string' ? t : t.name,
+      });
+    } else names.set(fn, i);
   });
-  for (const [id, i] of savedRefs) {
-    const row = savedById.get(id);
-    if (!row) {
-      items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${id}' not found`, input: id });
-      continue;
-    }
-    if (row.status !== 'active') {
-      items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${id}' is archived`, input: id });
-      continue;
-    }
-    const prev = names.get(row.function_name);
-    if (prev !== undefined && prev !== i)
-      items.push({ type: 'value_error', path: ['tools', i], msg: `Duplicate tool name '${row.function_name}': tools.${prev} has the same name after sanitization`, input: id });
-    else names.set(row.function_name, i);
-  }
 
   const docRefs: Array<{ id: string; path: (string | number)[] }> = [];
   const urlChecks: Array<Promise<ValidationItem | null>> = [];
