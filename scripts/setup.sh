@@ -53,3 +53,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     warn "  apt-get update && apt-get install -y ${missing[*]}"
   fi
 fi
+
+# 4. PocketSphinx 5 for the `local` STT (PyPI wheel with its shipped en-US model) in a private virtualenv.
+if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pocketsphinx' >/dev/null 2>&1; then
+  if command -v python3 >/dev/null 2>&1; then
+    say "installing PocketSphinx 5 (local STT) into .data/stt-venv..."
+    (python3 -m venv .data/stt-venv && .data/stt-venv/bin/pip install -q --disable-pip-version-check pocketsphinx==5.1.1) >&2 \
+      || warn "could not install PocketSphinx 5: the local STT will be unavailable"
+  else
+    warn "python3 not found: the local STT (PocketSphinx 5 from PyPI) will be unavailable"
+  fi
+fi

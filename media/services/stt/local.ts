@@ -71,7 +71,7 @@ export function prepareModel(corpus: string[], keyterms: string[], modelDir: str
       await mkdir(cacheDir, { recursive: true });
       const sentences = [...BASE_SENTENCES, ...corpus];
       const words = new Set([...sentences, ...keyterms].flatMap(tokenize));
-      const { text, known } = await buildDictionary(words, join(modelDir, 'cmudict-en-us.dict'));
+      const { text, known } = await buildDictionary(words, join(modelDir, 'en-us', 'cmudict-en-us.dict'));
       const model = buildLanguageModel({ sentences, keyterms }, (w) => known.has(w));
       // write-then-rename so a concurrent process never reads a half-written file
       const tmp = `.${process.pid}.${Date.now()}.tmp`;
