@@ -28,7 +28,7 @@ import {
 import { WsTransport } from './transports/ws.ts';
 import { buildToolSet } from './tools/runtime.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../core/retrieval.ts';
-import { createDenoiser } from './pipeline/denoise.ts';
+import { createNoiseGate } from './noise/index.ts';
 import { activeCallsGauge } from './pipeline/metrics.ts';
 
 export interface MediaService {
@@ -192,7 +192,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
         },
         config.tools,
       ),
-      config.noiseGate.enabled ? createDenoiser({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : Promise.resolve(null),
+      config.noiseGate.enabled ? createNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : Promise.resolve(null),
     ]);
     return new CallSession({
       callId: row.id,

@@ -1,4 +1,4 @@
-// Caller-side processors: noise gate → VAD → STT → turn manager.
+// Caller-side processors: noise gate (RNNoise via media/noise) → VAD → STT → turn manager.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { SttEvent, SttStream } from '../services/types.ts';

@@ -7,9 +7,9 @@ import { TtsStage } from '../../../media/pipeline/tts-stage.ts';
 import { Pacer } from '../../../media/pipeline/pacer.ts';
 import { FrameClock } from '../../../media/pipeline/clock.ts';
 import { Mixer } from '../../../media/pipeline/mixer.ts';
-import { TurnManager } from '../../../media/pipeline/input-stages.ts';
+import { NoiseGateStage, TurnManager } from '../../../media/pipeline/input-stages.ts';
 import { Recorder } from '../../../media/pipeline/recorder.ts';
-import { createDenoiser } from '../../../media/pipeline/denoise.ts';
+import { createNoiseGate } from '../../../media/noise/index.ts';
 import { ConversationContext } from '../../../media/pipeline/context.ts';
 import { soundAsset } from '../../../media/pipeline/sounds.ts';
 import { LinearResampler, rms } from '../../../media/pipeline/resample.ts';
@@ -224,15 +224,19 @@ test('resampler keeps phase across blocks (16 kHz → 24 kHz gives 1.5× samples
   t.true(Math.abs(n - 24000) <= 2, String(n));
 });
 
-test('noise gate (RNNoise WASM): stationary noise is strongly reduced', async (t) => {
-  const d = await createDenoiser({ model: 'noise-suppression', enhancementLevel: 1 });
+test('noise gate stage (RNNoise from media/noise): stationary noise on the caller audio is strongly reduced', async (t) => {
+  const d = await createNoiseGate({ model: 'noise-suppression', enhancementLevel: 1 });
+  const { pipeline, out: frames } = harness(new NoiseGateStage(d));
   let seed = 7;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) * 2 - 1;
   const noise = new Int16Array(16000 * 2);
   for (let i = 0; i < noise.length; i++) noise[i] = Math.round(rnd() * 1500);
-  const out = d.process(noise);
+  for (let i = 0; i < noise.length; i += 320) pipeline.push({ type: 'audioIn', pcm: noise.subarray(i, i + 320) });
+  const parts = frames.frames.map((f) => (f as { pcm: Int16Array }).pcm);
+  const out = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+  parts.reduce((o, p) => (out.set(p, o), o + p.length), 0);
   t.is(out.length, noise.length);
   const tail = (a: Int16Array) => rms(a.subarray(a.length / 2));
   t.true(tail(out) < tail(noise) * 0.3, `noise ${tail(noise)} → ${tail(out)}`);
-  d.close();
+  await pipeline.close();
 });

@@ -1,4 +1,0 @@
-declare module '@echogarden/rnnoise-wasm' {
-  const createRNNWasmModule: () => Promise<unknown>;
-  export default createRNNWasmModule;
-}
