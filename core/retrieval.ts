@@ -40,6 +40,12 @@ export interface SearchKnowledgeOptions {
 }
 
 const RRF_K = 60;
+/** Above this many chunks in the listed documents, very common lexemes stop acting as filters (see below). */
+const LARGE_CORPUS_CHUNKS = 2000;
+/** A lexeme in more than this fraction of all chunks (planner statistics) is "common". */
+const COMMON_LEXEME_FREQ = 0.01;
+/** Upper bound of rows ranked for one query (only reached by very unselective queries on large corpora). */
+const MAX_RANKED = 2000;
 
 function tsqueryOr(lexemes: readonly string[]): string | null {
   const uniq = [...new Set(lexemes)].filter((l) => l.length > 0).slice(0, 64);
@@ -47,9 +53,26 @@ function tsqueryOr(lexemes: readonly string[]): string | null {
   return uniq.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
 }
 
-const docRow = z.object({ id: z.string(), status: z.string(), ts_config: z.string() });
+const docRow = z.object({ id: z.string(), status: z.string(), ts_config: z.string(), total_chunks: z.number(), lexemes: z.array(z.string()).nullable() });
 const hitRow = z.object({ document_id: z.string(), chunk_index: z.number(), content: z.string(), score: z.number() });
 type Hit = z.infer<typeof hitRow>;
+
+// Lexeme frequencies from the planner's statistics of document_chunks.tsv (ANALYZE / autovacuum keeps them),
+// refreshed every 5 minutes per pool. They act as corpus-level IDF: over many chunks, a query's common words
+// ("price", "service") would match most rows, so only its rarer words select candidates while every word
+// still counts in the ranking.
+const commonCache = new WeakMap<Db, { at: number; freq: Map<string, number> }>();
+async function lexemeFrequencies(db: Db): Promise<Map<string, number>> {
+  const hit = commonCache.get(db);
+  if (hit && Date.now() - hit.at < 300_000) return hit.freq;
+  const row = await db.maybeOne(sql.type(z.object({ elems: z.array(z.string()).nullable(), freqs: z.array(z.number()).nullable() }))`
+    SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs::float8[] AS freqs
+    FROM pg_stats WHERE tablename = 'document_chunks' AND attname = 'tsv' AND schemaname = current_schema()`);
+  const freq = new Map<string, number>();
+  row?.elems?.forEach((e, i) => freq.set(e, row.freqs?.[i] ?? 0));
+  commonCache.set(db, { at: Date.now(), freq });
+  return freq;
+}
 
 function pickPassages(hits: Hit[], maxTokens: number, limit: number): Passage[] {
   const out: Passage[] = [];
@@ -77,8 +100,12 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
   const limit = Math.max(1, Math.min(opts.limit ?? 5, 50));
   const maxTokens = Math.max(1, opts.maxTokens ?? 800);
 
+  // One round trip: the documents, and the query's lexemes once per text-search configuration among them.
   const docs = await db.any(sql.type(docRow)`
-    SELECT id, status, ts_config::text AS ts_config FROM documents
+    SELECT id, status, ts_config::text AS ts_config, total_chunks,
+           CASE WHEN status = 'completed' AND row_number() OVER (PARTITION BY ts_config, status = 'completed' ORDER BY id) = 1
+                THEN tsvector_to_array(to_tsvector(ts_config, ${query})) END AS lexemes
+    FROM documents
     WHERE organization_id = ${opts.orgId} AND id = ANY(${sql.array(ids, 'uuid')}) AND deleted_at IS NULL`);
   const ready = docs.filter((d) => d.status === 'completed');
   const pending = docs.filter((d) => d.status === 'pending' || d.status === 'processing').map((d) => d.id);
@@ -87,7 +114,16 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
     return { status: 'error', message: 'None of the referenced documents are available (missing, deleted or failed to process)' };
   }
   const readyIds = ready.map((d) => d.id);
-  const configs = [...new Set(ready.map((d) => d.ts_config))];
+  const corpus = ready.reduce((n, d) => n + d.total_chunks, 0);
+  const freq = corpus > LARGE_CORPUS_CHUNKS ? await lexemeFrequencies(db) : null;
+  const parts = ready.flatMap((d) => {
+    if (!d.lexemes) return [];
+    const rank = tsqueryOr(d.lexemes);
+    if (!rank) return [];
+    const rare = freq ? d.lexemes.filter((l) => (freq.get(l) ?? 0) < COMMON_LEXEME_FREQ) : d.lexemes;
+    return [{ cfg: d.ts_config, rank, rare: tsqueryOr(rare.length ? rare : d.lexemes)! }];
+  });
+  const pruned = parts.some((p) => p.rare !== p.rank);
 
   // The query embedding is fetched outside the transaction; a provider failure falls back to full-text only.
   let queryVector: number[] | null = null;
@@ -102,25 +138,30 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
   const { fts, vec } = await db.transaction(async (tx) => {
     const ms = Math.max(1, Math.floor(deadline - Date.now()));
     await tx.query(sql.unsafe`SELECT set_config('statement_timeout', ${String(ms)}, true)`);
-    const lex = await tx.any(sql.type(z.object({ cfg: z.string(), lexemes: z.array(z.string()) }))`
-      SELECT c AS cfg, tsvector_to_array(to_tsvector(c::regconfig, ${query})) AS lexemes
-      FROM unnest(${sql.array(configs, 'text')}) AS c`);
-    const parts = lex.flatMap((l) => {
-      const q = tsqueryOr(l.lexemes);
-      return q ? [{ cfg: l.cfg, q }] : [];
-    });
-    let ftsHits: readonly Hit[] = [];
-    if (parts.length) {
-      const cond = sql.join(parts.map((p) => sql.fragment`(ts_config = ${p.cfg}::regconfig AND tsv @@ ${p.q}::tsquery)`), sql.fragment` OR `);
+    const runFts = (which: 'rare' | 'rank') => {
+      const cond = sql.join(parts.map((p) => sql.fragment`(ts_config = ${p.cfg}::regconfig AND tsv @@ ${p[which]}::tsquery)`), sql.fragment` OR `);
       const score = parts.length === 1
-        ? sql.fragment`ts_rank_cd(tsv, ${parts[0]!.q}::tsquery, 1)`
-        : sql.fragment`CASE ${sql.join(parts.map((p) => sql.fragment`WHEN ts_config = ${p.cfg}::regconfig THEN ts_rank_cd(tsv, ${p.q}::tsquery, 1)`), sql.fragment` `)} ELSE 0 END`;
-      ftsHits = await tx.any(sql.type(hitRow)`
+        ? sql.fragment`ts_rank_cd(tsv, ${parts[0]!.rank}::tsquery, 1)`
+        : sql.fragment`CASE ${sql.join(parts.map((p) => sql.fragment`WHEN ts_config = ${p.cfg}::regconfig THEN ts_rank_cd(tsv, ${p.rank}::tsquery, 1)`), sql.fragment` `)} ELSE 0 END`;
+      return tx.any(sql.type(hitRow)`
         SELECT document_id::text AS document_id, chunk_index, content, (${score})::float8 AS score
-        FROM document_chunks
-        WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND (${cond})
+        FROM (
+          SELECT document_id, chunk_index, content, tsv, ts_config FROM document_chunks
+          WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND (${cond})
+          LIMIT ${MAX_RANKED}
+        ) AS c
         ORDER BY score DESC, document_id, chunk_index
         LIMIT ${candidates}`);
+    };
+    let ftsHits: readonly Hit[] = [];
+    if (parts.length) {
+      // Rare words select first; when they find too little (or do not occur at all), every word selects.
+      if (pruned) ftsHits = await runFts('rare');
+      if (ftsHits.length < limit) {
+        const seen = new Set(ftsHits.map((h) => `${h.document_id}:${h.chunk_index}`));
+        const more = (await runFts('rank')).filter((h) => !seen.has(`${h.document_id}:${h.chunk_index}`));
+        ftsHits = [...ftsHits, ...more];
+      }
     }
     let vecHits: readonly Hit[] = [];
     if (queryVector) {
