@@ -104,6 +104,17 @@ function heartbeat(details?: unknown): void {
   }
 }
 
+/** Heartbeats every 5 s while `run` works (large uploads), so the activity's heartbeat timeout only catches real hangs. */
+export async function withHeartbeat<T>(run: () => Promise<T>): Promise<T> {
+  heartbeat();
+  const timer = setInterval(() => heartbeat(), 5000);
+  try {
+    return await run();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 function cancellationSignal(): AbortSignal | undefined {
   try {
     return Context.current().cancellationSignal;
@@ -226,8 +237,7 @@ export function createPostCallActivities(deps: PostCallDeps) {
           if (err instanceof InvalidWavError) throw ApplicationFailure.nonRetryable(`recording of ${callId}: ${err.message}`, 'InvalidRecording');
           throw err;
         }
-        heartbeat();
-        await storage.put(finalKey, await storage.getStream(spool), { contentType: 'audio/wav' });
+        await withHeartbeat(async () => storage.put(finalKey, await storage.getStream(spool), { contentType: 'audio/wav' }));
       }
       const recordingUrl = storage.publicUrl(finalKey);
       await db.query(sql.unsafe`UPDATE calls SET recording_url = ${recordingUrl}, updated_at = now() WHERE id = ${callId}`);

@@ -18,7 +18,7 @@ import { policyFromConfig, safeFetch } from '../core/net/ssrf.ts';
 import { parseWavHeader, type Storage } from '../core/storage/index.ts';
 import { recordWebhookResult, sendWebhook } from '../core/webhook.ts';
 import type { TransferInfo, TransferRecordingOutcome } from '../workflows/transfer-recording/messages.ts';
-import { webhookOf } from './post-call.ts';
+import { webhookOf, withHeartbeat } from './post-call.ts';
 
 export interface TransferRecordingDeps {
   config: Config;
@@ -125,7 +125,7 @@ export function createTransferRecordingActivities(deps: TransferRecordingDeps) {
         let lastErr: unknown;
         for (let i = 0; i < 3; i++) {
           try {
-            await storage.put(key, createReadStream(tmp), { contentType: ext === 'wav' ? 'audio/wav' : 'audio/mpeg' });
+            await withHeartbeat(() => storage.put(key, createReadStream(tmp), { contentType: ext === 'wav' ? 'audio/wav' : 'audio/mpeg' }));
             lastErr = undefined;
             break;
           } catch (err) {

@@ -6,9 +6,17 @@ import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { sql, type Db } from './db/pool.ts';
 import type { Logger } from './logger.ts';
+import { prom, registry } from './metrics.ts';
 import { safeFetch, type OutboundPolicy } from './net/ssrf.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
+
+const deliveries = new prom.Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Lifecycle webhook deliveries by event and outcome (ok, http_error, failed)',
+  labelNames: ['event', 'outcome'] as const,
+  registers: [registry],
+});
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /** Headers the sender controls; an agent's values for these are dropped. */
@@ -57,6 +65,7 @@ export async function sendWebhook(opts: {
     // Drain the body so the connection is released; its content is of no interest.
     await res.arrayBuffer().catch(() => undefined);
     const durationMs = elapsed();
+    deliveries.inc({ event: String(event), outcome: res.status >= 300 ? 'http_error' : 'ok' });
     if (res.status >= 400) {
       opts.logger.warn({ url: redact(opts.url), event, status: res.status, durationMs }, 'webhook delivery rejected');
       return { ok: false, status: res.status, error: `HTTP ${res.status}`, durationMs };
@@ -72,6 +81,7 @@ export async function sendWebhook(opts: {
     // fetch wraps connection problems (refused target, DNS, reset) in a TypeError whose cause says what happened.
     const cause = e.cause instanceof Error ? e.cause.message : null;
     const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `timeout after ${opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS} ms` : (cause ?? e.message);
+    deliveries.inc({ event: String(event), outcome: 'failed' });
     opts.logger.warn({ url: redact(opts.url), event, error, durationMs }, 'webhook delivery failed');
     return { ok: false, error, durationMs };
   }
