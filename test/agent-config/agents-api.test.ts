@@ -101,7 +101,7 @@ test('no organization → 400 No organization selected', async (t) => {
 
 test('GET /agents: paginated, newest first, archived hidden unless asked', async (t) => {
   const org = await s.createOrg({ ratePerMinute: 1_000_000 });
-  const made = [];
+  const made: Body[] = [];
   for (let i = 0; i < 5; i++) made.push(await create(base({ name: `L${i}` }), org.apiKey));
   await s.request('DELETE', `/agents/${made[0].uuid}`, { key: org.apiKey });
   const page1 = await s.request('GET', '/agents?per_page=2', { key: org.apiKey });
