@@ -103,7 +103,7 @@ test('GET /agents: paginated, newest first, archived hidden unless asked', async
   const org = await s.createOrg({ ratePerMinute: 1_000_000 });
   const made: Body[] = [];
   for (let i = 0; i < 5; i++) made.push(await create(base({ name: `L${i}` }), org.apiKey));
-  await s.request('DELETE', `/agents/${made[0].uuid}`, { key: org.apiKey });
+  await s.request('DELETE', `/agents/${made[0]!.uuid}`, { key: org.apiKey });
   const page1 = await s.request('GET', '/agents?per_page=2', { key: org.apiKey });
   t.is(page1.status, 200);
   t.deepEqual({ ...page1.body, items: page1.body.items.map((a: Body) => a.config.name) }, { items: ['L4', 'L3'], total: 4, page: 1, perPage: 2, totalPages: 2 });
