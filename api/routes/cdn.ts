@@ -1,5 +1,5 @@
 // Public (no API key) routes outside /api/v1 for the default local storage:
-//   GET/HEAD /cdn/<key>         serves stored files at {cdn_url} (byte ranges supported; spool/ is private)
+//   GET/HEAD /cdn/<key>         serves recordings/ and transcripts/ at {cdn_url} (byte ranges supported)
 //   PUT      /cdn-upload/<key>  the local presigned upload: HMAC signature, expiry, content type and max bytes
 // With S3 storage both answer 404: the bucket serves and accepts files itself.
 import { createReadStream } from 'node:fs';
@@ -16,7 +16,11 @@ import {
 import { localPath } from '../../core/storage/local.ts';
 import type { ApiDeps } from '../deps.ts';
 
-const PRIVATE_PREFIXES = ['spool/'];
+/**
+ * Only what the spec publishes at {cdn_url} is served: call recordings and transcripts. Everything else in storage
+ * (spool/, knowledge-base documents/) stays private. With S3, give the bucket's public policy the same prefixes.
+ */
+export const PUBLIC_PREFIXES = ['recordings/', 'transcripts/'];
 
 function keyFrom(path: string, prefix: string): string | null {
   let key: string;
@@ -38,7 +42,7 @@ export function cdnRoutes(deps: ApiDeps): Middleware {
 
     if (isGet) {
       const key = keyFrom(ctx.path, '/cdn/');
-      if (!key || PRIVATE_PREFIXES.some((p) => key.startsWith(p))) throw new HttpError(404, 'File not found');
+      if (!key || !PUBLIC_PREFIXES.some((p) => key.startsWith(p))) throw new HttpError(404, 'File not found');
       const st = await storage.stat(key);
       if (!st) throw new HttpError(404, 'File not found');
       ctx.set('Accept-Ranges', 'bytes');

@@ -66,10 +66,11 @@ test('local storage: put/get/stream/stat/exists/delete; bad keys throw before to
   t.deepEqual(readdirSync(path.join(s.config.storageDir, 't')), ['two.txt'], 'no temp files left behind');
 });
 
-test('GET /cdn/<key> serves files publicly with type, length and byte ranges; spool and traversal are 404', async (t) => {
+test('GET /cdn/<key> serves recordings publicly with type, length and byte ranges; spool, documents and traversal are 404', async (t) => {
   const wav = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(96, 7)]);
   await s.storage.put('recordings/abc.wav', wav);
   await s.storage.put('spool/recordings/abc.wav', wav);
+  await s.storage.put('documents/org/doc/private.pdf', wav);
   const full = await raw('GET', '/cdn/recordings/abc.wav');
   t.is(full.status, 200);
   t.is(full.headers['content-type'], 'audio/wav');
@@ -83,7 +84,7 @@ test('GET /cdn/<key> serves files publicly with type, length and byte ranges; sp
   t.is(part.body.toString(), 'RIFF');
   t.is(part.headers['content-range'], 'bytes 0-3/100');
   t.is((await raw('GET', '/cdn/recordings/abc.wav', { headers: { range: 'bytes=500-' } })).status, 416);
-  for (const p of ['/cdn/spool/recordings/abc.wav', '/cdn/recordings/nope.wav', '/cdn/../package.json', '/cdn/%2e%2e/%2e%2e/package.json',
+  for (const p of ['/cdn/spool/recordings/abc.wav', '/cdn/documents/org/doc/private.pdf', '/cdn/recordings/nope.wav', '/cdn/../package.json', '/cdn/%2e%2e/%2e%2e/package.json',
     '/cdn/..%2f..%2fpackage.json', '/cdn/recordings%5c..%5c..%5cpackage.json', '/cdn//etc/passwd']) {
     const r = await raw('GET', p);
     t.is(r.status, 404, p);
