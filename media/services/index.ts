@@ -1,0 +1,90 @@
+// Engine registry: provider id → factory, per family. The pipeline asks for one call's engines with
+// createEngines(config, agent); a provider id without an adapter on this install throws
+// `provider '<id>' is not available on this install` (the session turns that into an `error` event and ends the
+// call). Tests and benchmarks pass `overrides` to replace or add factories.
+//
+// Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), local (OpenAI-compatible server at
+// LOCAL_LLM_BASE_URL or the demo responder); STT local (PocketSphinx 5); TTS local (eSpeak NG). The other ids
+// of providers.md (LLM anthropic, google; the vendor STT/TTS) have no adapter yet.
+import type { Config } from '../../core/config.ts';
+import type { Engines, LlmService, SttService, TtsService } from './types.ts';
+import { OpenAiCompatLlm } from './llm/openai.ts';
+import { createLocalLlm } from './llm/local.ts';
+import { createLocalStt } from './stt/local.ts';
+import { createLocalTts } from './tts/local.ts';
+
+/** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
+export interface EngineAgentConfig {
+  llm: { provider: string; model: string | null; temperature?: number; maxTokens?: number };
+  stt: { provider: string; model: string | null; [block: string]: unknown };
+  tts: { provider: string; model: string | null; voice: string | null; [block: string]: unknown };
+  languages: string[];
+  /** Optional text the local STT adds to its vocabulary. */
+  systemPrompt?: string;
+  greeting?: { firstMessages?: string[] };
+  tools?: unknown[];
+}
+
+export interface EngineContext {
+  config: Config;
+  agent: EngineAgentConfig;
+}
+
+export interface EngineFactories {
+  llm: Record<string, (ctx: EngineContext) => LlmService>;
+  stt: Record<string, (ctx: EngineContext) => SttService>;
+  tts: Record<string, (ctx: EngineContext) => TtsService>;
+}
+
+export class EngineUnavailableError extends Error {
+  constructor(
+    readonly family: 'llm' | 'stt' | 'tts',
+    readonly providerId: string,
+  ) {
+    super(`provider '${providerId}' is not available on this install`);
+    this.name = 'EngineUnavailableError';
+  }
+}
+
+/** Words the agent is likely to hear: its prompt, greetings and tool descriptions (local STT vocabulary). */
+export function agentCorpus(agent: EngineAgentConfig): string[] {
+  const out: string[] = [];
+  if (agent.systemPrompt) out.push(agent.systemPrompt.replace(/\{\{[^}]*\}\}/g, ' '));
+  for (const m of agent.greeting?.firstMessages ?? []) out.push(m.replace(/\{\{[^}]*\}\}/g, ' '));
+  for (const t of agent.tools ?? []) {
+    const tool = t as { name?: unknown; description?: unknown; function?: { description?: unknown } };
+    const d = tool.description ?? tool.function?.description;
+    if (typeof d === 'string') out.push(d);
+  }
+  return out;
+}
+
+export const defaultFactories: EngineFactories = {
+  llm: {
+    openai: ({ config, agent }) =>
+      new OpenAiCompatLlm({ provider: 'openai', model: agent.llm.model ?? 'gpt-4o-mini', baseUrl: config.OPENAI_BASE_URL, ...(config.OPENAI_API_KEY ? { apiKey: config.OPENAI_API_KEY } : {}) }),
+    groq: ({ config, agent }) =>
+      new OpenAiCompatLlm({ provider: 'groq', model: agent.llm.model ?? 'llama-3.3-70b-versatile', baseUrl: config.GROQ_BASE_URL, ...(config.GROQ_API_KEY ? { apiKey: config.GROQ_API_KEY } : {}) }),
+    local: ({ config, agent }) => createLocalLlm(config, agent.llm.model ?? 'local-demo'),
+  },
+  stt: {
+    local: ({ agent }) => createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent) }),
+  },
+  tts: {
+    local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
+  },
+};
+
+/** Build one call's engines. Throws EngineUnavailableError for a provider without an adapter. */
+export function createEngines(config: Config, agent: EngineAgentConfig, overrides?: Partial<EngineFactories>): Engines {
+  const ctx: EngineContext = { config, agent };
+  const pick = <F extends 'llm' | 'stt' | 'tts'>(family: F, id: string): EngineFactories[F][string] => {
+    const f = overrides?.[family]?.[id] ?? defaultFactories[family][id];
+    if (!f) throw new EngineUnavailableError(family, id);
+    return f as EngineFactories[F][string];
+  };
+  const llm = pick('llm', agent.llm.provider)(ctx);
+  const stt = pick('stt', agent.stt.provider)(ctx);
+  const tts = pick('tts', agent.tts.provider)(ctx);
+  return { llm, stt, tts };
+}

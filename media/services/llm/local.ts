@@ -1,0 +1,135 @@
+// `local` LLM. With LOCAL_LLM_BASE_URL set: any OpenAI-compatible server (Ollama, llama.cpp server, vLLM,
+// LM Studio) through the OpenAI adapter, model LOCAL_LLM_MODEL. Without it: the DEMO RESPONDER below.
+//
+// ── The demo responder ──────────────────────────────────────────────────────────────────────────────────
+// A deterministic, rule-based stand-in so that a call runs end to end with no model and no network. It is not a
+// language model and does not follow the system prompt. Given the conversation, it looks at the latest message:
+//   • a tool result                  → one sentence reporting it ("The <tool> tool returned: <text>.")
+//   • no caller message yet (opener) → "Hello! How can I help you today?"
+//   • goodbye / bye / hang up / that's all / that is all → calls the end-call tool (`end_call` or `endCall`, when
+//     offered; with no such tool it says "Goodbye! Thanks for calling.")
+//   • hello / hi / hey               → "Hello! How can I help you today?"
+//   • "what is 2 plus 3" (digits or number words; plus, minus, times, divided by) → the result
+//   • what time / what day / date    → the current time or date (UTC)
+//   • who are you / your name        → it says it is the built-in demo assistant
+//   • thank(s)                       → "You're welcome! Is there anything else I can help with?"
+//   • yes / no / okay                → a short acknowledgement
+//   • anything else                  → echoes what it understood: "I heard: "<text>". ..." and says that a
+//     real model can be connected with LOCAL_LLM_BASE_URL.
+// Replies stream word by word. Its token usage is an estimate (≈ 4 characters per token) so that per-call usage
+// metrics are filled the same way as with a real model.
+import type { Config } from '../../../core/config.ts';
+import type { ChatMessage, LlmChunk, LlmRequest, LlmService } from '../types.ts';
+import { OpenAiCompatLlm } from './openai.ts';
+
+const NUM_WORDS: Record<string, number> = {
+  zero: 0, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, eleven: 11, twelve: 12,
+  thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16, seventeen: 17, eighteen: 18, nineteen: 19, twenty: 20, thirty: 30,
+  forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90, hundred: 100,
+};
+
+function numberOf(tok: string): number | null {
+  if (/^-?\d+(\.\d+)?$/.test(tok)) return Number(tok);
+  return NUM_WORDS[tok] ?? null;
+}
+
+/** "what is two plus 3" → 5; null when the text is not a simple two-operand arithmetic question. */
+export function simpleArithmetic(text: string): number | null {
+  const t = text.toLowerCase().replace(/divided by/g, '/').replace(/multiplied by/g, '*').replace(/[?!.,]/g, ' ');
+  const m = t.match(/(-?[\d.]+|[a-z]+)\s*(plus|\+|minus|-|times|x|\*|\/|over)\s*(-?[\d.]+|[a-z]+)/);
+  if (!m) return null;
+  const a = numberOf(m[1]!);
+  const b = numberOf(m[3]!);
+  if (a === null || b === null) return null;
+  switch (m[2]) {
+    case 'plus':
+    case '+':
+      return a + b;
+    case 'minus':
+    case '-':
+      return a - b;
+    case 'times':
+    case 'x':
+    case '*':
+      return a * b;
+    default:
+      return b === 0 ? null : Math.round((a / b) * 1000) / 1000;
+  }
+}
+
+export type DemoReply = { text: string } | { toolCall: { name: string; arguments: string } };
+
+/** The demo responder's decision for a conversation (pure; exported for tests and the README). */
+export function demoReply(messages: ChatMessage[], toolNames: string[], now = new Date()): DemoReply {
+  const last = messages[messages.length - 1];
+  if (last?.role === 'tool') {
+    const content = last.content.length > 160 ? `${last.content.slice(0, 157)}...` : last.content;
+    return { text: `The ${last.name} tool returned: ${content}` };
+  }
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  if (!lastUser) return { text: 'Hello! How can I help you today?' };
+  const said = lastUser.content.trim();
+  const t = said.toLowerCase();
+  const has = (re: RegExp) => re.test(t);
+  if (has(/\b(good ?bye|bye|hang up|end the call|that'?s all|that is all)\b/)) {
+    const endTool = toolNames.find((n) => n === 'end_call' || n === 'endCall');
+    if (endTool) return { toolCall: { name: endTool, arguments: '{}' } };
+    return { text: 'Goodbye! Thanks for calling.' };
+  }
+  const math = simpleArithmetic(t);
+  if (math !== null) return { text: `That makes ${math}.` };
+  if (has(/\bwhat time\b/)) return { text: `It is ${now.toISOString().slice(11, 16)} UTC.` };
+  if (has(/\b(what day|what'?s the date|what is the date|today'?s date)\b/))
+    return { text: `Today is ${now.toLocaleDateString('en-US', { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', timeZone: 'UTC' })}.` };
+  if (has(/\b(who are you|your name|are you a (robot|bot|human|person))\b/))
+    return { text: "I'm the built-in demo assistant of this voice agent service. I can chat a little and end the call when you say goodbye." };
+  if (has(/\b(thank|thanks)\b/)) return { text: "You're welcome! Is there anything else I can help with?" };
+  if (has(/^(hello|hi|hey|good (morning|afternoon|evening))\b/)) return { text: 'Hello! How can I help you today?' };
+  if (has(/^(yes|yeah|yep|sure|okay|ok|alright|no|nope)\b/)) return { text: 'Okay. What else would you like to know?' };
+  if (!said) return { text: "Sorry, I didn't catch that. Could you say it again?" };
+  return {
+    text: `I heard: "${said}". I'm the demo responder, so I can only answer simple questions; connect a real model with LOCAL_LLM_BASE_URL for full answers.`,
+  };
+}
+
+const estimateTokens = (s: string) => Math.max(1, Math.ceil(s.length / 4));
+
+export class DemoLlm implements LlmService {
+  readonly provider = 'local';
+  constructor(readonly model: string) {}
+
+  async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
+    const reply = demoReply(req.messages, req.tools.map((t) => t.name));
+    const prompt = estimateTokens(req.messages.map((m) => m.content).join(' '));
+    if ('toolCall' in reply) {
+      if (req.signal.aborted) return;
+      yield { type: 'tool_call', call: { id: `call_demo_${req.messages.length}`, name: reply.toolCall.name, arguments: reply.toolCall.arguments } };
+      yield { type: 'usage', usage: { promptTokens: prompt, completionTokens: 5 } };
+      yield { type: 'done', finishReason: 'tool_calls' };
+      return;
+    }
+    // respect maxTokens (≈ words here)
+    const words = reply.text.split(/(?<= )/).slice(0, Math.max(1, req.maxTokens));
+    for (const w of words) {
+      if (req.signal.aborted) return;
+      yield { type: 'text', delta: w };
+      await new Promise((ok) => setImmediate(ok));
+    }
+    if (req.signal.aborted) return;
+    yield { type: 'usage', usage: { promptTokens: prompt, completionTokens: estimateTokens(words.join('')) } };
+    yield { type: 'done', finishReason: words.length < reply.text.split(/(?<= )/).length ? 'length' : 'stop' };
+  }
+}
+
+/** The `local` LLM engine for this install (OpenAI-compatible server when configured, else the demo responder). */
+export function createLocalLlm(config: Pick<Config, 'LOCAL_LLM_BASE_URL' | 'LOCAL_LLM_MODEL'>, model: string, fetchImpl?: typeof fetch): LlmService {
+  if (config.LOCAL_LLM_BASE_URL) {
+    return new OpenAiCompatLlm({
+      provider: 'local',
+      model: config.LOCAL_LLM_MODEL ?? model,
+      baseUrl: config.LOCAL_LLM_BASE_URL,
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    });
+  }
+  return new DemoLlm(model);
+}

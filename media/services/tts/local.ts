@@ -1,0 +1,100 @@
+// `local` TTS: eSpeak NG (system package). One `espeak-ng --stdout` process per text chunk; its 22 050 Hz WAV is
+// streamed as produced, resampled to 24 kHz (polyphase FIR, media/audio) and yielded in chunks. An abort kills
+// the process at once. Voice: `tts.voice` when it names an eSpeak voice (e.g. `en-us+f3`, `en-gb`, `hi`),
+// else the agent's first language mapped to its eSpeak voice (en → en-us, zh → cmn, others by their code).
+import { spawn } from 'node:child_process';
+import { Resampler } from '../../audio/resample.ts';
+import type { TtsService } from '../types.ts';
+import { engineError } from '../llm/openai.ts';
+
+export const ESPEAK_RATE = 22050;
+
+const LANGUAGE_VOICES: Record<string, string> = { en: 'en-us', zh: 'cmn' };
+
+export function espeakVoice(voice: string | null | undefined, languages: string[]): string {
+  if (voice && voice !== 'default') return voice;
+  const lang = languages[0] ?? 'en';
+  return LANGUAGE_VOICES[lang] ?? lang;
+}
+
+export interface LocalTtsOptions {
+  model?: string;
+  voice?: string | null;
+  languages?: string[];
+  /** words per minute (eSpeak default 175) */
+  wordsPerMinute?: number;
+  binary?: string;
+}
+
+export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
+  const voice = espeakVoice(opts.voice, opts.languages ?? ['en']);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_+\-/]*$/.test(voice)) throw new Error(`invalid eSpeak voice '${voice}'`);
+  const binary = opts.binary ?? 'espeak-ng';
+  const wpm = String(Math.round(opts.wordsPerMinute ?? 175));
+  return {
+    provider: 'local',
+    model: opts.model ?? 'espeak-ng',
+    voice,
+    async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+      if (signal.aborted || !text.trim()) return;
+      const child = spawn(binary, ['--stdout', '-v', voice, '-s', wpm, '--stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const kill = () => child.kill('SIGKILL');
+      signal.addEventListener('abort', kill, { once: true });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        if (stderr.length < 2000) stderr += d.toString();
+      });
+      const exited = new Promise<number | null>((ok) => child.once('close', (code) => ok(code)));
+      const spawnError = new Promise<Error>((ok) => child.once('error', ok));
+      child.stdin.on('error', () => {});
+      child.stdin.end(text.replace(/\s+/g, ' ') + '\n');
+      const resampler = new Resampler(ESPEAK_RATE, 24000);
+      let header = Buffer.alloc(0);
+      let headerDone = false;
+      let odd: Buffer | null = null;
+      try {
+        const it = child.stdout[Symbol.asyncIterator]();
+        for (;;) {
+          const next = await Promise.race([it.next(), spawnError.then((e) => Promise.reject(e))]);
+          if (next.done) break;
+          if (signal.aborted) return;
+          let chunk = next.value as Buffer;
+          if (!headerDone) {
+            header = Buffer.concat([header, chunk]);
+            const dataAt = header.indexOf('data');
+            if (dataAt < 0 || header.length < dataAt + 8) continue;
+            const rate = header.readUInt32LE(24);
+            if (rate !== ESPEAK_RATE) throw engineError(`eSpeak produced ${rate} Hz, expected ${ESPEAK_RATE}`, false, true);
+            chunk = header.subarray(dataAt + 8);
+            headerDone = true;
+          }
+          if (odd) {
+            chunk = Buffer.concat([odd, chunk]);
+            odd = null;
+          }
+          if (chunk.length & 1) {
+            odd = chunk.subarray(chunk.length - 1);
+            chunk = chunk.subarray(0, chunk.length - 1);
+          }
+          if (!chunk.length) continue;
+          const pcm = new Int16Array(chunk.length / 2);
+          new Uint8Array(pcm.buffer).set(chunk);
+          const out = resampler.process(pcm);
+          if (out.length) yield out;
+        }
+        if (signal.aborted) return;
+        const code = await exited;
+        if (code !== 0) throw engineError(`eSpeak NG failed (exit ${code}): ${stderr.trim().slice(0, 300)}`, false, false);
+        const tail = resampler.flush();
+        if (tail.length) yield tail;
+      } catch (err) {
+        if (signal.aborted) return;
+        if ((err as { engineError?: unknown }).engineError) throw err;
+        throw engineError(`eSpeak NG is not available: ${(err as Error).message}`, false, true);
+      } finally {
+        signal.removeEventListener('abort', kill);
+        if (child.exitCode === null && child.signalCode === null) kill();
+      }
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// A local fake of the OpenAI Chat Completions streaming API (POST /v1/chat/completions, SSE), speaking the wire
+// format the real API uses: `data: {chunk}` records with choices[0].delta.content / delta.tool_calls (first
+// fragment of a tool call carries index + id + type + function.name and empty arguments, later fragments only
+// index + function.arguments), a chunk with finish_reason, a final chunk with choices: [] and usage when
+// stream_options.include_usage is set, then `data: [DONE]`. Groq flavour: usage under x_groq.usage instead.
+// Scriptable per request: queue replies with `fake.reply(...)`; every request is recorded.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeToolCall {
+  id: string;
+  name: string;
+  /** the arguments JSON text, split into the fragments to stream */
+  argumentFragments: string[];
+}
+
+export interface FakeReply {
+  /** content deltas, streamed in order */
+  text?: string[];
+  toolCalls?: FakeToolCall[];
+  finishReason?: string;
+  usage?: { prompt_tokens: number; completion_tokens: number; cached?: number };
+  /** put usage under x_groq.usage (Groq) instead of the top-level usage chunk */
+  groqUsage?: boolean;
+  /** answer with this HTTP status and an OpenAI-style error body instead of a stream */
+  status?: number;
+  errorMessage?: string;
+  /** after this many records, stop writing and keep the connection open (to test abort) */
+  stallAfter?: number;
+  /** after this many records, destroy the connection (no [DONE]) */
+  dropAfter?: number;
+}
+
+export interface RecordedRequest {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: any;
+}
+
+export interface FakeOpenAi {
+  /** base URL including /v1, e.g. http://127.0.0.1:1234/v1 */
+  url: string;
+  requests: RecordedRequest[];
+  reply(...r: FakeReply[]): void;
+  /** number of streaming responses whose client went away before the end */
+  clientAborts: number;
+  close(): Promise<void>;
+}
+
+export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?: string } = {}): Promise<FakeOpenAi> {
+  const queue: FakeReply[] = [];
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const state = { clientAborts: 0 };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    for await (const c of req) raw += c;
+    let body: any = null;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      /* recorded as null */
+    }
+    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      return;
+    }
+    if (opts.apiKey && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+      return;
+    }
+    const r = queue.shift() ?? opts.defaultReply ?? { text: ['Hello', '!'] };
+    if (r.status && r.status >= 400) {
+      res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: r.errorMessage ?? 'error', type: 'server_error' } }));
+      return;
+    }
+    if (!body?.stream) {
+      // non-streaming (prewarm)
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: (r.text ?? []).join('') }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+      );
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: 'fp_fake' };
+    const records: string[] = [];
+    const chunk = (delta: object, finish: string | null = null) => records.push(JSON.stringify({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] }));
+    chunk({ role: 'assistant', content: '', refusal: null });
+    for (const t of r.text ?? []) chunk({ content: t });
+    (r.toolCalls ?? []).forEach((tc, index) => {
+      chunk({ tool_calls: [{ index, id: tc.id, type: 'function', function: { name: tc.name, arguments: '' } }] });
+      for (const f of tc.argumentFragments) chunk({ tool_calls: [{ index, function: { arguments: f } }] });
+    });
+    const finish = r.finishReason ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
+    const usage = r.usage ? { prompt_tokens: r.usage.prompt_tokens, completion_tokens: r.usage.completion_tokens, total_tokens: r.usage.prompt_tokens + r.usage.completion_tokens, ...(r.usage.cached ? { prompt_tokens_details: { cached_tokens: r.usage.cached } } : {}) } : null;
+    if (r.groqUsage && usage) {
+      records.push(JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }], x_groq: { id: 'req_fake', usage } }));
+    } else {
+      chunk({}, finish);
+      if (usage && body.stream_options?.include_usage) records.push(JSON.stringify({ ...base, choices: [], usage }));
+    }
+    records.push('[DONE]');
+    let aborted = false;
+    res.on('close', () => {
+      if (!res.writableEnded) {
+        aborted = true;
+        state.clientAborts++;
+      }
+    });
+    for (let i = 0; i < records.length; i++) {
+      if (aborted) return;
+      if (r.stallAfter !== undefined && i >= r.stallAfter) return; // keep the socket open, write nothing more
+      if (r.dropAfter !== undefined && i >= r.dropAfter) {
+        res.socket?.destroy();
+        return;
+      }
+      res.write(`data: ${records[i]}\n\n`);
+      await new Promise((ok) => setImmediate(ok));
+    }
+    res.end();
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy());
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    reply: (...r) => void queue.push(...r),
+    get clientAborts() {
+      return state.clientAborts;
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => ok());
+      }),
+  };
+}
