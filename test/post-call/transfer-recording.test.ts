@@ -3,9 +3,9 @@
 // call.completed. Short retry windows come through the workflow input.
 import test from 'ava';
 import type http from 'node:http';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
-import { createWorker } from '../../activities/worker.ts';
+import { createWorker, workflowsPath } from '../../activities/worker.ts';
 import { createLogger } from '../../core/logger.ts';
 import { parseWavHeader, type Storage } from '../../core/storage/index.ts';
 import { signBody } from '../../core/webhook.ts';
@@ -125,6 +125,8 @@ test('success: carrier file not ready at first (404), then downloaded, re-hosted
   t.true(bytes.equals(wav));
   t.is(parseWavHeader(bytes, bytes.length).sampleRate, 8000);
   t.false(url.startsWith(carrier.url), 'never a carrier URL');
+  // The history (with its retried download) replays deterministically.
+  await t.notThrowsAsync(Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory()));
 });
 
 test('no_recording: the carrier produced no file (no locator, or an empty file)', async (t) => {
