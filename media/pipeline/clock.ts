@@ -1,7 +1,9 @@
 // One shared frame clock per process: a drift-corrected 20 ms tick that drives every call's pacer, so 200 calls
 // cost one timer, not 200. Lateness of each tick is kept for the pacing-jitter figures.
 export interface Tickable {
-  tick(now: number): void;
+  /** `at` is the tick's nominal time on the 20 ms grid (not the moment the timer actually fired), so a late timer
+   * does not change how many frames a pacer sends, only when. */
+  tick(at: number): void;
 }
 
 export class FrameClock {
@@ -44,7 +46,8 @@ export class FrameClock {
   private readonly fire = (): void => {
     const now = this.now();
     if (this.recordLateness) this.lateness.push(now - this.next);
-    for (const m of this.members) m.tick(now);
+    const at = this.next;
+    for (const m of this.members) m.tick(at);
     this.next += this.periodMs;
     if (this.next < now) this.next = now + this.periodMs; // fell far behind: resync rather than burst
     if (this.members.size) this.schedule();

@@ -44,8 +44,9 @@ export class WsTransport implements Transport {
       this.carry = buf[buf.length - 1]!;
       buf = buf.subarray(0, buf.length - 1);
     }
-    const out = new Int16Array(buf.length / 2);
-    for (let i = 0; i < out.length; i++) out[i] = buf.readInt16LE(i * 2);
-    return out;
+    // one copy into an aligned buffer (s16le is the platform order on every target we run on)
+    const copy = new Uint8Array(buf.length);
+    copy.set(buf);
+    return new Int16Array(copy.buffer);
   }
 }

@@ -171,16 +171,26 @@ export class FakeTts implements TtsService {
     await wait(this.opts.firstByteMs ?? 20, signal);
     const total = Math.max(4800, Math.round(((this.opts.msPerChar ?? 40) * text.length * 24000) / 1000));
     const amp = this.opts.amplitude ?? 6000;
-    let phase = 0;
+    const tone = toneTable(amp);
     for (let off = 0; off < total; off += 2400) {
       if (signal.aborted) return;
       const n = Math.min(2400, total - off);
-      const pcm = new Int16Array(n);
-      for (let i = 0; i < n; i++) pcm[i] = Math.round(amp * Math.sin((phase += (2 * Math.PI * 440) / 24000)));
-      yield pcm;
+      yield tone.slice(0, n);
       await wait(1, signal).catch(() => {});
     }
   }
+}
+
+const tones = new Map<number, Int16Array>();
+/** 100 ms of a 440 Hz tone (an integer number of periods), computed once per amplitude */
+function toneTable(amp: number): Int16Array {
+  let t = tones.get(amp);
+  if (!t) {
+    t = new Int16Array(2400);
+    for (let i = 0; i < t.length; i++) t[i] = Math.round(amp * Math.sin((2 * Math.PI * 440 * i) / 24000));
+    tones.set(amp, t);
+  }
+  return t;
 }
 
 export interface FakeScenario {
