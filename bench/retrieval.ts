@@ -138,8 +138,10 @@ try {
       `${Math.round((hits / QUERIES) * 100)}% with passages  [target p95 <= ${TARGET_P95_MS} ms: ${p95 <= TARGET_P95_MS ? 'PASS' : 'FAIL'}]`);
     return p95;
   }
+  log(`load average before queries: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
   const five = () => Array.from({ length: 5 }, () => pick(ids));
   const p95typical = await measure('typical (5 documents, ~250 chunks)', five);
+  log(`load average during the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
   const p95wide = await measure(`wide (all ${DOCS} documents, ${stats.chunks} chunks)`, () => ids);
   if (p95typical > TARGET_P95_MS || p95wide > TARGET_P95_MS) exitCode = 1;
   await db.end();

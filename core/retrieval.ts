@@ -3,7 +3,7 @@
 //
 // Ranking: PostgreSQL full-text search with each document's own text-search configuration (language detected
 // at ingestion), the query's lexemes OR-ed (an LLM's natural-language question rarely has every word in one
-// passage) and ranked by ts_rank_cd (cover density, length-normalised). When an embedding provider is
+// passage), candidates picked by ts_rank and ordered by ts_rank_cd (cover density, length-normalised). When an embedding provider is
 // configured (pass `embedding`), chunks are also ranked by cosine similarity (dot product of normalised
 // vectors, computed in SQL) and both rankings are fused with reciprocal-rank fusion.
 import { z } from 'zod';
@@ -45,7 +45,7 @@ const LARGE_CORPUS_CHUNKS = 2000;
 /** A lexeme in more than this fraction of all chunks (planner statistics) is "common". */
 const COMMON_LEXEME_FREQ = 0.01;
 /** Upper bound of rows ranked for one query (only reached by very unselective queries on large corpora). */
-const MAX_RANKED = 2000;
+const MAX_RANKED = 1000;
 
 function tsqueryOr(lexemes: readonly string[]): string | null {
   const uniq = [...new Set(lexemes)].filter((l) => l.length > 0).slice(0, 64);
@@ -53,7 +53,12 @@ function tsqueryOr(lexemes: readonly string[]): string | null {
   return uniq.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
 }
 
-const docRow = z.object({ id: z.string(), status: z.string(), ts_config: z.string(), total_chunks: z.number(), lexemes: z.array(z.string()).nullable() });
+const summaryRow = z.object({
+  ready: z.array(z.string()),
+  pending: z.array(z.string()),
+  chunks: z.number(),
+  lexemes: z.array(z.object({ cfg: z.string(), lexemes: z.array(z.string()) })),
+});
 const hitRow = z.object({ document_id: z.string(), chunk_index: z.number(), content: z.string(), score: z.number() });
 type Hit = z.infer<typeof hitRow>;
 
@@ -100,28 +105,34 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
   const limit = Math.max(1, Math.min(opts.limit ?? 5, 50));
   const maxTokens = Math.max(1, opts.maxTokens ?? 800);
 
-  // One round trip: the documents, and the query's lexemes once per text-search configuration among them.
-  const docs = await db.any(sql.type(docRow)`
-    SELECT id, status, ts_config::text AS ts_config, total_chunks,
-           CASE WHEN status = 'completed' AND row_number() OVER (PARTITION BY ts_config, status = 'completed' ORDER BY id) = 1
-                THEN tsvector_to_array(to_tsvector(ts_config, ${query})) END AS lexemes
-    FROM documents
-    WHERE organization_id = ${opts.orgId} AND id = ANY(${sql.array(ids, 'uuid')}) AND deleted_at IS NULL`);
-  const ready = docs.filter((d) => d.status === 'completed');
-  const pending = docs.filter((d) => d.status === 'pending' || d.status === 'processing').map((d) => d.id);
-  if (!ready.length) {
+  // One round trip, one row: ready and pending ids, the ready chunk count, and the query's lexemes once per
+  // text-search configuration among the ready documents.
+  const summary = await db.one(sql.type(summaryRow)`
+    WITH d AS (
+      SELECT id, status, ts_config, total_chunks FROM documents
+      WHERE organization_id = ${opts.orgId} AND id = ANY(${sql.array(ids, 'uuid')}) AND deleted_at IS NULL
+    ), agg AS (
+      SELECT coalesce(array_agg(id::text) FILTER (WHERE status = 'completed'), '{}') AS ready,
+             coalesce(array_agg(id::text) FILTER (WHERE status IN ('pending', 'processing')), '{}') AS pending,
+             coalesce(sum(total_chunks) FILTER (WHERE status = 'completed'), 0)::int AS chunks,
+             coalesce(array_agg(DISTINCT ts_config::text) FILTER (WHERE status = 'completed'), '{}') AS configs
+      FROM d
+    )
+    SELECT ready, pending, chunks,
+           coalesce((SELECT json_agg(json_build_object('cfg', c, 'lexemes', tsvector_to_array(to_tsvector(c::regconfig, ${query}))))
+                     FROM unnest(agg.configs) AS c), '[]'::json) AS lexemes
+    FROM agg`);
+  const { ready: readyIds, pending } = summary;
+  if (!readyIds.length) {
     if (pending.length) return { status: 'not_ready', pending };
     return { status: 'error', message: 'None of the referenced documents are available (missing, deleted or failed to process)' };
   }
-  const readyIds = ready.map((d) => d.id);
-  const corpus = ready.reduce((n, d) => n + d.total_chunks, 0);
-  const freq = corpus > LARGE_CORPUS_CHUNKS ? await lexemeFrequencies(db) : null;
-  const parts = ready.flatMap((d) => {
-    if (!d.lexemes) return [];
-    const rank = tsqueryOr(d.lexemes);
+  const freq = summary.chunks > LARGE_CORPUS_CHUNKS ? await lexemeFrequencies(db) : null;
+  const parts = summary.lexemes.flatMap((l) => {
+    const rank = tsqueryOr(l.lexemes);
     if (!rank) return [];
-    const rare = freq ? d.lexemes.filter((l) => (freq.get(l) ?? 0) < COMMON_LEXEME_FREQ) : d.lexemes;
-    return [{ cfg: d.ts_config, rank, rare: tsqueryOr(rare.length ? rare : d.lexemes)! }];
+    const rare = freq ? l.lexemes.filter((x) => (freq.get(x) ?? 0) < COMMON_LEXEME_FREQ) : l.lexemes;
+    return [{ cfg: l.cfg, rank, rare: tsqueryOr(rare.length ? rare : l.lexemes)! }];
   });
   const pruned = parts.some((p) => p.rare !== p.rank);
 
@@ -138,20 +149,29 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
   const { fts, vec } = await db.transaction(async (tx) => {
     const ms = Math.max(1, Math.floor(deadline - Date.now()));
     await tx.query(sql.unsafe`SELECT set_config('statement_timeout', ${String(ms)}, true)`);
+    // Two-step ranking: ts_rank (term frequency; ~5x cheaper) picks the candidates among at most MAX_RANKED
+    // matches, ts_rank_cd (cover density: query words close together) orders those candidates.
+    const byConfig = (fn: 'ts_rank' | 'ts_rank_cd') => {
+      const f = sql.identifier([fn]);
+      return parts.length === 1
+        ? sql.fragment`${f}(tsv, ${parts[0]!.rank}::tsquery, 1)`
+        : sql.fragment`CASE ${sql.join(parts.map((p) => sql.fragment`WHEN ts_config = ${p.cfg}::regconfig THEN ${f}(tsv, ${p.rank}::tsquery, 1)`), sql.fragment` `)} ELSE 0 END`;
+    };
     const runFts = (which: 'rare' | 'rank') => {
       const cond = sql.join(parts.map((p) => sql.fragment`(ts_config = ${p.cfg}::regconfig AND tsv @@ ${p[which]}::tsquery)`), sql.fragment` OR `);
-      const score = parts.length === 1
-        ? sql.fragment`ts_rank_cd(tsv, ${parts[0]!.rank}::tsquery, 1)`
-        : sql.fragment`CASE ${sql.join(parts.map((p) => sql.fragment`WHEN ts_config = ${p.cfg}::regconfig THEN ts_rank_cd(tsv, ${p.rank}::tsquery, 1)`), sql.fragment` `)} ELSE 0 END`;
       return tx.any(sql.type(hitRow)`
-        SELECT document_id::text AS document_id, chunk_index, content, (${score})::float8 AS score
+        SELECT document_id::text AS document_id, chunk_index, content, (${byConfig('ts_rank_cd')})::float8 AS score
         FROM (
-          SELECT document_id, chunk_index, content, tsv, ts_config FROM document_chunks
-          WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND (${cond})
-          LIMIT ${MAX_RANKED}
+          SELECT document_id, chunk_index, content, tsv, ts_config
+          FROM (
+            SELECT document_id, chunk_index, content, tsv, ts_config FROM document_chunks
+            WHERE organization_id = ${opts.orgId} AND document_id = ANY(${sql.array(readyIds, 'uuid')}) AND (${cond})
+            LIMIT ${MAX_RANKED}
+          ) AS matched
+          ORDER BY ${byConfig('ts_rank')} DESC
+          LIMIT ${candidates}
         ) AS c
-        ORDER BY score DESC, document_id, chunk_index
-        LIMIT ${candidates}`);
+        ORDER BY score DESC, document_id, chunk_index`);
     };
     let ftsHits: readonly Hit[] = [];
     if (parts.length) {
