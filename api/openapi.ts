@@ -56,7 +56,10 @@ function build(): Json {
     },
     required: ['uuid', 'status', 'createdAt', 'updatedAt', 'config'],
   };
-  const agentCreate = { allOf: [ref('AgentConfig')], properties: { webhookSecret: { type: ['string', 'null'], description: 'Write-only HMAC key for webhook signatures; never returned.' } } };
+  const configSchema = schemaOf(agentConfigSchema);
+  const webhookSecret = { type: ['string', 'null'], minLength: 1, maxLength: 512, description: 'Write-only HMAC key for webhook signatures (X-Service-Signature); never returned.' };
+  const agentCreate = { ...configSchema, properties: { ...(configSchema.properties as Json), webhookSecret } };
+  const agentPatch = { ...configSchema, required: [], properties: { ...(configSchema.properties as Json), webhookSecret }, description: 'Any subset of AgentConfig plus optional webhookSecret (deep-merged; see the operation description).' };
   const invalidAgentConfig = json(
     {
       type: 'object',
@@ -105,7 +108,7 @@ function build(): Json {
         tags: ['Agents'],
         summary: 'Deep-merge update',
         description: 'Objects merge recursively; lists, scalars and null replace; contextVariables replaces wholesale; the merged result is re-validated under a row lock; webhookSecret is written directly and never returned.',
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: 'Any subset of AgentConfig plus optional webhookSecret' } } } },
+        requestBody: { required: true, content: { 'application/json': { schema: agentPatch } } },
         responses: { 200: json(agentEnvelope), 400: invalidAgentConfig, 404: err("'Agent not found'") },
       },
       delete: { tags: ['Agents'], summary: 'Archive an agent', responses: { 200: json(agentEnvelope), 404: err("'Agent not found'") } },
@@ -154,7 +157,7 @@ function build(): Json {
     components: {
       securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
       schemas: {
-        AgentConfig: schemaOf(agentConfigSchema),
+        AgentConfig: configSchema,
         InlineTool: schemaOf(inlineToolSchema),
         SavedToolCreate: schemaOf(toolCreateSchema),
         SavedToolUpdate: schemaOf(toolUpdateSchema),

@@ -275,10 +275,11 @@ export const inlineFunctionTool = z.strictObject({
 });
 
 export const DEFAULT_END_CALL_MESSAGES = ['Goodbye!'];
+export const END_CALL_DESCRIPTION = 'End the call. Use it when the conversation is complete or the caller asks to hang up.';
 export const inlineEndCallTool = z.strictObject({
   type: z.literal('endCall'),
   name: toolName.default('end_call'),
-  description: toolDescription,
+  description: z.string().max(2000).default(END_CALL_DESCRIPTION),
   config: z
     .strictObject({
       messageType: z.enum(['none', 'custom', 'audio']).default('custom'),

@@ -6,7 +6,9 @@ import { sql } from '../db/pool.ts';
 import type { ValidationItem } from '../validation.ts';
 import { checkUrlResolved, type OutboundPolicy } from '../net/ssrf.ts';
 import { catalog, effectiveModel, findModel, speechLanguages } from '../catalog.ts';
-import { agentConfigSchema, sanitizeFunctionName, type AgentConfig, type InlineTool } from './schema.ts';
+import { agentConfigSchema, END_CALL_DESCRIPTION, sanitizeFunctionName, type AgentConfig, type InlineTool } from './schema.ts';
+
+export { END_CALL_DESCRIPTION };
 import { issuesToItems, preCheck } from './issues.ts';
 
 export type ValidateResult =
@@ -26,7 +28,6 @@ export interface ValidateContext {
   partialModelCheck?: boolean;
 }
 
-export const END_CALL_DESCRIPTION = 'End the call. Use it when the conversation is complete or the caller asks to hang up.';
 
 export function seededEndCall(): InlineTool {
   return {
