@@ -237,3 +237,18 @@ test('list, get, delete and cross-organization isolation', async (t) => {
   t.deepEqual(await checkDocumentReferences(s.db, orgA.orgId, [done.id]), [done.id]);
   t.is((await s.request('DELETE', `/files/${done.id}`, { key: orgA.apiKey })).status, 404);
 });
+
+test('503 when document processing (Temporal) is not configured; nothing is stored', async (t) => {
+  const bare = await startTestServer({ temporal: false });
+  try {
+    const org = await bare.createOrg();
+    const r = await upload(bare, [{ name: 'file', value: 'hello', filename: 'a.txt' }], org.apiKey);
+    t.deepEqual([r.status, r.body], [503, { detail: 'Document processing is unavailable: Temporal is not configured' }]);
+    const text = await bare.request('POST', '/knowledge-base/create-from-text', { key: org.apiKey, body: { text: 'hello' } });
+    t.is(text.status, 503);
+    const n = await bare.db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM documents`);
+    t.is(n, 0);
+  } finally {
+    await bare.close();
+  }
+});
