@@ -225,6 +225,11 @@ test('list, get, delete and cross-organization isolation', async (t) => {
   t.true(failedOnly.body.items.every((f: { status: string }) => f.status === 'failed'));
   t.is((await s.request('GET', '/files?status=bogus', { key: orgA.apiKey })).status, 422);
 
+  // Uploaded documents are never served publicly at {cdn_url}.
+  const key = await s.db.oneFirst(sql.type(z.object({ storage_key: z.string() }))`SELECT storage_key FROM documents WHERE id = ${done.id}`);
+  t.true(await s.storage.exists(key));
+  t.is((await fetch(`${s.origin}/cdn/${key}`)).status, 404);
+
   // Soft delete removes chunks and the object; the id is gone for everyone.
   const del = await s.request('DELETE', `/files/${done.id}`, { key: orgA.apiKey });
   t.is(del.status, 200);
