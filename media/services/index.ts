@@ -3,12 +3,15 @@
 // `provider '<id>' is not available on this install` (the session turns that into an `error` event and ends the
 // call). Tests and benchmarks pass `overrides` to replace or add factories.
 //
-// Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), local (OpenAI-compatible server at
-// LOCAL_LLM_BASE_URL or the demo responder); STT local (PocketSphinx 5); TTS local (eSpeak NG). The other ids
-// of providers.md (LLM anthropic, google; the vendor STT/TTS) have no adapter yet.
+// Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
+// (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
+// STT local (PocketSphinx 5); TTS local (eSpeak NG). The vendor STT/TTS ids of providers.md have no adapter yet.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
+import { llmEntry } from '../../core/catalog.ts';
 import { OpenAiCompatLlm } from './llm/openai.ts';
+import { AnthropicLlm } from './llm/anthropic.ts';
+import { GoogleLlm } from './llm/google.ts';
 import { createLocalLlm } from './llm/local.ts';
 import { createLocalStt } from './stt/local.ts';
 import { createLocalTts } from './tts/local.ts';
@@ -59,12 +62,15 @@ export function agentCorpus(agent: EngineAgentConfig): string[] {
   return out;
 }
 
+const llmModel = (agent: EngineAgentConfig) => agent.llm.model ?? llmEntry(agent.llm.provider)?.defaultModel ?? agent.llm.provider;
+const key = (k: string | undefined) => (k ? { apiKey: k } : {});
+
 export const defaultFactories: EngineFactories = {
   llm: {
-    openai: ({ config, agent }) =>
-      new OpenAiCompatLlm({ provider: 'openai', model: agent.llm.model ?? 'gpt-4o-mini', baseUrl: config.OPENAI_BASE_URL, ...(config.OPENAI_API_KEY ? { apiKey: config.OPENAI_API_KEY } : {}) }),
-    groq: ({ config, agent }) =>
-      new OpenAiCompatLlm({ provider: 'groq', model: agent.llm.model ?? 'llama-3.3-70b-versatile', baseUrl: config.GROQ_BASE_URL, ...(config.GROQ_API_KEY ? { apiKey: config.GROQ_API_KEY } : {}) }),
+    openai: ({ config, agent }) => new OpenAiCompatLlm({ provider: 'openai', model: llmModel(agent), baseUrl: config.OPENAI_BASE_URL, ...key(config.OPENAI_API_KEY) }),
+    groq: ({ config, agent }) => new OpenAiCompatLlm({ provider: 'groq', model: llmModel(agent), baseUrl: config.GROQ_BASE_URL, ...key(config.GROQ_API_KEY) }),
+    anthropic: ({ config, agent }) => new AnthropicLlm({ model: llmModel(agent), baseUrl: config.ANTHROPIC_BASE_URL, ...key(config.ANTHROPIC_API_KEY) }),
+    google: ({ config, agent }) => new GoogleLlm({ model: llmModel(agent), baseUrl: config.GOOGLE_BASE_URL, ...key(config.GOOGLE_API_KEY) }),
     local: ({ config, agent }) => createLocalLlm(config, agent.llm.model ?? 'local-demo'),
   },
   stt: {

@@ -177,7 +177,8 @@ test('registry: local engines by default, unknown / adapter-less providers throw
   t.is(e.tts.voice, 'en-us');
   const err = t.throws(() => createEngines(config, { ...agent, stt: { provider: 'soniox', model: 'stt-rt-v5' } }), { instanceOf: EngineUnavailableError });
   t.is(err!.message, "provider 'soniox' is not available on this install");
-  t.throws(() => createEngines(config, { ...agent, llm: { provider: 'anthropic', model: 'claude' } }), { message: "provider 'anthropic' is not available on this install" });
+  t.throws(() => createEngines(config, { ...agent, tts: { provider: 'elevenlabs', model: null, voice: null } }), { message: "provider 'elevenlabs' is not available on this install" });
+  t.is(createEngines(config, { ...agent, llm: { provider: 'anthropic', model: null } }).llm.model, 'claude-haiku-4-5');
   const fakeStt = { provider: 'soniox', model: 'x', hasTurnDetection: true, open: async () => { throw new Error('unused'); } };
   const withOverride = createEngines(config, { ...agent, stt: { provider: 'soniox', model: 'x' } }, { stt: { soniox: () => fakeStt } });
   t.is(withOverride.stt, fakeStt);

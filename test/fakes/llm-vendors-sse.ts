@@ -1,0 +1,121 @@
+// Local fakes of two more LLM streaming APIs, speaking their real wire formats (vendors.md):
+//  - Anthropic Messages (POST /v1/messages, `event:` + `data:` SSE records: message_start, content_block_start,
+//    content_block_delta (text_delta / input_json_delta), content_block_stop, message_delta, message_stop, ping);
+//  - Google Gemini (POST /v1beta/models/{model}:streamGenerateContent?alt=sse, each record a whole response
+//    chunk with candidates[0].content.parts, finishReason, usageMetadata; no [DONE]).
+// Scriptable per request; every request is recorded.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface VendorReply {
+  text?: string[];
+  toolCalls?: { id: string; name: string; argumentFragments: string[] }[];
+  usage?: { input: number; output: number; cacheRead?: number };
+  status?: number;
+  errorBody?: unknown;
+  /** Anthropic only: an in-stream `error` event after the text */
+  streamError?: { type: string; message: string };
+  /** stop writing after this many records and keep the socket open */
+  stallAfter?: number;
+}
+
+export interface FakeVendor {
+  url: string;
+  requests: { path: string; headers: IncomingMessage['headers']; body: any }[];
+  reply(...r: VendorReply[]): void;
+  clientAborts: number;
+  close(): Promise<void>;
+}
+
+async function serve(kind: 'anthropic' | 'google'): Promise<FakeVendor> {
+  const queue: VendorReply[] = [];
+  const requests: FakeVendor['requests'] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const state = { clientAborts: 0 };
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    for await (const c of req) raw += c;
+    let body: any = null;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      /* null */
+    }
+    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const r = queue.shift() ?? { text: ['Hello.'] };
+    if (r.status) {
+      res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(r.errorBody ?? { error: { message: 'error' } }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const records: string[] = [];
+    if (kind === 'anthropic') {
+      const ev = (type: string, data: object) => records.push(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+      ev('message_start', { message: { id: 'msg_fake', type: 'message', role: 'assistant', model: body?.model, content: [], stop_reason: null, usage: { input_tokens: r.usage?.input ?? 10, output_tokens: 1, cache_read_input_tokens: r.usage?.cacheRead ?? 0, cache_creation_input_tokens: 0 } } });
+      let index = 0;
+      if (r.text?.length) {
+        ev('content_block_start', { index, content_block: { type: 'text', text: '' } });
+        ev('ping', {});
+        for (const t of r.text) ev('content_block_delta', { index, delta: { type: 'text_delta', text: t } });
+        ev('content_block_stop', { index });
+        index++;
+      }
+      if (r.streamError) ev('error', { error: r.streamError });
+      for (const tc of r.toolCalls ?? []) {
+        ev('content_block_start', { index, content_block: { type: 'tool_use', id: tc.id, name: tc.name, input: {} } });
+        ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
+        for (const f of tc.argumentFragments) ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: f } });
+        ev('content_block_stop', { index });
+        index++;
+      }
+      ev('message_delta', { delta: { stop_reason: r.toolCalls?.length ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: r.usage?.output ?? 5 } });
+      ev('message_stop', {});
+    } else {
+      const rec = (obj: object) => records.push(`data: ${JSON.stringify(obj)}\r\n\r\n`);
+      const usage = (final: boolean) => ({ promptTokenCount: r.usage?.input ?? 10, ...(final ? { candidatesTokenCount: r.usage?.output ?? 5, totalTokenCount: (r.usage?.input ?? 10) + (r.usage?.output ?? 5) } : {}), ...(r.usage?.cacheRead ? { cachedContentTokenCount: r.usage.cacheRead } : {}) });
+      const texts = r.text ?? [];
+      texts.forEach((t, i) => {
+        const last = i === texts.length - 1 && !r.toolCalls?.length;
+        rec({ candidates: [{ content: { role: 'model', parts: [{ text: t }] }, index: 0, ...(last ? { finishReason: 'STOP' } : {}) }], usageMetadata: usage(last), modelVersion: body ? 'gemini-fake' : '' });
+      });
+      if (r.toolCalls?.length)
+        rec({ candidates: [{ content: { role: 'model', parts: r.toolCalls.map((tc) => ({ functionCall: { name: tc.name, args: JSON.parse(tc.argumentFragments.join('') || '{}') } })) }, finishReason: 'STOP', index: 0 }], usageMetadata: usage(true) });
+    }
+    let aborted = false;
+    res.on('close', () => {
+      if (!res.writableEnded) {
+        aborted = true;
+        state.clientAborts++;
+      }
+    });
+    for (let i = 0; i < records.length; i++) {
+      if (aborted) return;
+      if (r.stallAfter !== undefined && i >= r.stallAfter) return;
+      res.write(records[i]);
+      await new Promise((ok) => setImmediate(ok));
+    }
+    res.end();
+  };
+  const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()));
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    reply: (...r) => void queue.push(...r),
+    get clientAborts() {
+      return state.clientAborts;
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => ok());
+      }),
+  };
+}
+
+export const startFakeAnthropic = () => serve('anthropic');
+export const startFakeGemini = () => serve('google');
