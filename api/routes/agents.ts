@@ -65,7 +65,7 @@ const listQuery = paginationQuery().extend({
 });
 
 const previewBody = z.strictObject({
-  agentId: z.unknown().optional(),
+  agentId: z.string().max(100).nullable().optional(),
   agent: z.unknown().optional(),
   contextVariables: contextVariablesSchema.nullable().optional(),
 });
@@ -96,7 +96,7 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
     if (hasId === hasAgent) throw new HttpError(400, "Must provide either 'agentId' or 'agent'.");
     let config;
     if (hasId) {
-      const loaded = typeof agentId === 'string' ? await loadAgent(db, org, agentId) : null;
+      const loaded = await loadAgent(db, org, agentId!);
       if (!loaded) throw new HttpError(404, AGENT_NOT_FOUND);
       config = loaded.config;
     } else {

@@ -24,8 +24,10 @@ function flatten(issue: Issue, base: PropertyKey[]): Issue[] {
   const candidates = u.errors.filter((b) => !isRootTypeMismatch(b));
   if (candidates.length === 1) return candidates[0]!.flatMap((i) => flatten(i, path));
   if (candidates.length === 0) {
-    const expected = u.errors.map((b) => (b[0] as { expected?: string } | undefined)?.expected).filter(Boolean);
-    return [{ code: 'custom', path, message: `Input should be ${[...new Set(expected)].join(' or ')}`, params: { type: 'union_error' }, input: undefined } as unknown as Issue];
+    const expected = [...new Set(u.errors.map((b) => (b[0] as { expected?: string } | undefined)?.expected).filter(Boolean))];
+    const isToolEntry = path.length === 2 && path[0] === 'tools';
+    const message = isToolEntry ? 'Input should be a saved tool UUID string or an inline tool object' : `Input should be ${expected.join(' or ')}`;
+    return [{ code: 'custom', path, message, params: { type: 'union_error' }, input: undefined } as unknown as Issue];
   }
   // Several branches plausible: report the one with the fewest issues.
   const best = [...candidates].sort((a, b) => a.length - b.length)[0]!;

@@ -315,6 +315,9 @@ test('preview-snapshot: validation errors use the POST /call shape; off-catalog 
   t.is(r.status, 400);
   t.is(r.body.detail.error, 'Agent configuration validation failed');
   t.deepEqual(r.body.detail.details, [{ path: 'agent.stt.deepgram.eotThreshold', message: 'Input should be less than or equal to 0.9', type: 'less_than_equal' }]);
+  const badId = await s.request('POST', '/agents/preview-snapshot', { key, body: { agentId: 5 } });
+  t.is(badId.status, 400);
+  t.deepEqual(badId.body.detail.details.map((d: Body) => [d.path, d.type]), [['agentId', 'string_type']]);
   const extra = await s.request('POST', '/agents/preview-snapshot', { key, body: { agent: base(), extra: 1 } });
   t.is(extra.status, 400);
   t.deepEqual(extra.body.detail.details.map((d: Body) => d.path), ['extra']);

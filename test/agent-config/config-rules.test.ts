@@ -228,7 +228,7 @@ const cases: Case[] = [
   { rule: 'saved tool archived', body: () => ({ ...base(), tools: [fn(), archivedTool] }), expect: bad(['tools', 1], 'value_error', /archived/) },
   { rule: 'saved tool of another organization', body: () => ({ ...base(), tools: [otherOrgTool] }), expect: bad(['tools', 0], 'value_error', /not found/) },
   { rule: 'saved tool ref must be a UUID', body: tools('weather'), expect: bad(['tools', 0], 'uuid_parsing') },
-  { rule: 'tool entry type', body: tools(42), expect: bad(['tools', 0], 'union_error') },
+  { rule: 'tool entry type', body: tools(42), expect: bad(['tools', 0], 'union_error', /saved tool UUID string or an inline tool object/) },
   { rule: 'calculator not inline', body: tools({ type: 'calculator', name: 'calc', config: {} }), expect: bad(['tools', 0, 'type'], 'literal_error') },
   { rule: 'inline config required', body: tools({ type: 'testTool', name: 't' }), expect: bad(['tools', 0, 'config'], 'missing') },
   { rule: 'inline unknown field', body: tools(fn({ extra: 1 })), expect: bad(['tools', 0, 'extra'], 'extra_forbidden') },
