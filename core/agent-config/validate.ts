@@ -10,6 +10,7 @@ import { agentConfigSchema, END_CALL_DESCRIPTION, sanitizeFunctionName, type Age
 
 export { END_CALL_DESCRIPTION };
 import { issuesToItems, preCheck } from './issues.ts';
+import { incompleteDefinition, type ToolDefinition } from './saved-tools.ts';
 
 export type ValidateResult =
   | { ok: true; config: AgentConfig }
@@ -43,6 +44,7 @@ const savedToolRow = z.object({
   function_name: z.string(),
   category: z.string(),
   status: z.string(),
+  definition: z.record(z.string(), z.unknown()),
 });
 
 /** Replace `{{var}}` and `{param}` placeholders with a neutral token so the rest of the URL can be checked. */
@@ -116,7 +118,7 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
   if (savedIds.length > 0) {
     const ids = [...new Set(savedIds)];
     const rows = await ctx.db.any(sql.type(savedToolRow)`
-      SELECT uuid::text AS uuid, function_name, category, status FROM tools
+      SELECT uuid::text AS uuid, function_name, category, status, definition FROM tools
       WHERE organization_id = ${ctx.orgId} AND uuid = ANY(${sql.array(ids, 'uuid')})`);
     for (const r of rows) savedById.set(r.uuid, r);
   }
@@ -133,6 +135,11 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
       }
       if (row.status !== 'active') {
         items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' is archived`, input: t });
+        return;
+      }
+      const incomplete = incompleteDefinition(row.definition as unknown as ToolDefinition);
+      if (incomplete) {
+        items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' cannot be used yet. ${incomplete}`, input: t });
         return;
       }
       fn = row.function_name;

@@ -14,6 +14,7 @@ let archivedTool: string;
 let otherOrgTool: string;
 let savedEndCallTool: string;
 let documentId: string;
+let blankTool: string;
 
 type Body = Record<string, any>;
 const base = (): Body => ({ name: 'Rules', llm: { provider: 'openai', model: null }, stt: { provider: 'soniox' }, tts: { provider: 'elevenlabs' } });
@@ -36,6 +37,7 @@ test.before(async () => {
   await s.request('DELETE', `/tools/${archivedTool}`, { key });
   otherOrgTool = await mk(otherKey, { name: 'Theirs', definition: { type: 'function', config: { method: 'GET', url: 'https://api.example.com/t' } } });
   savedEndCallTool = await mk(key, { name: 'Hang up', category: 'endCall', definition: { type: 'endCall', config: { messageType: 'custom', customMessage: 'Bye now' } } });
+  blankTool = await mk(key, { name: 'Blank transfer', definition: { type: 'transferCall', config: { destination: '' } } });
   documentId = await s.db.oneFirst(sql.unsafe`
     INSERT INTO documents (organization_id, name, original_name, storage_key, status)
     VALUES (${orgId}, 'faq.txt', 'faq.txt', 'documents/faq.txt', 'completed') RETURNING id::text`) as string;
@@ -226,6 +228,7 @@ const cases: Case[] = [
   { rule: 'saved endCall tool → no seeding', body: () => ({ ...base(), tools: [savedEndCallTool] }), expect: ok((c) => c.tools.length === 1) },
   { rule: 'saved tool not found', body: tools('00000000-0000-4000-8000-000000000000'), expect: bad(['tools', 0], 'value_error', /not found/) },
   { rule: 'saved tool archived', body: () => ({ ...base(), tools: [fn(), archivedTool] }), expect: bad(['tools', 1], 'value_error', /archived/) },
+  { rule: 'saved tool with an incomplete definition', body: () => ({ ...base(), tools: [blankTool] }), expect: bad(['tools', 0], 'value_error', /needs a destination/) },
   { rule: 'saved tool of another organization', body: () => ({ ...base(), tools: [otherOrgTool] }), expect: bad(['tools', 0], 'value_error', /not found/) },
   { rule: 'saved tool ref must be a UUID', body: tools('weather'), expect: bad(['tools', 0], 'uuid_parsing') },
   { rule: 'tool entry type', body: tools(42), expect: bad(['tools', 0], 'union_error', /saved tool UUID string or an inline tool object/) },
