@@ -61,7 +61,7 @@ function popWebhookSecret(body: unknown): { rest: Record<string, unknown>; secre
 const listQuery = paginationQuery().extend({
   status: z.enum(['active', 'archived', 'all']).default('active'),
   include_archived: z.enum(['true', 'false']).optional(),
-  name: z.string().max(120).optional(),
+  name: z.string().max(120).regex(/^[^\u0000]*$/, 'name must not contain NUL characters').optional(),
 });
 
 const previewBody = z.strictObject({

@@ -118,6 +118,8 @@ test('GET /agents: paginated, newest first, archived hidden unless asked', async
   const bad = await s.request('GET', '/agents?per_page=101', { key: org.apiKey });
   t.is(bad.status, 422);
   t.deepEqual(bad.body.detail[0].loc, ['query', 'per_page']);
+  const nul = await s.request('GET', '/agents?name=a%00b', { key: org.apiKey });
+  t.is(nul.status, 422);
   const badStatus = await s.request('GET', '/agents?status=deleted', { key: org.apiKey });
   t.is(badStatus.status, 422);
   // another organization sees none of them
