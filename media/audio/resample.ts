@@ -112,19 +112,22 @@ export class Resampler {
 
   private run(limit: number): Float32Array {
     // produce outputs j while the kernel's last input (i0 + A) is available (< limit)
-    const { L, M, A } = this;
-    const out: number[] = [];
-    for (;;) {
-      const t = this.j * M;
+    const { L, M, A, buf, base } = this;
+    // outputs with floor(j·M/L) + A < limit  ⇔  j·M < (limit − A)·L
+    const end = Math.max(this.j, Math.ceil(((limit - A) * L) / M));
+    const out = new Float32Array(end - this.j);
+    let n = 0;
+    for (let j = this.j; j < end; j++) {
+      const t = j * M;
       const i0 = Math.floor(t / L);
       if (i0 + A >= limit) break;
       const coefs = this.table[t - i0 * L]!;
-      const start = i0 - A - this.base;
+      const start = i0 - A - base;
       let acc = 0;
-      for (let k = 0; k < coefs.length; k++) acc += coefs[k]! * this.buf[start + k]!;
-      out.push(acc);
-      this.j++;
+      for (let k = 0; k < coefs.length; k++) acc += coefs[k]! * buf[start + k]!;
+      out[n++] = acc;
     }
+    this.j += n;
     // drop input no future output needs
     const nextI0 = Math.floor((this.j * M) / L);
     const drop = nextI0 - A - this.base;
@@ -132,7 +135,7 @@ export class Resampler {
       this.buf = this.buf.slice(drop);
       this.base += drop;
     }
-    return Float32Array.from(out);
+    return n === out.length ? out : out.subarray(0, n);
   }
 
   /** Resample a block of s16 samples. */
