@@ -29,6 +29,8 @@ import { WsTransport } from './transports/ws.ts';
 import { buildToolSet } from './tools/runtime.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../core/retrieval.ts';
 import { createNoiseGate } from './noise/index.ts';
+import { createEngines } from './services/index.ts';
+import { createVad } from './vad/index.ts';
 import { activeCallsGauge } from './pipeline/metrics.ts';
 
 export interface MediaService {
@@ -246,13 +248,9 @@ function headerValue(v: string | string[] | undefined): string | null {
   return (Array.isArray(v) ? v[0] : v) ?? null;
 }
 
-// ── default engines, resolved at run time (media/services and media/vad are built separately) ──────────
-const SERVICES = './services/index.ts';
-const VAD = './vad/index.ts';
-
+// ── default engines: media/services (one adapter per vendor, `local` engines) + the Silero VAD ───────────
 const defaultEngines: EngineFactory = async ({ config, appConfig }) => {
-  const services = (await import(SERVICES)) as { createEngines(c: unknown, a: unknown): Promise<import('./services/types.ts').Engines> | import('./services/types.ts').Engines };
-  const vadMod = (await import(VAD)) as { createVad(opts?: unknown): Promise<import('./pipeline/input-stages.ts').Vad> | import('./pipeline/input-stages.ts').Vad };
-  const [engines, vad] = await Promise.all([services.createEngines(appConfig, config), vadMod.createVad()]);
+  const engines = createEngines(appConfig, config);
+  const vad = await createVad();
   return { engines, vad };
 };
