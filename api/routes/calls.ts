@@ -74,7 +74,7 @@ function parseDateParam(items: ValidationItem[], name: string, v: unknown, endOf
 const scalarQuery = paginationQuery().extend({
   sort_by: z.enum(SORT_COLUMNS).default('ended_at'),
   sort_order: z.enum(['asc', 'desc']).default('desc'),
-  agent_id: z.uuid().optional(),
+  agent_id: z.guid().optional(),
   campaign_id: z.coerce.number({ error: 'Input should be a valid integer' }).int().min(1).max(2 ** 53).optional(),
 });
 

@@ -63,14 +63,34 @@ export async function notifyExpired(deps: { db: Db; config: Config; logger: Logg
   );
 }
 
-/** Expire every organization's abandoned pending web calls now; returns the expired rows. */
+/** The advisory lock the concurrency gate holds while it counts and inserts (one per organization). */
+export function orgCallsLock(orgId: string) {
+  return sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended(${`calls.concurrency:${orgId}`}, 0))`;
+}
+
+/**
+ * Expire abandoned pending web calls now (of one organization, or of all); returns the expired rows. Each
+ * organization is handled in its own transaction under the same lock the concurrency gate takes, so the sweep and
+ * call starts of an organization never interleave their counter updates.
+ */
 export async function expirePendingCalls(deps: { db: Db; config: Config; logger: Logger }, orgId?: string): Promise<readonly ExpiredCall[]> {
-  const rows = await deps.db.any(expireSql(deps.config.CALL_JOIN_TIMEOUT_S, orgId));
-  if (rows.length) {
-    deps.logger.info({ count: rows.length }, 'pending calls expired (no participant joined)');
-    await notifyExpired(deps, rows);
+  const timeoutS = deps.config.CALL_JOIN_TIMEOUT_S;
+  const orgs = orgId ? [orgId] : await deps.db.anyFirst(sql.type(z.object({ organization_id: z.string() }))`
+    SELECT DISTINCT organization_id FROM calls
+    WHERE status = 'pending' AND transport IN ('websocket', 'webrtc', 'web') AND created_at < now() - make_interval(secs => ${timeoutS})`);
+  const expired: ExpiredCall[] = [];
+  for (const org of orgs) {
+    const rows = await deps.db.transaction(async (tx) => {
+      await tx.query(orgCallsLock(org));
+      return tx.any(expireSql(timeoutS, org));
+    });
+    expired.push(...rows);
   }
-  return rows;
+  if (expired.length) {
+    deps.logger.info({ count: expired.length }, 'pending calls expired (no participant joined)');
+    await notifyExpired(deps, expired);
+  }
+  return expired;
 }
 
 /** Sweep interval: a quarter of the join timeout, between 1 and 15 seconds. */

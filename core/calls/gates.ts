@@ -14,7 +14,7 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
-import { expireSql, notifyExpired, type ExpiredCall } from './expiry.ts';
+import { expireSql, notifyExpired, orgCallsLock, type ExpiredCall } from './expiry.ts';
 import type { RejectReason } from './model.ts';
 import { insertPendingCall, insertRejectedCall, type NewCall } from './rows.ts';
 
@@ -102,7 +102,7 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Prom
   const { db, config } = deps;
   let expired: readonly ExpiredCall[] = [];
   const result = await db.transaction(async (tx) => {
-    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended(${`calls.concurrency:${call.organizationId}`}, 0))`);
+    await tx.query(orgCallsLock(call.organizationId));
     expired = await tx.any(expireSql(config.CALL_JOIN_TIMEOUT_S, call.organizationId));
     const row = await tx.one(sql.type(counted)`
       SELECT (SELECT count(*)::int FROM calls WHERE organization_id = ${call.organizationId} AND status IN ('pending', 'active')) AS active,

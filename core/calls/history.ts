@@ -22,6 +22,8 @@ export interface CallFilter {
   fromDate?: string;
   toDate?: string;
   callSource?: string[];
+  /** Filled by listCalls: the organization's captured agent names matching agentName (when few enough). */
+  agentNames?: string[];
 }
 
 export interface CallSort {
@@ -55,8 +57,18 @@ function conditions(orgId: string, f: CallFilter) {
   anyOf('ended_reason', f.endedReason);
   anyOf('call_source', f.callSource);
   if (f.agentId !== undefined) where.push(sql.fragment`agent_uuid = ${f.agentId}`);
-  if (f.agentName !== undefined && f.agentName !== '') where.push(sql.fragment`agent_name ILIKE ${likeSubstring(f.agentName)}`);
-  if (f.tag?.length) where.push(sql.fragment`tags && ${sql.array(f.tag, 'text')}`);
+  if (f.agentName !== undefined && f.agentName !== '') {
+    // Names matched up front on call_agent_names (see agentNameMatches) turn the substring into an equality.
+    where.push(f.agentNames
+      ? sql.fragment`agent_name = ANY(${sql.array(f.agentNames, 'text')})`
+      : sql.fragment`agent_name ILIKE ${likeSubstring(f.agentName)}`);
+  }
+  if (f.tag?.length) {
+    // tag=rejected alone matches the partial index of rejected attempts.
+    where.push(f.tag.length === 1 && f.tag[0] === 'rejected'
+      ? sql.fragment`'rejected' = ANY(tags)`
+      : sql.fragment`tags && ${sql.array(f.tag, 'text')}`);
+  }
   if (f.campaignId !== undefined) where.push(sql.fragment`campaign_id = ${f.campaignId}`);
   if (f.phoneNumber !== undefined) {
     where.push(sql.fragment`(customer_number = ${f.phoneNumber} OR platform_number = ${f.phoneNumber})`);
@@ -87,8 +99,72 @@ export function listQuery(orgId: string, f: CallFilter, s: CallSort, limit: numb
     ORDER BY ${orderBy(s)} LIMIT ${limit} OFFSET ${offset}`;
 }
 
+/** Filters that call_counts can answer: only the grouped columns (NULLs are stored there as ''). */
+export function countableFromCounters(f: CallFilter): boolean {
+  return countableFromDaily(f) && f.fromDate === undefined && f.toDate === undefined;
+}
+
+/** call_counts_daily also knows the UTC day of created_at. */
+export function countableFromDaily(f: CallFilter): boolean {
+  return f.callId === undefined && f.agentId === undefined && !f.agentName && !f.tag?.length && f.campaignId === undefined
+    && f.phoneNumber === undefined && f.telephonyProvider === undefined;
+}
+
+const n = z.object({ n: z.number() });
+
+/** count(*) on calls: always right, used whenever the aggregates cannot answer. */
 export function countQuery(orgId: string, f: CallFilter) {
-  return sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM calls WHERE ${conditions(orgId, f)}`;
+  return sql.type(n)`SELECT count(*)::int AS n FROM calls WHERE ${conditions(orgId, f)}`;
+}
+
+const dayBounds = z.object({ lo: z.string().nullable(), hi: z.string().nullable(), full: z.boolean() });
+
+/**
+ * The exact total of a filter. From call_counts when only grouped columns are filtered; from call_counts_daily
+ * plus count(*) over the partial first and last day when a date range is added; otherwise count(*).
+ */
+export async function countCalls(db: Pick<Db, 'one' | 'oneFirst'>, orgId: string, f: CallFilter, opts: { aggregates?: boolean } = {}): Promise<number> {
+  if (opts.aggregates === false || !countableFromDaily(f)) return db.oneFirst(countQuery(orgId, f));
+  const { fromDate, toDate, ...groups } = f;
+  if (fromDate === undefined && toDate === undefined) {
+    return db.oneFirst(sql.type(n)`SELECT COALESCE(sum(n), 0)::int AS n FROM call_counts WHERE ${conditions(orgId, groups)}`);
+  }
+  // Whole UTC days inside [from, to] (to is inclusive): lo = first day starting at or after `from`,
+  // hi = first day whose end is after `to` (exclusive bound).
+  const from = fromDate ?? null;
+  const to = toDate ?? null;
+  const b = await db.one(sql.type(dayBounds)`
+    WITH x AS (
+      SELECT CASE WHEN ${from}::timestamptz IS NULL THEN NULL
+                  WHEN ${from}::timestamptz = date_trunc('day', ${from}::timestamptz, 'UTC') THEN (${from}::timestamptz AT TIME ZONE 'UTC')::date
+                  ELSE (${from}::timestamptz AT TIME ZONE 'UTC')::date + 1 END AS lo,
+             CASE WHEN ${to}::timestamptz IS NULL THEN NULL
+                  ELSE ((${to}::timestamptz + interval '1 microsecond') AT TIME ZONE 'UTC')::date END AS hi)
+    SELECT lo::text AS lo, hi::text AS hi, (lo IS NULL OR hi IS NULL OR lo < hi) AS full FROM x`);
+  if (!b.full) return db.oneFirst(countQuery(orgId, f));
+  const parts = [sql.fragment`(SELECT COALESCE(sum(n), 0) FROM call_counts_daily WHERE ${conditions(orgId, groups)}
+      ${b.lo ? sql.fragment`AND day >= ${b.lo}::date` : sql.fragment``} ${b.hi ? sql.fragment`AND day < ${b.hi}::date` : sql.fragment``})`];
+  if (from && b.lo) {
+    parts.push(sql.fragment`(SELECT count(*) FROM calls WHERE ${conditions(orgId, groups)}
+      AND created_at >= ${from}::timestamptz AND created_at < (${b.lo}::date::timestamp AT TIME ZONE 'UTC'))`);
+  }
+  if (to && b.hi) {
+    parts.push(sql.fragment`(SELECT count(*) FROM calls WHERE ${conditions(orgId, groups)}
+      AND created_at >= (${b.hi}::date::timestamp AT TIME ZONE 'UTC') AND created_at <= ${to}::timestamptz)`);
+  }
+  return db.oneFirst(sql.type(n)`SELECT (${sql.join(parts, sql.fragment` + `)})::int AS n`);
+}
+
+/** Above this many distinct matching names the substring is applied to the calls themselves. */
+export const MAX_MATCHED_AGENT_NAMES = 1000;
+
+/** The organization's distinct captured agent names containing the substring, or null when there are too many. */
+export async function agentNameMatches(db: Pick<Db, 'anyFirst'>, orgId: string, needle: string): Promise<string[] | null> {
+  const names = await db.anyFirst(sql.type(z.object({ agent_name: z.string() }))`
+    SELECT agent_name FROM call_agent_names
+    WHERE organization_id = ${orgId} AND agent_name ILIKE ${likeSubstring(needle)}
+    LIMIT ${MAX_MATCHED_AGENT_NAMES + 1}`);
+  return names.length > MAX_MATCHED_AGENT_NAMES ? null : [...names];
 }
 
 /** One page and the total, run side by side on two connections. */
@@ -99,9 +175,13 @@ export async function listCalls(
   s: CallSort,
   page: { limit: number; offset: number },
 ): Promise<{ rows: readonly CallListRow[]; total: number }> {
+  if (f.agentName) {
+    const names = await agentNameMatches(db, orgId, f.agentName);
+    if (names) f = { ...f, agentNames: names };
+  }
   const [rows, total] = await Promise.all([
     db.any(listQuery(orgId, f, s, page.limit, page.offset)),
-    db.oneFirst(countQuery(orgId, f)),
+    countCalls(db, orgId, f),
   ]);
   return { rows, total };
 }

@@ -32,7 +32,7 @@ const envelopeSchema = z.strictObject({
     auth: z.record(z.string(), z.unknown()).optional(),
   }).nullish(),
   toNumber: z.string().min(1).nullish(),
-  agentId: z.uuid().nullish(),
+  agentId: z.guid().nullish(),
   agent: z.unknown().optional(),
   contextVariables: contextVariablesSchema.nullish(),
 });
