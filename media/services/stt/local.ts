@@ -9,7 +9,9 @@
 // hypotheses (interim transcripts) and lets us end an utterance on demand (finalize at VAD end of speech).
 //
 // The Python runtime is the virtualenv that scripts/setup.sh creates at .data/stt-venv (LOCAL_STT_PYTHON
-// overrides). Words without a CMU pronunciation get one guessed through eSpeak NG (pronounce.ts).
+// overrides). Where it is missing (e.g. an image with only the apt packages), Debian's `pocketsphinx_continuous`
+// is used instead with the same language model: finals only (no interims), lower accuracy. Words without a CMU
+// pronunciation get one guessed through eSpeak NG (pronounce.ts).
 import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -49,7 +51,35 @@ export function probePocketsphinx(python = defaultSttPython()): Promise<string> 
   return p;
 }
 
+/** Debian's PocketSphinx 0.8 (apt packages pocketsphinx + pocketsphinx-en-us): the fallback backend. */
+export const APT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+const APT_BINARY = 'pocketsphinx_continuous';
+
+function onPath(bin: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((d) => d && existsSync(join(d, bin)));
+}
+
+export type SttBackend = { kind: 'python'; python: string; cmudict: string } | { kind: 'cli'; cmudict: string };
+
+/**
+ * PocketSphinx 5 through Python when installed (better accuracy, interim transcripts); else Debian's
+ * `pocketsphinx_continuous` reading raw audio from a pipe (finals only, at its own end-of-utterance detection or
+ * on finalize); else a readable error.
+ */
+export async function resolveBackend(python = defaultSttPython(), allowCli = true): Promise<SttBackend> {
+  try {
+    const modelDir = await probePocketsphinx(python);
+    return { kind: 'python', python, cmudict: join(modelDir, 'en-us', 'cmudict-en-us.dict') };
+  } catch (err) {
+    if (allowCli && onPath(APT_BINARY) && existsSync(join(APT_MODEL_DIR, 'cmudict-en-us.dict')))
+      return { kind: 'cli', cmudict: join(APT_MODEL_DIR, 'cmudict-en-us.dict') };
+    throw new Error(`${(err as Error).message}; Debian's ${APT_BINARY} (apt install pocketsphinx pocketsphinx-en-us) is not installed either`);
+  }
+}
+
 export interface LocalSttOptions {
+  /** 'python' (PocketSphinx 5 only), 'cli' (Debian's binary only) or 'auto' (default: python, else cli). */
+  backend?: 'auto' | 'python' | 'cli';
   /** Text the agent is about (system prompt, greetings, tool descriptions): its words join the vocabulary. */
   corpus?: string[];
   python?: string;
@@ -60,8 +90,8 @@ export interface LocalSttOptions {
 const built = new Map<string, Promise<{ lm: string; dict: string }>>();
 
 /** Writes (once per distinct vocabulary) the ARPA model and dictionary files and returns their paths. */
-export function prepareModel(corpus: string[], keyterms: string[], modelDir: string, cacheDir: string): Promise<{ lm: string; dict: string }> {
-  const key = createHash('sha256').update(JSON.stringify([corpus, keyterms, modelDir])).digest('hex').slice(0, 24);
+export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: string, cacheDir: string): Promise<{ lm: string; dict: string }> {
+  const key = createHash('sha256').update(JSON.stringify([corpus, keyterms, cmudictPath])).digest('hex').slice(0, 24);
   let p = built.get(key);
   if (!p) {
     p = (async () => {
@@ -71,7 +101,7 @@ export function prepareModel(corpus: string[], keyterms: string[], modelDir: str
       await mkdir(cacheDir, { recursive: true });
       const sentences = [...BASE_SENTENCES, ...corpus];
       const words = new Set([...sentences, ...keyterms].flatMap(tokenize));
-      const { text, known } = await buildDictionary(words, join(modelDir, 'en-us', 'cmudict-en-us.dict'));
+      const { text, known } = await buildDictionary(words, cmudictPath);
       const model = buildLanguageModel({ sentences, keyterms }, (w) => known.has(w));
       // write-then-rename so a concurrent process never reads a half-written file
       const tmp = `.${process.pid}.${Date.now()}.tmp`;
@@ -132,6 +162,68 @@ class PocketsphinxStream implements SttStream {
   }
 }
 
+const CLI_FLUSH = Buffer.alloc(16000 * 2 * 0.8); // 0.8 s of silence: past its 0.5 s end-of-utterance window
+
+/** Debian's pocketsphinx_continuous on a pipe: one line per utterance it detects (no partial results). */
+class CliPocketsphinxStream implements SttStream {
+  private closed = false;
+  private exited: Promise<void>;
+
+  constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    onEvent: (e: SttEvent) => void,
+  ) {
+    this.exited = new Promise((res) => child.once('close', () => res()));
+    child.stdin.on('error', () => {});
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const text = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (text) onEvent({ type: 'final', text });
+      }
+    });
+    child.once('exit', (code, signal) => {
+      if (!this.closed) onEvent({ type: 'error', error: { message: `local STT process exited (${signal ?? code})`, retryable: false, fatal: true } });
+    });
+  }
+
+  write(pcm: Int16Array): void {
+    if (this.closed || pcm.length === 0 || this.child.stdin.destroyed) return;
+    this.child.stdin.write(Buffer.from(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + pcm.byteLength)));
+  }
+
+  finalize(): void {
+    if (!this.closed && !this.child.stdin.destroyed) this.child.stdin.write(CLI_FLUSH);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return this.exited;
+    this.closed = true;
+    this.child.stdin.end();
+    const timer = setTimeout(() => {
+      try {
+        if (this.child.pid) process.kill(-this.child.pid, 'SIGKILL'); // the shell, cat and the recogniser
+      } catch {
+        /* already gone */
+      }
+    }, 2000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+function openCli(files: { lm: string; dict: string }, onEvent: (e: SttEvent) => void): SttStream {
+  // Node's child stdin is a socket, which the binary cannot fopen() as /dev/stdin: `cat` turns it into a pipe.
+  // stdbuf: its stdout is a pipe too, so force line buffering to get each utterance as soon as it is decoded.
+  const script = `cat | exec stdbuf -oL ${APT_BINARY} -infile /dev/stdin -lm "$1" -dict "$2" -remove_noise no -logfn /dev/null`;
+  const child = spawn('sh', ['-c', script, 'sh', files.lm, files.dict], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  child.stderr.resume();
+  return new CliPocketsphinxStream(child, onEvent);
+}
+
 export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttService {
   const python = opts.python ?? defaultSttPython();
   const cacheDir = opts.cacheDir ?? join(tmpdir(), 'voice-agent-local-stt');
@@ -141,8 +233,10 @@ export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttSe
     model,
     hasTurnDetection: false,
     async open(o: SttOptions): Promise<SttStream> {
-      const modelDir = await probePocketsphinx(python);
-      const files = await prepareModel(corpus, o.keyterms, modelDir, cacheDir);
+      const mode = opts.backend ?? 'auto';
+      const backend = mode === 'cli' ? await resolveBackend('/nonexistent/python', true) : await resolveBackend(python, mode === 'auto');
+      const files = await prepareModel(corpus, o.keyterms, backend.cmudict, cacheDir);
+      if (backend.kind === 'cli') return openCli(files, o.onEvent);
       const child = spawn(python, [WORKER, JSON.stringify(files)], { stdio: ['pipe', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => {

@@ -105,6 +105,13 @@ test('local STT: recognises the key words of an eSpeak sentence, with interim tr
   t.true(interims.length > 0, 'interim transcripts while audio flows');
 });
 
+test('local STT, Debian pocketsphinx_continuous fallback: finals with the key words', async (t) => {
+  const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL_PROMPT], backend: 'cli' });
+  const { finals } = await recognise(stt, DENTAL_TERMS, [await caller('I need to cancel my appointment for tomorrow')]);
+  t.log(finals);
+  for (const w of ['cancel', 'tomorrow']) t.true(finals.join(' ').includes(w), `'${w}' in '${finals.join(' | ')}'`);
+});
+
 // Word accuracy on 20 eSpeak sentences a dental receptionist might hear (none is a sentence of the base
 // corpus verbatim). The figure is logged; the assertion is a floor well below the measured value.
 const SENTENCES = [
