@@ -5,7 +5,8 @@
 //
 // Two paths, both safe with any number of api replicas (each is one UPDATE ... WHERE status='pending', so a row
 // expires exactly once and a call that the media side marks `active` first is never touched):
-//  - a periodic sweep run by every api process (startExpirySweeper);
+//  - a periodic sweep run by every api process (startExpirySweeper), one transaction per organization under the
+//    concurrency gate's per-organization advisory lock;
 //  - a lazy check for one organization inside the concurrency gate, so an expired row never blocks the ceiling
 //    even between sweeps.
 import { z } from 'zod';

@@ -14,9 +14,17 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
+import { prom, registry } from '../metrics.ts';
 import { expireSql, notifyExpired, orgCallsLock, type ExpiredCall } from './expiry.ts';
 import type { RejectReason } from './model.ts';
 import { insertPendingCall, insertRejectedCall, type NewCall } from './rows.ts';
+
+const gateRejections = new prom.Counter({
+  name: 'call_gate_rejections_total',
+  help: 'Call starts refused by a gate (quota, wallet, concurrency), by reason',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
 
 export interface GateRejection {
   status: 402 | 403 | 429;
@@ -143,6 +151,7 @@ export async function admitCall(
   const early = await checkQuotaAndWallet(deps.db, deps.config, call.organizationId);
   const result: Admission = early ? { ok: false, rejection: early } : await admitUnderConcurrency(deps, call);
   if (!result.ok) {
+    gateRejections.inc({ reason: result.rejection.reason });
     await insertRejectedCall(deps.db, {
       ...call,
       configSnapshot: rejectedRow.configSnapshot,

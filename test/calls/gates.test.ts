@@ -97,6 +97,8 @@ test('wallet gate: balance below the threshold → 402 object with string amount
   t.like(rows[0], { status: 'error', connection_status: 'insufficient_balance', ended_reason: null, config_snapshot: { req: 1 } });
   t.true(rows[0]!.tags.includes('rejected'));
   t.like(rows[0]!.logs.validation_error, { error_code: 'insufficient_balance', balance_usd: '0.30' });
+  const metrics = await (await fetch(`${s.origin}/metrics`)).text();
+  t.regex(metrics, /call_gate_rejections_total\{reason="insufficient_balance"\} [1-9]/);
 });
 
 test('balance exactly at the threshold passes', async (t) => {
