@@ -3,23 +3,19 @@
 // With every section disabled it holds nothing and returns frames untouched.
 import { clip16 } from './resample.ts';
 
-class Loop {
-  private pos = 0;
-  constructor(
-    private readonly pcm: Int16Array,
-    public gain: number,
-  ) {}
-  addTo(acc: Float32Array): void {
-    for (let i = 0; i < acc.length; i++) {
-      acc[i] = acc[i]! + this.pcm[this.pos]! * this.gain;
-      if (++this.pos >= this.pcm.length) this.pos = 0;
-    }
-  }
+/** A looping sound with its volume applied (media/sounds backgroundSource / taskSoundSource). */
+export interface SoundSource {
+  read(samples: number): Int16Array;
+}
+
+function addTo(acc: Float32Array, src: SoundSource): void {
+  const pcm = src.read(acc.length);
+  for (let i = 0; i < acc.length; i++) acc[i] = acc[i]! + (pcm[i] ?? 0);
 }
 
 export class Mixer {
-  private background: Loop | null = null;
-  private task: Loop | null = null;
+  private background: SoundSource | null = null;
+  private task: SoundSource | null = null;
   private readonly oneShots: Array<{ pcm: Int16Array; pos: number; gain: number }> = [];
   private readonly acc: Float32Array;
 
@@ -27,11 +23,11 @@ export class Mixer {
     this.acc = new Float32Array(frameSamples);
   }
 
-  setBackground(pcm: Int16Array | null, volume = 0): void {
-    this.background = pcm ? new Loop(pcm, volume) : null;
+  setBackground(src: SoundSource | null): void {
+    this.background = src;
   }
-  setTask(pcm: Int16Array | null, volume = 0): void {
-    this.task = pcm ? new Loop(pcm, volume) : null;
+  setTask(src: SoundSource | null): void {
+    this.task = src;
   }
   get taskPlaying(): boolean {
     return this.task !== null;
@@ -51,8 +47,8 @@ export class Mixer {
     const acc = this.acc;
     if (speech) for (let i = 0; i < acc.length; i++) acc[i] = speech[i] ?? 0;
     else acc.fill(0);
-    this.background?.addTo(acc);
-    this.task?.addTo(acc);
+    if (this.background) addTo(acc, this.background);
+    if (this.task) addTo(acc, this.task);
     for (let k = this.oneShots.length - 1; k >= 0; k--) {
       const o = this.oneShots[k]!;
       for (let i = 0; i < acc.length && o.pos < o.pcm.length; i++) acc[i] = acc[i]! + o.pcm[o.pos++]! * o.gain;

@@ -12,7 +12,7 @@ import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
 import { Mixer } from '../pipeline/mixer.ts';
 import { sharedClock, type FrameClock } from '../pipeline/clock.ts';
-import { soundAsset } from '../pipeline/sounds.ts';
+import { backgroundSource, createWordPicker, taskSoundSource } from '../sounds/index.ts';
 import { Recorder } from '../pipeline/recorder.ts';
 import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
 import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
@@ -98,10 +98,10 @@ export class CallSession {
   private readonly timers = new Set<NodeJS.Timeout>();
   private idleTimer: NodeJS.Timeout | null = null;
   private ackTimer: NodeJS.Timeout | null = null;
-  private ackAssets: Int16Array[] = [];
-  private fillerAssets: Int16Array[] = [];
-  private ackIdx = 0;
-  private fillerIdx = 0;
+  private readonly ackAssets = new Map<string, Int16Array>();
+  private readonly fillerAssets = new Map<string, Int16Array>();
+  private readonly ackPicker: { next(): string | null };
+  private readonly fillerPicker: { next(): string | null };
   private readonly llmUsage = { prompt: 0, completion: 0, cacheRead: 0, cacheCreation: 0, seen: false };
   private ttsChars = 0;
   private activeTools = 0;
@@ -115,6 +115,9 @@ export class CallSession {
     this.ctx = new ConversationContext(o.systemPrompt);
     this.recorder = new Recorder(this.t0);
     this.mixer = new Mixer(480);
+    const order = (o: string) => (o === 'random' ? 'random' : 'round-robin') as 'random' | 'round-robin';
+    this.ackPicker = createWordPicker({ ...o.config.acknowledgeSounds, wordOrder: order(o.config.acknowledgeSounds.wordOrder) });
+    this.fillerPicker = createWordPicker({ ...o.config.fillerWords, wordOrder: order(o.config.fillerWords.wordOrder) });
     const onError = (err: unknown, where: string) => this.onStageError(err, where);
 
     this.stt = new SttStage();
@@ -176,9 +179,15 @@ export class CallSession {
     if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
       this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
     }
-    if (cfg.backgroundSound.enabled) this.mixer.setBackground(soundAsset(cfg.backgroundSound.sound), cfg.backgroundSound.volume);
-    if (cfg.acknowledgeSounds.enabled) void this.prepareWords(wordList(cfg.acknowledgeSounds.words)).then((a) => (this.ackAssets = a));
-    if (cfg.fillerWords.enabled) void this.prepareWords(wordList(cfg.fillerWords.words)).then((a) => (this.fillerAssets = a));
+    if (cfg.backgroundSound.enabled) {
+      try {
+        this.mixer.setBackground(backgroundSource(cfg.backgroundSound));
+      } catch (err) {
+        this.log.warn({ err }, 'background sound unavailable');
+      }
+    }
+    if (cfg.acknowledgeSounds.enabled) void this.prepareWords(wordList(cfg.acknowledgeSounds.words), this.ackAssets);
+    if (cfg.fillerWords.enabled) void this.prepareWords(wordList(cfg.fillerWords.words), this.fillerAssets);
     this.after(cfg.maxCallDurationS * 1000, () => void this.end('max_duration'));
     if (cfg.greeting.speakFirst === 'agent') {
       this.after(cfg.greeting.agentDelayS * 1000, () => this.greet());
@@ -600,35 +609,21 @@ export class CallSession {
   }
 
   // ── sounds ────────────────────────────────────────────────────────────────────────────────────────────
-  private async prepareWords(words: string[]): Promise<Int16Array[]> {
-    const out: Int16Array[] = [];
+  /** Synthesize each word once per call with the call's TTS (counted in TTS usage). */
+  private async prepareWords(words: string[], into: Map<string, Int16Array>): Promise<void> {
     for (const w of words) {
       const parts: Int16Array[] = [];
-      const ac = new AbortController();
       try {
-        for await (const pcm of this.o.engines.tts.synthesize(w, ac.signal)) parts.push(pcm);
+        for await (const pcm of this.o.engines.tts.synthesize(w, new AbortController().signal)) parts.push(pcm);
       } catch (err) {
         this.log.warn({ err, word: w }, 'could not synthesize sound word');
         continue;
       }
       this.ttsChars += w.length;
-      const n = parts.reduce((a, p) => a + p.length, 0);
-      const buf = new Int16Array(n);
-      let off = 0;
-      for (const p of parts) {
-        buf.set(p, off);
-        off += p.length;
-      }
-      out.push(buf);
+      const buf = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+      parts.reduce((off, p) => (buf.set(p, off), off + p.length), 0);
+      into.set(w, buf);
     }
-    return out;
-  }
-
-  private pick(list: Int16Array[], order: string, idx: 'ackIdx' | 'fillerIdx'): Int16Array | null {
-    if (!list.length) return null;
-    if (order === 'random') return list[Math.floor(Math.random() * list.length)]!;
-    const k = this[idx]++;
-    return list[k % list.length]!;
   }
 
   private armAck(): void {
@@ -638,8 +633,8 @@ export class CallSession {
     this.ackTimer = this.after(a.thresholdS * 1000, () => {
       this.ackTimer = null;
       if (!this.userSpeaking || [...this.speeches].some((s) => s.state === 'speaking')) return;
-      if (Math.random() >= a.probability) return;
-      const pcm = this.pick(this.ackAssets, a.wordOrder, 'ackIdx');
+      const word = this.ackPicker.next(); // null: skipped this time (probability)
+      const pcm = word ? this.ackAssets.get(word) : undefined;
       if (pcm) this.mixer.overlay(pcm, a.volume);
     });
   }
@@ -656,8 +651,9 @@ export class CallSession {
   private armFiller(s: SpeechHandle): NodeJS.Timeout {
     const f = this.cfg.fillerWords;
     return this.after(f.thresholdMs, () => {
-      if (s.finished || s.chunks.length > 0 || Math.random() >= f.probability) return;
-      const pcm = this.pick(this.fillerAssets, f.wordOrder, 'fillerIdx');
+      if (s.finished || s.chunks.length > 0) return;
+      const word = this.fillerPicker.next();
+      const pcm = word ? this.fillerAssets.get(word) : undefined;
       if (pcm) this.mixer.overlay(pcm, 1);
     });
   }
@@ -667,7 +663,12 @@ export class CallSession {
     if (!t.enabled || this.taskTimer) return;
     this.taskTimer = setTimeout(() => {
       this.taskTimer = null;
-      if (this.activeTools > 0 && !this.ended) this.mixer.setTask(soundAsset(t.sound), t.volume);
+      if (this.activeTools === 0 || this.ended) return;
+      try {
+        this.mixer.setTask(taskSoundSource(t));
+      } catch (err) {
+        this.log.warn({ err }, 'task sound unavailable');
+      }
     }, t.startAfterMs);
   }
 

@@ -87,6 +87,21 @@ test.serial('openai: assistant tool calls and tool results go out in the wire fo
   t.false(msgs.some((m: Record<string, unknown>) => 'name' in m));
 });
 
+test.serial('openai GPT-5: max_completion_tokens, no temperature, minimal reasoning; prewarm is one tiny request', async (t) => {
+  fake.reply({ text: ['Hi.'] });
+  const n = fake.requests.length;
+  const llm = openai({ model: 'gpt-5-mini' });
+  await collect(llm, req());
+  const body = fake.requests[n]!.body;
+  t.is(body.max_completion_tokens, 50);
+  t.false('max_tokens' in body);
+  t.false('temperature' in body);
+  t.is(body.reasoning_effort, 'minimal');
+  await llm.prewarm();
+  t.is(fake.requests[n + 1]!.body.stream, false);
+  t.is(fake.requests[n + 1]!.body.max_completion_tokens, 16);
+});
+
 test.serial('groq: usage under x_groq.usage is read', async (t) => {
   fake.reply({ text: ['Hi.'], usage: { prompt_tokens: 7, completion_tokens: 2 }, groqUsage: true });
   const groq = new OpenAiCompatLlm({ provider: 'groq', model: 'llama-3.3-70b-versatile', baseUrl: fake.url, apiKey: 'sk-test' });
