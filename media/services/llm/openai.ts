@@ -34,6 +34,11 @@ export function httpEngineError(provider: string, status: number, body: string):
   return engineError(`${provider} LLM error ${status}: ${detail}`, retryable, fatal);
 }
 
+/** OpenAI reasoning models (GPT-5 family, o1/o3/o4): no temperature, max_completion_tokens instead of max_tokens. */
+export function isOpenAiReasoningModel(model: string): boolean {
+  return /^(gpt-5|o\d)/.test(model);
+}
+
 function toWire(messages: ChatMessage[]): Record<string, unknown>[] {
   return messages.map((m) => {
     switch (m.role) {
@@ -149,9 +154,16 @@ export class OpenAiCompatLlm implements LlmService {
       messages: toWire(req.messages),
       stream: true,
       stream_options: { include_usage: true },
-      temperature: req.temperature,
-      max_tokens: req.maxTokens,
     };
+    if (this.provider === 'openai' && isOpenAiReasoningModel(this.model)) {
+      // GPT-5 and o-series: only the default temperature, max_completion_tokens (which also counts reasoning),
+      // and the least reasoning the model allows so the first token comes fast enough for a voice turn.
+      body.max_completion_tokens = req.maxTokens;
+      body.reasoning_effort = this.model.startsWith('gpt-5') ? 'minimal' : 'low';
+    } else {
+      body.temperature = req.temperature;
+      body.max_tokens = req.maxTokens;
+    }
     if (req.tools.length) {
       body.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
       body.tool_choice = 'auto';
@@ -228,7 +240,8 @@ export class OpenAiCompatLlm implements LlmService {
   async prewarm(): Promise<void> {
     // One tiny request (max 1 token) to open the TLS connection and warm the provider's caches.
     const ac = new AbortController();
-    const res = await this.post({ model: this.model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1, stream: false }, ac.signal);
+    const limit = this.provider === 'openai' && isOpenAiReasoningModel(this.model) ? { max_completion_tokens: 16 } : { max_tokens: 1 };
+    const res = await this.post({ model: this.model, messages: [{ role: 'user', content: 'hi' }], ...limit, stream: false }, ac.signal);
     await res.arrayBuffer().catch(() => undefined);
   }
 }

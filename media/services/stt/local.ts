@@ -117,6 +117,8 @@ export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: 
   return p;
 }
 
+const MAX_BACKLOG = 16000 * 2 * 20; // bytes: 20 s of audio waiting for the recogniser
+
 class PocketsphinxStream implements SttStream {
   private closed = false;
   private exited: Promise<void>;
@@ -142,8 +144,19 @@ class PocketsphinxStream implements SttStream {
     this.child.stdin.write(payload ? Buffer.concat([header, payload]) : header);
   }
 
+  private behind = false;
+
   write(pcm: Int16Array): void {
     if (pcm.length === 0) return;
+    // never block and never queue without bound: past MAX_BACKLOG of undecoded audio, drop (once reported)
+    if (this.child.stdin.writableLength > MAX_BACKLOG) {
+      if (!this.behind) {
+        this.behind = true;
+        this.onEvent({ type: 'error', error: { message: 'local STT cannot keep up (CPU overloaded): dropping audio', retryable: true, fatal: false } });
+      }
+      return;
+    }
+    this.behind = false;
     this.send('A', Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
   }
 
