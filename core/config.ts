@@ -48,6 +48,8 @@ export const configSchema = z.object({
   GOOGLE_BASE_URL: url.default('https://generativelanguage.googleapis.com'),
   LOCAL_LLM_BASE_URL: url.optional(),
   LOCAL_LLM_MODEL: z.string().optional(),
+  /** Python with PocketSphinx 5 for the local STT (default: .data/stt-venv/bin/python made by scripts/setup.sh). */
+  LOCAL_STT_PYTHON: z.string().optional(),
   SONIOX_API_KEY: z.string().optional(),
   DEEPGRAM_API_KEY: z.string().optional(),
   ASSEMBLYAI_API_KEY: z.string().optional(),

@@ -74,7 +74,8 @@ export const defaultFactories: EngineFactories = {
     local: ({ config, agent }) => createLocalLlm(config, agent.llm.model ?? 'local-demo'),
   },
   stt: {
-    local: ({ agent }) => createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent) }),
+    local: ({ config, agent }) =>
+      createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent), ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}) }),
   },
   tts: {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),

@@ -28,8 +28,9 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '../../..');
 const WORKER = join(HERE, 'pocketsphinx_worker.py');
 
+/** The virtualenv scripts/setup.sh creates (config LOCAL_STT_PYTHON overrides, passed in by the registry). */
 export function defaultSttPython(): string {
-  return process.env.LOCAL_STT_PYTHON ?? join(REPO, '.data/stt-venv/bin/python');
+  return join(REPO, '.data/stt-venv/bin/python');
 }
 
 const probes = new Map<string, Promise<string>>();
