@@ -68,8 +68,11 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
     llm: [{ text: 'We are open from nine to five. Anything else?', firstTokenMs: 50 }],
   });
   const { callId, caller } = await call(agentConfig({ name, systemPrompt: 'Caller number: {{user_number}}. Be brief.' }));
-  const row = await getCallRow(s.db, callId);
-  t.is(row.status, 'active');
+  // accepted first, then marked active (spec lifecycle)
+  const row = await until(async () => {
+    const r = await getCallRow(s.db, callId);
+    return r.status === 'active' ? r : null;
+  }, 5000, 'active');
   t.is(row.connection_status, 'completed');
   t.truthy(row.media_node);
 
