@@ -113,6 +113,11 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
   const lat = ended.logs.latency[0];
   for (const k of ['stt_ms', 'llm_ms', 'tts_ms', 'total_ms']) t.is(typeof lat[k], 'number', k);
 
+  // per-turn latency and interruptions are exported to Prometheus
+  const metrics = await (await fetch(`${s.origin}/metrics`)).text();
+  for (const stage of ['stt', 'llm', 'tts', 'total', 'overhead']) t.regex(metrics, new RegExp(`voice_turn_stage_seconds_count\\{stage="${stage}"\\} [1-9]`), stage);
+  t.regex(metrics, /voice_active_calls/);
+
   const e = book.engines(name);
   t.is(e.engines.llm.prewarmed, 1);
   const req = e.engines.llm.requests[0]!;
@@ -199,13 +204,16 @@ test('a non-interruptible greeting plays out; the caller is answered after it', 
 
 test('speakFirst=user: the agent opens after userTimeoutS of silence; empty firstMessages lets the LLM open', async (t) => {
   const name = book.add({ llm: [{ text: 'Good morning from the model.' }] });
-  const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [], speakFirst: 'user', userTimeoutS: 1 } }));
+  const { callId, caller } = await call(
+    agentConfig({ name, greeting: { firstMessages: [], speakFirst: 'user', userTimeoutS: 1 }, llm: { provider: 'fake', model: 'm', temperature: 1, maxTokens: 50, prewarm: false } }),
+  );
   const ev = await caller.waitEvent((e) => e.type === 'rtf-bot-text');
   t.is(ev.payload!.text, 'Good morning from the model.');
   caller.close();
   await endedRow(s.db, callId);
   const req = book.engines(name).engines.llm.requests[0]!;
   t.false(req.messages.some((m) => m.role === 'user'));
+  t.is(book.engines(name).engines.llm.prewarmed, 0, 'llm.prewarm=false: no hidden request');
 });
 
 test('speakFirst=user: when the caller speaks first the agent answers instead of greeting', async (t) => {
