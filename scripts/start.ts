@@ -66,7 +66,7 @@ try {
   const lines = [
     '',
     'Voice agent service is starting:',
-    `  REST API       ${base}/api/v1        (OpenAPI: ${base}/api/v1/openapi.json, docs: ${base}/docs)`,
+    `  REST API       ${base}/api/v1        (OpenAPI: ${base}/api/v1/openapi.json, docs: ${base}/api/v1/docs)`,
     `  Audio WS       ${base.replace(/^http/, 'ws')}/api/v1/ws/audio/{callId}`,
     `  Health         ${base}/healthz   ${base}/readyz   ${base}/metrics`,
     `  Files (CDN)    ${config.cdnUrl}`,

@@ -112,3 +112,17 @@ test('healthz, readyz, metrics without a key', async (t) => {
   const m = await (await fetch(`${s.origin}/metrics`)).text();
   t.regex(m, /http_request_duration_seconds/);
 });
+
+test('OpenAPI documents every resource, including the usage summary fields', async (t) => {
+  const doc = await (await fetch(`${s.baseUrl}/openapi.json`)).json() as { paths: Record<string, any> };
+  for (const p of ['/user/api-keys', '/call', '/calls', '/calls/{callId}', '/agents', '/tools', '/files', '/knowledge-base/upload-url', '/wallet/dashboard/usage-summary', '/organizations/reports/usage-summary']) {
+    t.truthy(doc.paths[p], p);
+  }
+  const usage = doc.paths['/wallet/dashboard/usage-summary'].get.responses[200].content['application/json'].schema;
+  t.deepEqual(Object.keys(usage.properties).sort(), ['average_duration_seconds', 'billed_minutes', 'connected_calls', 'from', 'rejected_calls', 'spend_usd', 'success_rate', 'to', 'total_calls', 'total_duration_seconds']);
+  // and the documented fields are the ones the endpoint returns
+  const { apiKey } = await s.createOrg();
+  const r = await s.request('GET', '/wallet/dashboard/usage-summary?from=2026-01-01T00:00:00Z&to=2027-01-01T00:00:00Z', { key: apiKey });
+  t.is(r.status, 200);
+  t.deepEqual(Object.keys(r.body).sort(), Object.keys(usage.properties).sort());
+});

@@ -10,6 +10,7 @@ import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
 import { catalogRoutes } from './catalog.ts';
 import { openApiRoutes } from '../openapi.ts';
+import '../openapi-paths.ts';
 
 export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   keysRoutes,

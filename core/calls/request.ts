@@ -22,7 +22,7 @@ export const contextVariablesSchema = z
   .record(z.string().min(1, 'Variable names must not be empty').max(200), z.string().max(2000))
   .refine((v) => Object.keys(v).length <= 200, { message: 'At most 200 context variables are allowed', params: { type: 'too_long' } });
 
-const envelopeSchema = z.strictObject({
+export const envelopeSchema = z.strictObject({
   type: z.enum(['outbound', 'inbound']).nullish(),
   transport: z.enum(['webrtc', 'websocket']).nullish(),
   // Per-carrier inline auth fields belong to the telephony issue; only the common part is checked here.
