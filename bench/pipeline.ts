@@ -230,7 +230,9 @@ async function main(): Promise<void> {
     log(`    baseline: raw WebSocket echo round trip p50 ${f1(pct(rtts, 50))} ms, p99 ${f1(pct(rtts, 99))} ms`);
 
     // ── (b) N simultaneous calls ─────────────────────────────────────────────────────────────────────
-    const long = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. '.repeat(8);
+    // enough speech for the whole window (+5 s) at the fake TTS's 60 ms per character
+    const sentence = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. ';
+    const long = sentence.repeat(Math.ceil(((SECONDS + 5) * 1000) / 60 / sentence.length));
     const mkCalls = async (n: number) => {
       const ids: string[] = [];
       for (let i = 0; i < n; i++) {

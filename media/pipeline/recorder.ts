@@ -1,12 +1,12 @@
 // Recorder tap: caller (16 kHz, upsampled) and agent (24 kHz) mixed onto one timeline, kept in 1-second blocks
-// of 24 kHz; encoded to a mono 16-bit WAV at the end of the call.
+// of 24 kHz s16 (mixed with saturation as it arrives: 48 KB per call-second); a mono 16-bit WAV at the end.
 import { wavHeader } from '../../core/storage/wav.ts';
 import { LinearResampler } from './resample.ts';
 
 const RATE = 24000;
 
 export class Recorder {
-  private readonly blocks: Int32Array[] = [];
+  private readonly blocks: Int16Array[] = [];
   private readonly up = new LinearResampler(16000, RATE);
   private callerPos = 0; // samples at 24 kHz
   private end = 0;
@@ -36,11 +36,14 @@ export class Recorder {
       const p = pos + i;
       const b = Math.floor(p / RATE);
       if (b >= this.maxSeconds) return;
-      for (let k = this.blocks.length; k <= b; k++) this.blocks[k] ??= new Int32Array(RATE);
+      for (let k = this.blocks.length; k <= b; k++) this.blocks[k] ??= new Int16Array(RATE);
       const block = this.blocks[b]!;
       const off = p - b * RATE;
       const n = Math.min(pcm.length - i, RATE - off);
-      for (let k = 0; k < n; k++) block[off + k]! += pcm[i + k]!;
+      for (let k = 0; k < n; k++) {
+        const v = block[off + k]! + pcm[i + k]!; // saturating mix
+        block[off + k] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+      }
       i += n;
     }
     this.end = Math.max(this.end, pos + pcm.length);
@@ -57,10 +60,7 @@ export class Recorder {
       if (!block) continue;
       const n = Math.min(RATE, this.end - b * RATE);
       const base = b * RATE;
-      for (let k = 0; k < n; k++) {
-        const v = block[k]!;
-        out[base + k] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
-      }
+      out.set(n === RATE ? block : block.subarray(0, n), base);
     }
     // header + raw s16le samples (wavefile's sample-by-sample packing costs ~20 ms per call-minute on this box)
     const data = Buffer.from(out.buffer, out.byteOffset, out.byteLength);

@@ -15,11 +15,15 @@ function rms(pcm: Int16Array): number {
 function wait(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError());
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const onAbort = () => {
       clearTimeout(t);
       reject(abortError());
-    }, { once: true });
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 function abortError(): Error {
@@ -176,7 +180,8 @@ export class FakeTts implements TtsService {
       if (signal.aborted) return;
       const n = Math.min(2400, total - off);
       yield tone.slice(0, n);
-      await wait(1, signal).catch(() => {});
+      // yield to the event loop between chunks (a streaming engine), without a timer per chunk
+      await new Promise<void>((r) => setImmediate(r));
     }
   }
 }
