@@ -314,3 +314,36 @@ test('a call whose pipeline never starts: connectionStatus cancelled, endedReaso
   t.is(row.ended_reason, null);
   t.is(row.status, 'completed');
 });
+
+test('a call created through POST /call (saved agent) runs on its frozen snapshot', async (t) => {
+  const name = book.add({ stt: { utterances: ['hello'] }, llm: [{ text: 'Hi from the snapshot.' }] });
+  // its own organization: the concurrency gate counts live calls per organization
+  const own = await s.createOrg({ name: 'api calls' });
+  const agent = await s.request('POST', '/agents', {
+    key: own.apiKey,
+    body: {
+      name,
+      llm: { provider: 'local', model: 'local-demo' },
+      stt: { provider: 'local' },
+      tts: { provider: 'local' },
+      greeting: { firstMessages: ['Welcome, {{customer}}.'] },
+      contextVariables: { customer: 'guest' },
+      noiseGate: { enabled: false },
+    },
+  });
+  t.is(agent.status, 201, JSON.stringify(agent.body));
+  const created = await s.request('POST', '/call', { key: own.apiKey, body: { agentId: agent.body.uuid, contextVariables: { customer: 'Ada' } } });
+  t.true(created.status === 200 || created.status === 201, JSON.stringify(created.body));
+  t.regex(created.body.audioUrl, new RegExp(`/api/v1/ws/audio/${created.body.callId}$`));
+  const caller = TestCaller.connect(s.origin, created.body.callId, own.apiKey);
+  await caller.waitOpen();
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Welcome, Ada.');
+  await caller.waitAgentQuiet();
+  await caller.speak(400);
+  await caller.silence(300);
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hi from the snapshot.');
+  caller.close();
+  const row = await endedRow(s.db, created.body.callId);
+  t.is(row.ended_reason, 'user_hangup');
+  t.is(row.transcript[0].content, 'Welcome, Ada.');
+});
