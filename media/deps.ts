@@ -24,4 +24,6 @@ export interface MediaDeps {
   engines?: EngineFactory;
   /** Override the pacing clock (bench). */
   clock?: FrameClock;
+  /** Caller audio without any transcript for this long counts as silence (hold music). Default 30 s. */
+  holdMusicMs?: number;
 }

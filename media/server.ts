@@ -207,6 +207,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       transport,
       logger,
       ...(deps.clock ? { clock: deps.clock } : {}),
+      ...(deps.holdMusicMs ? { holdMusicMs: deps.holdMusicMs } : {}),
       onEnd,
     });
   }

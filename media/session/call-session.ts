@@ -62,6 +62,11 @@ export interface SessionOptions {
   /** STT: VAD stop → wait this long for a trailing final (ms) */
   trailingFinalMs?: number;
   finalTimeoutMs?: number;
+  /**
+   * Hold-music watchdog: caller "speech" (VAD) that has produced no transcript for this long is not a turn; the
+   * caller counts as silent again, so idle prompts and finally silence_timeout apply. Default 30 s.
+   */
+  holdMusicMs?: number;
   /** called once when the session has ended (row writes, webhooks, closing the transport) */
   onEnd(result: SessionResult): Promise<void>;
 }
@@ -106,6 +111,10 @@ export class CallSession {
   private ttsChars = 0;
   private activeTools = 0;
   private taskTimer: NodeJS.Timeout | null = null;
+  private lastWordsAt = 0;
+  private watchdog: NodeJS.Timeout | null = null;
+  /** VAD keeps reporting speech that the watchdog decided is not speech (music, noise) */
+  private ignoringSpeech = false;
 
   constructor(private readonly o: SessionOptions) {
     this.cfg = o.config;
@@ -291,19 +300,34 @@ export class CallSession {
     if (this.ended) return;
     switch (f.type) {
       case 'userStartedSpeaking':
-        if (this.userSpeaking) return;
+        if (this.userSpeaking || this.ignoringSpeech) return;
         this.userSpeaking = true;
+        this.lastWordsAt = this.clock.now();
+        this.armWatchdog();
         this.idleRetries = 0;
         this.clearIdle();
         if (this.cfg.stt.interruptionMinWords === 0) this.bargeIn();
         this.armAck();
         return;
       case 'userStoppedSpeaking':
+        if (this.ignoringSpeech) {
+          this.ignoringSpeech = false;
+          return;
+        }
         this.userSpeaking = false;
+        this.clearWatchdog();
         this.clearAck();
         this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
         return;
       case 'transcript': {
+        this.lastWordsAt = this.clock.now();
+        if (this.ignoringSpeech) {
+          // words after all: it is the caller
+          this.ignoringSpeech = false;
+          this.userSpeaking = true;
+          this.clearIdle();
+          this.armWatchdog();
+        }
         this.o.transport.sendEvent({ type: 'rtf-user-transcription', payload: { text: f.text, final: f.final } });
         const n = this.cfg.stt.interruptionMinWords;
         if (n > 0 && countWords(f.text) >= n) this.bargeIn();
@@ -578,6 +602,35 @@ export class CallSession {
     this.llmUsage.completion += u.completionTokens;
     this.llmUsage.cacheRead += u.cacheReadTokens ?? 0;
     this.llmUsage.cacheCreation += u.cacheCreationTokens ?? 0;
+  }
+
+  // ── hold-music watchdog ───────────────────────────────────────────────────────────────────────────────
+  private armWatchdog(): void {
+    this.clearWatchdog();
+    const limit = this.o.holdMusicMs ?? 30_000;
+    const check = () => {
+      this.watchdog = null;
+      if (!this.userSpeaking) return;
+      const quietFor = this.clock.now() - this.lastWordsAt;
+      if (quietFor >= limit) {
+        this.log.info({ ms: Math.round(quietFor) }, 'caller audio without words: treated as silence (hold music / noise)');
+        this.userSpeaking = false;
+        this.ignoringSpeech = true;
+        this.clearAck();
+        this.maybeArmIdle();
+        return;
+      }
+      this.watchdog = this.after(limit - quietFor, check);
+    };
+    this.watchdog = this.after(limit, check);
+  }
+
+  private clearWatchdog(): void {
+    if (this.watchdog) {
+      clearTimeout(this.watchdog);
+      this.timers.delete(this.watchdog);
+      this.watchdog = null;
+    }
   }
 
   // ── idle ──────────────────────────────────────────────────────────────────────────────────────────────

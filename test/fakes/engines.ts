@@ -68,6 +68,8 @@ export interface FakeSttScript {
   wordMs?: number;
   /** delay between finalize() and the final event */
   finalDelayMs?: number;
+  /** the "caller" is music: loud audio, no words */
+  deaf?: boolean;
 }
 
 export class FakeStt implements SttService {
@@ -85,7 +87,7 @@ export class FakeStt implements SttService {
     const current = () => (this.script.utterances[this.idx] ?? 'hello').split(/\s+/);
     return {
       write: (pcm) => {
-        if (closed) return;
+        if (closed || this.script.deaf) return;
         if (rms(pcm) <= LOUD) return;
         loudMs += (pcm.length / 16000) * 1000;
         const words = current();
