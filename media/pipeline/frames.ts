@@ -31,13 +31,17 @@ export type ControlFrame =
   | { type: 'flush'; speech: SpeechHandle }
   /** The caller's turn ended with this text. */
   | { type: 'turnEnd'; text: string }
+  /** The STT's speculative end of turn (Flux EagerEndOfTurn, Cartesia turn.eager_end): the LLM may start early. */
+  | { type: 'eagerTurnEnd'; text: string }
+  /** The caller went on after an eager end of turn: drop the speculative reply. */
+  | { type: 'turnResumed' }
   /** Speak this text as (part of) an utterance, then flush it. */
   | { type: 'speakNow'; text: string; speech: SpeechHandle };
 
 export type Frame = SystemFrame | DataFrame | ControlFrame;
 
 const SYSTEM = new Set<Frame['type']>(['start', 'end', 'userStartedSpeaking', 'userStoppedSpeaking', 'interrupt', 'error', 'metrics']);
-const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'speakNow']);
+const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'eagerTurnEnd', 'turnResumed', 'speakNow']);
 
 export function isSystemFrame(f: Frame): f is SystemFrame {
   return SYSTEM.has(f.type);

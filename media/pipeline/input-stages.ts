@@ -95,8 +95,10 @@ export class SttStage extends Processor {
         this.push({ type: 'turnEnd', text: ev.text });
         return;
       case 'eager_turn_end':
+        this.push({ type: 'eagerTurnEnd', text: ev.text });
+        return;
       case 'turn_resumed':
-        // speculative turn ends are not acted on: the reply starts at the real end of turn
+        this.push({ type: 'turnResumed' });
         return;
       case 'error':
         this.push({ type: 'error', message: ev.error.message, fatal: ev.error.fatal });

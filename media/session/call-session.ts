@@ -3,7 +3,7 @@
 // idle, max duration), the transcript, the recording and the per-turn metrics. Every agent utterance is a
 // SpeechHandle, so barge-in, idle prompts, farewells and the duration cut all interrupt/await the same way.
 import type { Logger } from '../../core/logger.ts';
-import type { Engines, LlmUsage, ToolCall } from '../services/types.ts';
+import type { Engines, LlmChunk, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
 import { NoiseGateStage, SttStage, TurnManager, VadStage, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
@@ -73,6 +73,31 @@ export interface SessionOptions {
 
 const MAX_TOOL_ROUNDS = 6;
 
+/** LLM chunks of a speculative request, replayable once it is adopted (buffered, then live). */
+class ChunkTape {
+  private readonly chunks: LlmChunk[] = [];
+  private done = false;
+  private error: unknown = null;
+  private wake: (() => void) | null = null;
+  push(c: LlmChunk): void {
+    this.chunks.push(c);
+    this.wake?.();
+  }
+  finish(err: unknown = null): void {
+    this.done = true;
+    this.error = err;
+    this.wake?.();
+  }
+  async *replay(): AsyncIterable<LlmChunk> {
+    for (let i = 0; ; i++) {
+      while (i >= this.chunks.length && !this.done) await new Promise<void>((r) => (this.wake = r));
+      if (i < this.chunks.length) yield this.chunks[i]!;
+      else if (this.error) throw this.error;
+      else return;
+    }
+  }
+}
+
 export class CallSession {
   readonly ctx: ConversationContext;
   readonly transcript: TranscriptEntry[] = [];
@@ -111,6 +136,7 @@ export class CallSession {
   private ttsChars = 0;
   private activeTools = 0;
   private taskTimer: NodeJS.Timeout | null = null;
+  private speculation: { text: string; abort: AbortController; tape: ChunkTape; requestAt: number } | null = null;
   private lastWordsAt = 0;
   private watchdog: NodeJS.Timeout | null = null;
   /** VAD keeps reporting speech that the watchdog decided is not speech (music, noise) */
@@ -227,6 +253,7 @@ export class CallSession {
     this.timers.clear();
     this.clearIdle();
     this.clearAck();
+    this.dropSpeculation();
     if (this.taskTimer) clearTimeout(this.taskTimer);
     for (const s of [...this.speeches]) {
       if (s.state === 'speaking') interruptionsTotal.inc({ by: 'agent' });
@@ -336,6 +363,12 @@ export class CallSession {
       case 'turnEnd':
         this.onUserTurn(f.text);
         return;
+      case 'eagerTurnEnd':
+        this.speculate(f.text);
+        return;
+      case 'turnResumed':
+        this.dropSpeculation();
+        return;
       case 'error':
         this.log.warn({ message: f.message, fatal: f.fatal }, 'stt error');
         this.o.transport.sendEvent({ type: 'error', message: f.message });
@@ -365,6 +398,38 @@ export class CallSession {
     this.output.push({ type: 'interrupt', by });
   }
 
+  /** Eager end of turn: send the LLM request now, keep its output until the turn really ends with the same text. */
+  private speculate(text: string): void {
+    this.dropSpeculation();
+    if (this.ending || !text.trim()) return;
+    if ([...this.speeches].some((s) => !s.finished && (!s.interruptible || this.cfg.stt.interruptionMinWords > 0))) return;
+    const abort = new AbortController();
+    const tape = new ChunkTape();
+    const messages = [...this.ctx.forLlm(), { role: 'user' as const, content: text }];
+    this.speculation = { text: text.trim(), abort, tape, requestAt: this.clock.now() };
+    void (async () => {
+      try {
+        for await (const c of this.o.engines.llm.stream({
+          messages,
+          tools: this.o.tools.specs,
+          temperature: this.cfg.llm.temperature,
+          maxTokens: this.cfg.llm.maxTokens,
+          signal: abort.signal,
+        })) {
+          tape.push(c);
+        }
+        tape.finish();
+      } catch (err) {
+        tape.finish(err);
+      }
+    })();
+  }
+
+  private dropSpeculation(): void {
+    this.speculation?.abort.abort();
+    this.speculation = null;
+  }
+
   private onUserTurn(text: string): void {
     const now = this.clock.now();
     this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
@@ -386,7 +451,15 @@ export class CallSession {
     for (const s of busy) this.cut(s, 'user');
     this.ctx.addUser(text);
     this.greeted = true;
-    this.startReply('reply', true, turn);
+    const spec = this.speculation;
+    this.speculation = null;
+    if (spec && spec.text === text.trim()) {
+      turn.llmRequestAt = spec.requestAt;
+      this.startReply('reply', true, turn, spec);
+    } else {
+      spec?.abort.abort();
+      this.startReply('reply', true, turn);
+    }
   }
 
   // ── agent side ────────────────────────────────────────────────────────────────────────────────────────
@@ -457,8 +530,14 @@ export class CallSession {
     this.maybeArmIdle();
   }
 
-  private startReply(source: SpeechSource, interruptible: boolean, turn: TurnTimes | null): void {
+  private startReply(
+    source: SpeechSource,
+    interruptible: boolean,
+    turn: TurnTimes | null,
+    spec: { abort: AbortController; tape: ChunkTape } | null = null,
+  ): void {
     const s = new SpeechHandle(source, interruptible);
+    if (spec) s.abort.signal.addEventListener('abort', () => spec.abort.abort(), { once: true });
     this.track(s);
     this.owners.set(s, []);
     if (turn) {
@@ -466,7 +545,7 @@ export class CallSession {
       this.turns.set(s, turn);
     }
     this.reply = s;
-    this.runLlm(s).catch((err: unknown) => {
+    this.runLlm(s, spec?.tape ?? null).catch((err: unknown) => {
       if (s.finished || this.ended) return; // interrupted: the abort surfaced as an error
       const engineError = (err as { engineError?: { fatal: boolean; message: string } }).engineError;
       if (engineError && !engineError.fatal) {
@@ -479,7 +558,7 @@ export class CallSession {
     });
   }
 
-  private async runLlm(s: SpeechHandle): Promise<void> {
+  private async runLlm(s: SpeechHandle, prefetched: ChunkTape | null = null): Promise<void> {
     const { llm } = this.o.engines;
     const turn = this.turns.get(s);
     for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
@@ -492,13 +571,17 @@ export class CallSession {
       if (turn && turn.llmRequestAt === undefined) turn.llmRequestAt = requestAt;
       const filler = round === 0 && this.cfg.fillerWords.enabled ? this.armFiller(s) : null;
       try {
-        for await (const chunk of llm.stream({
-          messages: this.ctx.forLlm(),
-          tools: this.o.tools.specs,
-          temperature: this.cfg.llm.temperature,
-          maxTokens: this.cfg.llm.maxTokens,
-          signal: s.abort.signal,
-        })) {
+        const source =
+          round === 0 && prefetched
+            ? prefetched.replay() // the speculative request started at the eager end of turn
+            : llm.stream({
+                messages: this.ctx.forLlm(),
+                tools: this.o.tools.specs,
+                temperature: this.cfg.llm.temperature,
+                maxTokens: this.cfg.llm.maxTokens,
+                signal: s.abort.signal,
+              });
+        for await (const chunk of source) {
           if (s.finished || this.ended) return;
           if (chunk.type === 'text') {
             if (first) {

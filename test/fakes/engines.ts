@@ -70,15 +70,22 @@ export interface FakeSttScript {
   finalDelayMs?: number;
   /** the "caller" is music: loud audio, no words */
   deaf?: boolean;
+  /** vendor-style turn detection: finalize() gives eager_turn_end at once, then turn_end after finalDelayMs */
+  eager?: boolean;
+  /** utterance indexes after which the caller goes on: eager_turn_end then turn_resumed (no turn_end) */
+  resumeAfter?: number[];
 }
 
 export class FakeStt implements SttService {
   readonly provider = 'fake';
   readonly model = 'fake-stt';
-  readonly hasTurnDetection = false;
+  readonly hasTurnDetection: boolean;
   finals: string[] = [];
   private idx = 0;
-  constructor(private readonly script: FakeSttScript) {}
+  private carried = '';
+  constructor(private readonly script: FakeSttScript) {
+    this.hasTurnDetection = script.eager === true;
+  }
   async open(opts: SttOptions): Promise<SttStream> {
     let loudMs = 0;
     let emitted = 0;
@@ -102,6 +109,23 @@ export class FakeStt implements SttService {
         const text = current().join(' ');
         loudMs = 0;
         emitted = 0;
+        if (this.script.eager) {
+          const idx = this.idx++;
+          const whole = [this.carried, text].filter(Boolean).join(' ');
+          opts.onEvent({ type: 'eager_turn_end', text: whole });
+          if (this.script.resumeAfter?.includes(idx)) {
+            this.carried = whole;
+            setTimeout(() => !closed && opts.onEvent({ type: 'turn_resumed' }), (this.script.finalDelayMs ?? 20) / 2);
+            return;
+          }
+          this.carried = '';
+          setTimeout(() => {
+            if (closed) return;
+            this.finals.push(whole);
+            opts.onEvent({ type: 'turn_end', text: whole });
+          }, this.script.finalDelayMs ?? 20);
+          return;
+        }
         this.idx++;
         setTimeout(() => {
           if (closed) return;
@@ -128,7 +152,7 @@ export interface LlmStep {
 export class FakeLlm implements LlmService {
   readonly provider = 'fake';
   readonly model = 'fake-llm';
-  readonly requests: Array<{ messages: ChatMessage[]; tools: string[]; temperature: number; maxTokens: number }> = [];
+  readonly requests: Array<{ messages: ChatMessage[]; tools: string[]; temperature: number; maxTokens: number; signal: AbortSignal }> = [];
   prewarmed = 0;
   private n = 0;
   constructor(private readonly steps: Array<LlmStep | ((req: LlmRequest) => LlmStep)>, private readonly fallback: LlmStep = { text: 'Okay.' }) {}
@@ -136,7 +160,7 @@ export class FakeLlm implements LlmService {
     this.prewarmed++;
   }
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
-    this.requests.push({ messages: structuredClone(req.messages), tools: req.tools.map((t) => t.name), temperature: req.temperature, maxTokens: req.maxTokens });
+    this.requests.push({ messages: structuredClone(req.messages), tools: req.tools.map((t) => t.name), temperature: req.temperature, maxTokens: req.maxTokens, signal: req.signal });
     const raw = this.steps[this.n++] ?? this.fallback;
     const step = typeof raw === 'function' ? raw(req) : raw;
     await wait(step.firstTokenMs ?? 30, req.signal);

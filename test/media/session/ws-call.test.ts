@@ -347,3 +347,41 @@ test('a call created through POST /call (saved agent) runs on its frozen snapsho
   t.is(row.ended_reason, 'user_hangup');
   t.is(row.transcript[0].content, 'Welcome, Ada.');
 });
+
+test('eager end of turn: the LLM starts at the eager event and its reply is used when the turn really ends', async (t) => {
+  const name = book.add({ stt: { utterances: ['what is the weather'], eager: true, finalDelayMs: 300 }, llm: [{ text: 'It is sunny.', firstTokenMs: 100 }] });
+  const { callId, caller } = await call(agentConfig({ name }));
+  await caller.waitAgentQuiet();
+  await caller.speak(400);
+  await caller.silence(300);
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'It is sunny.');
+  await caller.waitAgentQuiet();
+  caller.close();
+  await endedRow(s.db, callId);
+  const reqs = book.engines(name).engines.llm.requests;
+  t.is(reqs.length, 1, 'one request: the speculative one was adopted');
+  t.deepEqual(reqs[0]!.messages.filter((m) => m.role === 'user').map((m) => ('content' in m ? m.content : '')), ['what is the weather']);
+});
+
+test('eager end of turn followed by turn_resumed: the speculative request is cancelled, the full turn is answered', async (t) => {
+  const name = book.add({
+    stt: { utterances: ['I would like', 'to book a table'], eager: true, finalDelayMs: 200, resumeAfter: [0] },
+    llm: [{ text: 'Never used.', firstTokenMs: 2000 }, { text: 'For how many people?' }],
+  });
+  const { callId, caller } = await call(agentConfig({ name }));
+  await caller.waitAgentQuiet();
+  await caller.speak(300);
+  await caller.silence(400);
+  await caller.speak(300);
+  await caller.silence(300);
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'For how many people?');
+  await caller.waitAgentQuiet();
+  caller.close();
+  const row = await endedRow(s.db, callId);
+  const reqs = book.engines(name).engines.llm.requests;
+  t.is(reqs.length, 2);
+  t.true(reqs[0]!.signal.aborted, 'the first speculation was cancelled');
+  t.deepEqual(reqs[1]!.messages.filter((m) => m.role === 'user').map((m) => ('content' in m ? m.content : '')), ['I would like to book a table']);
+  t.false(caller.botTexts().includes('Never used.'));
+  t.deepEqual(row.transcript.filter((e: { role: string }) => e.role === 'user').map((e: { content: string }) => e.content), ['I would like to book a table']);
+});
