@@ -5,34 +5,27 @@
 //
 //   node_modules/.bin/tsx bench/agents.ts           (or: npm run bench -- agents)
 //   ITER=2000 node_modules/.bin/tsx bench/agents.ts
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../core/config.ts';
-import { createDb, sql } from '../core/db/pool.ts';
-import { migrate } from '../core/db/migrate.ts';
+import { createDb } from '../core/db/pool.ts';
 import { createLogger } from '../core/logger.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../core/orgs.ts';
-import { startEmbeddedPostgres, freePort } from '../scripts/infra.ts';
+import { startScratchDatabase, freePort } from '../scripts/infra.ts';
 import { startCombined } from '../scripts/server.ts';
 
 const ITER = Number(process.env.ITER ?? 500);
 const WARMUP = 50;
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-bench-agents-'));
-const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+const scratch = await startScratchDatabase({ prefix: 'vas-bench-agents-' });
+const dir = scratch.dir;
 let exitCode = 0;
 try {
-  const admin = await createDb(pg.url(), { maximumPoolSize: 1 });
-  await admin.query(sql.unsafe`CREATE DATABASE bench`);
-  await admin.end();
-  await migrate(pg.url('bench'));
-  const db = await createDb(pg.url('bench'), { maximumPoolSize: 10 });
+  const db = await createDb(scratch.url, { maximumPoolSize: 10 });
   const port = await freePort();
   const config = loadConfig({
-    DATABASE_URL: pg.url('bench'),
+    DATABASE_URL: scratch.url,
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: path.join(dir, 'data'),
@@ -110,7 +103,6 @@ try {
   process.stderr.write(`${(err as Error).stack}\n`);
   exitCode = 1;
 } finally {
-  await pg.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await scratch.stop();
 }
 process.exit(exitCode);

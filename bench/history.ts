@@ -7,19 +7,16 @@
 //
 //   node_modules/.bin/tsx bench/history.ts            (or: npm run bench -- history)
 //   ROWS=200000 ITER=50 node_modules/.bin/tsx bench/history.ts
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { z } from 'zod';
 import { loadConfig } from '../core/config.ts';
 import { createDb, sql } from '../core/db/pool.ts';
-import { migrate } from '../core/db/migrate.ts';
 import { createLogger } from '../core/logger.ts';
 import { createApiKey, setOrganizationLimits } from '../core/orgs.ts';
 import { agentNameMatches, countCalls, countableFromDaily, countQuery, listQuery } from '../core/calls/history.ts';
-import { startEmbeddedPostgres, freePort } from '../scripts/infra.ts';
+import { startScratchDatabase, freePort } from '../scripts/infra.ts';
 import { startCombined } from '../scripts/server.ts';
 
 const ROWS = Number(process.env.ROWS ?? 1_000_000);
@@ -28,20 +25,16 @@ const WARMUP = 10;
 const TARGET_P95_MS = 50;
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-bench-history-'));
-const pg_ = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+const scratch = await startScratchDatabase({ prefix: 'vas-bench-history-' });
+const dir = scratch.dir;
 let exitCode = 0;
 try {
-  const admin = await createDb(pg_.url(), { maximumPoolSize: 1 });
-  await admin.query(sql.unsafe`CREATE DATABASE bench`);
-  await admin.end();
-  await migrate(pg_.url('bench'));
-  const db = await createDb(pg_.url('bench'), { maximumPoolSize: 10 });
+  const db = await createDb(scratch.url, { maximumPoolSize: 10 });
 
   // ---- seed ------------------------------------------------------------------------------------------------
   const t0 = performance.now();
   // Plain pg for the bulk load: long statements, DDL from strings, no statement timeout.
-  const client = new pg.Client({ connectionString: pg_.url('bench') });
+  const client = new pg.Client({ connectionString: scratch.url });
   await client.connect();
   const indexDefs = (await client.query<{ name: string; def: string }>(`
     SELECT indexname AS name, indexdef AS def FROM pg_indexes
@@ -144,7 +137,7 @@ try {
   // ---- server ----------------------------------------------------------------------------------------------
   const port = await freePort();
   const config = loadConfig({
-    DATABASE_URL: pg_.url('bench'),
+    DATABASE_URL: scratch.url,
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: path.join(dir, 'data'),
@@ -253,7 +246,6 @@ try {
   process.stderr.write(`bench/history failed: ${(err as Error).stack ?? String(err)}\n`);
   exitCode = 1;
 } finally {
-  await pg_.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await scratch.stop();
 }
 process.exit(exitCode);

@@ -9,21 +9,19 @@
 //   node_modules/.bin/tsx bench/retrieval.ts        (or: npm run bench -- retrieval)
 //   DOCS=200 QUERIES=200 node_modules/.bin/tsx bench/retrieval.ts
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { loadConfig } from '../core/config.ts';
 import { createDb, sql } from '../core/db/pool.ts';
-import { migrate } from '../core/db/migrate.ts';
 import { createLogger } from '../core/logger.ts';
 import { createOrganization } from '../core/orgs.ts';
 import { createStorage } from '../core/storage/index.ts';
 import { documentKey } from '../core/documents/records.ts';
 import { searchKnowledge } from '../core/retrieval.ts';
 import { ingestOneDocument } from '../activities/ingestion.ts';
-import { startEmbeddedPostgres } from '../scripts/infra.ts';
+import { startScratchDatabase } from '../scripts/infra.ts';
 
 const DOCS = Number(process.env.DOCS ?? 1000);
 const SECTIONS = Number(process.env.SECTIONS ?? 50);
@@ -72,15 +70,11 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-bench-retrieval-'));
-const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+const scratch = await startScratchDatabase({ prefix: 'vas-bench-retrieval-' });
+const dir = scratch.dir;
 let exitCode = 0;
 try {
-  const admin = await createDb(pg.url(), { maximumPoolSize: 1 });
-  await admin.query(sql.unsafe`CREATE DATABASE bench`);
-  await admin.end();
-  await migrate(pg.url('bench'));
-  const db = await createDb(pg.url('bench'), { maximumPoolSize: CONCURRENCY + 4 });
+  const db = await createDb(scratch.url, { maximumPoolSize: CONCURRENCY + 4 });
   const config = loadConfig({ DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'silent', SIGNING_SECRET: 'bench-signing-secret-0123456789' });
   const storage = createStorage(config);
   const logger = createLogger({ level: 'silent', name: 'bench' });
@@ -149,7 +143,6 @@ try {
   process.stderr.write(`${(err as Error).stack}\n`);
   exitCode = 1;
 } finally {
-  await pg.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await scratch.stop();
 }
 process.exit(exitCode);

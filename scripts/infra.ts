@@ -137,3 +137,38 @@ export async function startTemporalDev(opts: { dbFile?: string; port?: number; u
       }),
   };
 }
+
+export interface ScratchDatabase {
+  /** Directory holding the cluster (and free for the caller's other scratch files); removed by stop(). */
+  dir: string;
+  url: string;
+  pg: EmbeddedPg;
+  stop(): Promise<void>;
+}
+
+/**
+ * A throw-away PostgreSQL cluster in a temporary directory with one migrated database — what benchmarks and the
+ * test runner start from.
+ */
+export async function startScratchDatabase(opts: { prefix: string; dbName?: string }): Promise<ScratchDatabase> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { default: pgLib } = await import('pg');
+  const { migrate } = await import('../core/db/migrate.ts');
+  const dir = mkdtempSync(path.join(os.tmpdir(), opts.prefix));
+  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+  const dbName = opts.dbName ?? 'bench';
+  const admin = new pgLib.Client({ connectionString: pg.url() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${dbName.replace(/"/g, '')}"`);
+  await admin.end();
+  await migrate(pg.url(dbName));
+  return {
+    dir,
+    url: pg.url(dbName),
+    pg,
+    async stop() {
+      await pg.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -2,21 +2,13 @@
 // clones) and a Temporal dev server (unless TEMPORAL_ADDRESS is given), runs the whole ava suite, stops both,
 // and ends with the line `N passed, N failed` read from ava's TAP output.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createDb, sql } from '../core/db/pool.ts';
-import { migrate } from '../core/db/migrate.ts';
-import { startEmbeddedPostgres, startTemporalDev } from './infra.ts';
+import { startScratchDatabase, startTemporalDev } from './infra.ts';
 
 const log = (m: string) => process.stderr.write(`[test] ${m}\n`);
 const t0 = Date.now();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-test-'));
-const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
-const admin = await createDb(pg.url(), { maximumPoolSize: 1 });
-await admin.query(sql.unsafe`CREATE DATABASE vas_template`);
-await admin.end();
-await migrate(pg.url('vas_template'));
+const scratch = await startScratchDatabase({ prefix: 'vas-test-', dbName: 'vas_template' });
+const pg = scratch.pg;
 log(`postgres ready on ${pg.port} (${Date.now() - t0} ms)`);
 
 let temporal: Awaited<ReturnType<typeof startTemporalDev>> | null = null;
@@ -56,8 +48,7 @@ child.stdout.on('data', (chunk: Buffer) => {
 });
 const code: number = await new Promise((resolve) => child.once('exit', (c) => resolve(c ?? 1)));
 await temporal?.stop();
-await pg.stop();
-rmSync(dir, { recursive: true, force: true });
+await scratch.stop();
 if (code !== 0 && failed === 0) failed = 1; // a crash of the runner itself is a failure too
 log(`finished in ${Math.round((Date.now() - t0) / 1000)} s`);
 process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
