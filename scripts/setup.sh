@@ -13,7 +13,9 @@ stamp=node_modules/.setup-stamp
 lockhash=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lockhash" ] || [ ! -x node_modules/.bin/node ]; then
   say "installing npm dependencies (includes Node 24 from the npm registry)..."
-  npm ci --no-audit --no-fund --loglevel=error >&2
+  # `npm install` (not `npm ci`): it installs the locked versions too, and tolerates optional per-platform
+  # packages the registry does not carry (npm ci refuses the whole lockfile over them).
+  npm install --no-audit --no-fund --loglevel=error >&2
   echo "$lockhash" > "$stamp"
 fi
 NODE_MAJOR=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]')
