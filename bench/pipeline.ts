@@ -12,9 +12,7 @@
 //   npm run bench -- pipeline          CALLS=200 TURNS=30 node --import tsx bench/pipeline.ts
 // (runs the server side with --max-semi-space-size=32, see V8_FLAG)
 import { fork } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -127,11 +125,10 @@ function clientProcess(job: ClientJob): Promise<ClientResult> {
 
 async function main(): Promise<void> {
   const { loadConfig } = await import('../core/config.ts');
-  const { createDb, sql } = await import('../core/db/pool.ts');
-  const { migrate } = await import('../core/db/migrate.ts');
+  const { createDb } = await import('../core/db/pool.ts');
   const { createLogger } = await import('../core/logger.ts');
   const { createApiKey, createOrganization } = await import('../core/orgs.ts');
-  const { startEmbeddedPostgres, freePort } = await import('../scripts/infra.ts');
+  const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
   const { startCombined } = await import('../scripts/server.ts');
   const { fakeEngines } = await import('../test/fakes/engines.ts');
   const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
@@ -140,17 +137,13 @@ async function main(): Promise<void> {
   const CALLS = Number(process.env.CALLS ?? 200);
   const TURNS = Number(process.env.TURNS ?? 30);
   const SECONDS = Number(process.env.SECONDS ?? 20);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-bench-pipeline-'));
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+  const scratch = await startScratchDatabase({ prefix: 'vas-bench-pipeline-' });
+  const dir = scratch.dir;
   let exit = 0;
   try {
-    const admin = await createDb(pg.url(), { maximumPoolSize: 1 });
-    await admin.query(sql.unsafe`CREATE DATABASE bench`);
-    await admin.end();
-    await migrate(pg.url('bench'));
-    const db = await createDb(pg.url('bench'), { maximumPoolSize: 20 });
+    const db = await createDb(scratch.url, { maximumPoolSize: 20 });
     const port = await freePort();
-    const config = loadConfig({ DATABASE_URL: pg.url('bench'), DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent', SIGNING_SECRET: 'bench-signing-secret-0123456789' });
+    const config = loadConfig({ DATABASE_URL: scratch.url, DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent', SIGNING_SECRET: 'bench-signing-secret-0123456789' });
     const logger = createLogger({ level: 'silent' });
     const scripts = new Map<string, 'latency' | 'load'>();
     const combined = await startCombined(
@@ -300,7 +293,7 @@ async function main(): Promise<void> {
     exit = 1;
     log(`bench failed: ${(err as Error).stack ?? String(err)}`);
   } finally {
-    await pg.stop();
+    await scratch.stop();
   }
   process.exit(exit);
 }
