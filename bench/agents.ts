@@ -5,34 +5,21 @@
 //
 //   node_modules/.bin/tsx bench/agents.ts           (or: npm run bench -- agents)
 //   ITER=2000 node_modules/.bin/tsx bench/agents.ts
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../core/config.ts';
 import { createDb } from '../core/db/pool.ts';
-import { createLogger } from '../core/logger.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../core/orgs.ts';
-import { startScratchDatabase, freePort } from '../scripts/infra.ts';
-import { startCombined } from '../scripts/server.ts';
+import { startScratchDatabase } from '../scripts/infra.ts';
+import { startBenchServer } from './_server.ts';
 
 const ITER = Number(process.env.ITER ?? 500);
 const WARMUP = 50;
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 const scratch = await startScratchDatabase({ prefix: 'vas-bench-agents-' });
-const dir = scratch.dir;
 let exitCode = 0;
 try {
   const db = await createDb(scratch.url, { maximumPoolSize: 10 });
-  const port = await freePort();
-  const config = loadConfig({
-    DATABASE_URL: scratch.url,
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    DATA_DIR: path.join(dir, 'data'),
-    SIGNING_SECRET: 'bench-signing-secret-0123456789',
-    LOG_LEVEL: 'silent',
-  });
-  const server = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
+  const { server, port } = await startBenchServer(scratch, db);
   const origin = `http://127.0.0.1:${port}`;
   const base = `${origin}/api/v1`;
   const org = await createOrganization(db, { name: 'bench', balanceUsd: 100 });

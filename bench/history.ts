@@ -7,17 +7,14 @@
 //
 //   node_modules/.bin/tsx bench/history.ts            (or: npm run bench -- history)
 //   ROWS=200000 ITER=50 node_modules/.bin/tsx bench/history.ts
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { z } from 'zod';
-import { loadConfig } from '../core/config.ts';
 import { createDb, sql } from '../core/db/pool.ts';
-import { createLogger } from '../core/logger.ts';
 import { createApiKey, setOrganizationLimits } from '../core/orgs.ts';
 import { agentNameMatches, countCalls, countableFromDaily, countQuery, listQuery } from '../core/calls/history.ts';
-import { startScratchDatabase, freePort } from '../scripts/infra.ts';
-import { startCombined } from '../scripts/server.ts';
+import { startScratchDatabase } from '../scripts/infra.ts';
+import { startBenchServer } from './_server.ts';
 
 const ROWS = Number(process.env.ROWS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 100);
@@ -26,7 +23,6 @@ const TARGET_P95_MS = 50;
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 const scratch = await startScratchDatabase({ prefix: 'vas-bench-history-' });
-const dir = scratch.dir;
 let exitCode = 0;
 try {
   const db = await createDb(scratch.url, { maximumPoolSize: 10 });
@@ -135,16 +131,7 @@ try {
   const { parseHistoryQuery } = await import('../api/routes/calls.ts');
 
   // ---- server ----------------------------------------------------------------------------------------------
-  const port = await freePort();
-  const config = loadConfig({
-    DATABASE_URL: scratch.url,
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    DATA_DIR: path.join(dir, 'data'),
-    SIGNING_SECRET: 'bench-signing-secret-0123456789',
-    LOG_LEVEL: 'silent',
-  });
-  const server = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
+  const { server, port } = await startBenchServer(scratch, db);
   const base = `http://127.0.0.1:${port}/api/v1`;
 
   const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();

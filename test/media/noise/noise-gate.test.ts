@@ -1,6 +1,7 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { createNoiseGate, NOISE_GATE_DELAY_SAMPLES } from '../../../media/noise/index.ts';
+import { seededRng } from '../../../media/sounds/synth.ts';
 
 // A voice (eSpeak NG, 22.05 kHz → 16 kHz) between two stretches of silence, plus seeded white noise.
 const RATE = 16000;
@@ -21,23 +22,13 @@ function speech16k(text: string): Int16Array {
   return out;
 }
 
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const voice = speech16k('The quick brown fox jumps over the lazy dog, and then it calls the office.');
 const clean = new Int16Array(Math.ceil((LEAD + voice.length + LEAD) / 320) * 320); // whole 20 ms frames
 clean.set(voice, LEAD);
 const noise = new Float64Array(clean.length);
 {
-  const r = seeded(7);
+  const r = seededRng(7);
   for (let i = 0; i < noise.length; i++) noise[i] = (r() + r() + r() + r() - 2) * 1400; // ~800 RMS, roughly Gaussian
 }
 const noisy = new Int16Array(clean.length);
