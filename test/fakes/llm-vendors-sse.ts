@@ -4,8 +4,8 @@
 //  - Google Gemini (POST /v1beta/models/{model}:streamGenerateContent?alt=sse, each record a whole response
 //    chunk with candidates[0].content.parts, finishReason, usageMetadata; no [DONE]).
 // Scriptable per request; every request is recorded.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenFake, recordRequest, streamRecords, type RecordedRequest } from './http-fake.ts';
 
 export interface VendorReply {
   text?: string[];
@@ -21,7 +21,7 @@ export interface VendorReply {
 
 export interface FakeVendor {
   url: string;
-  requests: { path: string; headers: IncomingMessage['headers']; body: any }[];
+  requests: RecordedRequest[];
   reply(...r: VendorReply[]): void;
   clientAborts: number;
   close(): Promise<void>;
@@ -29,19 +29,10 @@ export interface FakeVendor {
 
 async function serve(kind: 'anthropic' | 'google'): Promise<FakeVendor> {
   const queue: VendorReply[] = [];
-  const requests: FakeVendor['requests'] = [];
-  const sockets = new Set<import('node:net').Socket>();
+  const requests: RecordedRequest[] = [];
   const state = { clientAborts: 0 };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    let body: any = null;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      /* null */
-    }
-    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const body = await recordRequest(req, requests);
     const r = queue.shift() ?? { text: ['Hello.'] };
     if (r.status) {
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(r.errorBody ?? { error: { message: 'error' } }));
@@ -81,39 +72,17 @@ async function serve(kind: 'anthropic' | 'google'): Promise<FakeVendor> {
       if (r.toolCalls?.length)
         rec({ candidates: [{ content: { role: 'model', parts: r.toolCalls.map((tc) => ({ functionCall: { name: tc.name, args: JSON.parse(tc.argumentFragments.join('') || '{}') } })) }, finishReason: 'STOP', index: 0 }], usageMetadata: usage(true) });
     }
-    let aborted = false;
-    res.on('close', () => {
-      if (!res.writableEnded) {
-        aborted = true;
-        state.clientAborts++;
-      }
-    });
-    for (let i = 0; i < records.length; i++) {
-      if (aborted) return;
-      if (r.stallAfter !== undefined && i >= r.stallAfter) return;
-      res.write(records[i]);
-      await new Promise((ok) => setImmediate(ok));
-    }
-    res.end();
+    await streamRecords(res, records, { stallAfter: r.stallAfter, onAbort: () => void state.clientAborts++ });
   };
-  const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()));
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const server = await listenFake(handle);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${server.port}`,
     requests,
     reply: (...r) => void queue.push(...r),
     get clientAborts() {
       return state.clientAborts;
     },
-    close: () =>
-      new Promise<void>((ok) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => ok());
-      }),
+    close: server.close,
   };
 }
 

@@ -4,8 +4,10 @@
 // index + function.arguments), a chunk with finish_reason, a final chunk with choices: [] and usage when
 // stream_options.include_usage is set, then `data: [DONE]`. Groq flavour: usage under x_groq.usage instead.
 // Scriptable per request: queue replies with `fake.reply(...)`; every request is recorded.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenFake, recordRequest, streamRecords, type RecordedRequest } from './http-fake.ts';
+
+export type { RecordedRequest };
 
 export interface FakeToolCall {
   id: string;
@@ -31,12 +33,6 @@ export interface FakeReply {
   dropAfter?: number;
 }
 
-export interface RecordedRequest {
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: any;
-}
-
 export interface FakeOpenAi {
   /** base URL including /v1, e.g. http://127.0.0.1:1234/v1 */
   url: string;
@@ -50,19 +46,10 @@ export interface FakeOpenAi {
 export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?: string } = {}): Promise<FakeOpenAi> {
   const queue: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
-  const sockets = new Set<import('node:net').Socket>();
   const state = { clientAborts: 0 };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    let body: any = null;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      /* recorded as null */
-    }
-    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const body = await recordRequest(req, requests);
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
       return;
@@ -102,46 +89,21 @@ export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?:
       if (usage && body.stream_options?.include_usage) records.push(JSON.stringify({ ...base, choices: [], usage }));
     }
     records.push('[DONE]');
-    let aborted = false;
-    res.on('close', () => {
-      if (!res.writableEnded) {
-        aborted = true;
-        state.clientAborts++;
-      }
+    await streamRecords(res, records.map((rec) => `data: ${rec}\n\n`), {
+      stallAfter: r.stallAfter,
+      dropAfter: r.dropAfter,
+      onAbort: () => void state.clientAborts++,
     });
-    for (let i = 0; i < records.length; i++) {
-      if (aborted) return;
-      if (r.stallAfter !== undefined && i >= r.stallAfter) return; // keep the socket open, write nothing more
-      if (r.dropAfter !== undefined && i >= r.dropAfter) {
-        res.socket?.destroy();
-        return;
-      }
-      res.write(`data: ${records[i]}\n\n`);
-      await new Promise((ok) => setImmediate(ok));
-    }
-    res.end();
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy());
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const port = (server.address() as AddressInfo).port;
+  const server = await listenFake(handle);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://127.0.0.1:${server.port}/v1`,
     requests,
     reply: (...r) => void queue.push(...r),
     get clientAborts() {
       return state.clientAborts;
     },
-    close: () =>
-      new Promise<void>((ok) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => ok());
-      }),
+    close: server.close,
   };
 }
