@@ -8,7 +8,7 @@
 // (the API wants the user first). temperature is clamped to 0..1. Stop reasons are reported in the OpenAI
 // vocabulary the pipeline uses (end_turn → stop, tool_use → tool_calls, max_tokens → length).
 import type { ChatMessage, LlmChunk, LlmRequest, LlmService, LlmUsage } from '../types.ts';
-import { engineError, httpEngineError, sseData } from './openai.ts';
+import { engineError, postJson, sseData } from './openai.ts';
 
 export interface AnthropicOptions {
   model: string;
@@ -84,19 +84,11 @@ export class AnthropicLlm implements LlmService {
     this.fetchImpl = o.fetch ?? fetch;
   }
 
-  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': this.o.version ?? '2023-06-01' };
+  private post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { 'anthropic-version': this.o.version ?? '2023-06-01' };
     if (this.o.apiKey) headers['x-api-key'] = this.o.apiKey;
-    const timeout = AbortSignal.timeout(this.o.connectTimeoutMs ?? 30_000);
-    let res: Response;
-    try {
-      res = await this.fetchImpl(`${this.o.baseUrl.replace(/\/+$/, '')}/v1/messages`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.any([signal, timeout]) });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw engineError(`anthropic LLM request failed: ${timeout.aborted ? 'timed out waiting for a response' : (err as Error).message}`, true, false);
-    }
-    if (!res.ok) throw httpEngineError('anthropic', res.status, await res.text().catch(() => ''));
-    return res;
+    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+    return postJson({ fetchImpl: this.fetchImpl, provider: 'anthropic', url, headers, body, signal, connectTimeoutMs: this.o.connectTimeoutMs });
   }
 
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {

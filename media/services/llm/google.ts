@@ -8,7 +8,7 @@
 // ($schema, additionalProperties) are dropped from tool parameters. Finish reasons are reported in the OpenAI
 // vocabulary (STOP → stop, or tool_calls when the reply called a function; MAX_TOKENS → length).
 import type { ChatMessage, LlmChunk, LlmRequest, LlmService, LlmUsage } from '../types.ts';
-import { engineError, sseData } from './openai.ts';
+import { engineError, postJson, sseData } from './openai.ts';
 
 export interface GoogleOptions {
   model: string;
@@ -102,19 +102,10 @@ export class GoogleLlm implements LlmService {
     return `${this.o.baseUrl.replace(/\/+$/, '')}/v1beta/models/${encodeURIComponent(this.model)}:${method}`;
   }
 
-  private async post(url: string, body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
+  private post(url: string, body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = {};
     if (this.o.apiKey) headers['x-goog-api-key'] = this.o.apiKey;
-    const timeout = AbortSignal.timeout(this.o.connectTimeoutMs ?? 30_000);
-    let res: Response;
-    try {
-      res = await this.fetchImpl(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.any([signal, timeout]) });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw engineError(`google LLM request failed: ${timeout.aborted ? 'timed out waiting for a response' : (err as Error).message}`, true, false);
-    }
-    if (!res.ok) throw googleHttpError(res.status, await res.text().catch(() => ''));
-    return res;
+    return postJson({ fetchImpl: this.fetchImpl, provider: 'google', url, headers, body, signal, connectTimeoutMs: this.o.connectTimeoutMs, httpError: googleHttpError });
   }
 
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {

@@ -34,6 +34,41 @@ export function httpEngineError(provider: string, status: number, body: string):
   return engineError(`${provider} LLM error ${status}: ${detail}`, retryable, fatal);
 }
 
+/**
+ * POST a JSON body to an LLM vendor. A network failure or the connect timeout becomes a retryable engine error;
+ * a non-2xx answer goes through `httpError` (default: httpEngineError). The caller's own abort is rethrown as is.
+ */
+export async function postJson(opts: {
+  fetchImpl: typeof fetch;
+  provider: string;
+  url: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  signal: AbortSignal;
+  connectTimeoutMs?: number;
+  httpError?: (status: number, body: string) => Error;
+}): Promise<Response> {
+  const timeout = AbortSignal.timeout(opts.connectTimeoutMs ?? 30_000);
+  let res: Response;
+  try {
+    res = await opts.fetchImpl(opts.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...opts.headers },
+      body: JSON.stringify(opts.body),
+      signal: AbortSignal.any([opts.signal, timeout]),
+    });
+  } catch (err) {
+    if (opts.signal.aborted) throw err;
+    const msg = timeout.aborted ? 'timed out waiting for a response' : (err as Error).message;
+    throw engineError(`${opts.provider} LLM request failed: ${msg}`, true, false);
+  }
+  if (!res.ok) {
+    const text = await res.text().catch(() => '');
+    throw (opts.httpError ?? ((status, b) => httpEngineError(opts.provider, status, b)))(res.status, text);
+  }
+  return res;
+}
+
 /** OpenAI reasoning models (GPT-5 family, o1/o3/o4): no temperature, max_completion_tokens instead of max_tokens. */
 export function isOpenAiReasoningModel(model: string): boolean {
   return /^(gpt-5|o\d)/.test(model);
@@ -128,23 +163,10 @@ export class OpenAiCompatLlm implements LlmService {
     return `${this.o.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   }
 
-  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+  private post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (this.o.apiKey) headers.authorization = `Bearer ${this.o.apiKey}`;
-    const timeout = AbortSignal.timeout(this.o.connectTimeoutMs ?? 30_000);
-    let res: Response;
-    try {
-      res = await this.fetchImpl(this.url(), { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.any([signal, timeout]) });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      const msg = timeout.aborted ? 'timed out waiting for a response' : (err as Error).message;
-      throw engineError(`${this.provider} LLM request failed: ${msg}`, true, false);
-    }
-    if (!res.ok) {
-      const text = await res.text().catch(() => '');
-      throw httpEngineError(this.provider, res.status, text);
-    }
-    return res;
+    return postJson({ fetchImpl: this.fetchImpl, provider: this.provider, url: this.url(), headers, body, signal, connectTimeoutMs: this.o.connectTimeoutMs });
   }
 
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
