@@ -10,6 +10,7 @@ import { createDb } from '../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../core/orgs.ts';
 import { startScratchDatabase } from '../scripts/infra.ts';
 import { startBenchServer } from './_server.ts';
+import { pct } from './_stats.ts';
 
 const ITER = Number(process.env.ITER ?? 500);
 const WARMUP = 50;
@@ -69,9 +70,7 @@ try {
       await fn(i);
       samples.push(performance.now() - t0);
     }
-    samples.sort((a, b) => a - b);
-    const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
-    return { name, p50: q(0.5), p99: q(0.99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+    return { name, p50: pct(samples, 50), p99: pct(samples, 99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
   }
 
   const healthz = await measure('GET /healthz (baseline: no auth, no db)', () => fetch(`${origin}/healthz`).then((r) => r.text()));

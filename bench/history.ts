@@ -15,6 +15,7 @@ import { createApiKey, setOrganizationLimits } from '../core/orgs.ts';
 import { agentNameMatches, countCalls, countableFromDaily, countQuery, listQuery } from '../core/calls/history.ts';
 import { startScratchDatabase } from '../scripts/infra.ts';
 import { startBenchServer } from './_server.ts';
+import { pct } from './_stats.ts';
 
 const ROWS = Number(process.env.ROWS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 100);
@@ -154,10 +155,6 @@ try {
     if (res.status !== 200 || !Array.isArray(body.items)) throw new Error(`GET /calls?${q} → ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
     return ms;
   }
-  const pct = (xs: number[], p: number) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-  };
   async function measure(iter: number) {
     const out: Array<{ name: string; p50: number; p95: number; total: number }> = [];
     for (const p of pages) {

@@ -22,6 +22,7 @@ import { documentKey } from '../core/documents/records.ts';
 import { searchKnowledge } from '../core/retrieval.ts';
 import { ingestOneDocument } from '../activities/ingestion.ts';
 import { startScratchDatabase } from '../scripts/infra.ts';
+import { pct } from './_stats.ts';
 
 const DOCS = Number(process.env.DOCS ?? 1000);
 const SECTIONS = Number(process.env.SECTIONS ?? 50);
@@ -64,10 +65,6 @@ const query = () => {
   const words = [zipf(NOUNS), pick(VERBS), zipf(ADJS)];
   if (rand() < 0.6) words.push(zipf(RARE));
   return `What does the ${words.join(' ')} mean for my ${zipf(NOUNS)}?`;
-};
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
 const scratch = await startScratchDatabase({ prefix: 'vas-bench-retrieval-' });

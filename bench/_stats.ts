@@ -1,0 +1,6 @@
+// Percentiles for every benchmark: nearest-rank (the smallest sample with at least p % of samples at or below it).
+export function pct(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
