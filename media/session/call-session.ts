@@ -22,10 +22,8 @@ import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
 
 export type EndedReason = 'user_hangup' | 'agent_hangup' | 'silence_timeout' | 'max_duration' | 'pipeline_error' | 'cancelled' | 'unknown';
 
-export interface Transport {
-  sendAudio(pcm24k: Int16Array): void;
-  sendEvent(event: Record<string, unknown>): void;
-}
+import type { Transport } from '../transports/types.ts';
+export type { Transport } from '../transports/types.ts';
 
 export type TranscriptEntry =
   | { role: 'user'; content: string; timestamp: string }
@@ -387,7 +385,10 @@ export class CallSession {
       if (s.state === 'speaking') cut = true;
       this.cut(s, 'user');
     }
-    if (cut) interruptionsTotal.inc({ by: 'user' });
+    if (cut) {
+      interruptionsTotal.inc({ by: 'user' });
+      this.o.transport.clearAudio?.();
+    }
     return cut;
   }
 

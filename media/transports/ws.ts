@@ -1,16 +1,29 @@
 // WebSocket audio transport (spec "WebSocket audio protocol"): binary s16le 16 kHz mono in, binary s16le 24 kHz
 // mono out (already paced), JSON text events out.
 import type { WebSocket } from 'ws';
-import type { Transport } from '../session/call-session.ts';
+import type { CloseKind, LiveTransport } from './types.ts';
 
-export class WsTransport implements Transport {
+export class WsTransport implements LiveTransport {
+  readonly kind = 'websocket';
   private carry: number | null = null;
   /** frames dropped because the client stopped reading (bufferedAmount over the limit) */
   dropped = 0;
+  /** caller audio that arrived before onAudio was registered (bounded) */
+  private early: Int16Array[] | null = [];
+  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
+
   constructor(
     private readonly ws: WebSocket,
     private readonly maxBufferedBytes = 256 * 1024,
-  ) {}
+  ) {
+    // listen from the first moment, so audio sent while the call is being claimed is not lost
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) return; // the protocol has no client text messages
+      const pcm = this.decode(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer));
+      if (this.audioCb) this.audioCb(pcm);
+      else if (this.early && this.early.length < 500) this.early.push(pcm);
+    });
+  }
 
   get open(): boolean {
     return this.ws.readyState === this.ws.OPEN;
@@ -29,7 +42,24 @@ export class WsTransport implements Transport {
     if (this.open) this.ws.send(JSON.stringify(event));
   }
 
-  close(code: number, reason?: string): void {
+  onAudio(cb: (pcm16k: Int16Array) => void): void {
+    this.audioCb = cb;
+    for (const pcm of this.early ?? []) cb(pcm);
+    this.early = null;
+  }
+
+  onClose(cb: () => void): void {
+    this.ws.on('close', cb);
+  }
+
+  /** 1000 when the call ended, 1011 on a pipeline error or a call that could not start. */
+  close(kind: CloseKind, reason?: string): void {
+    const code = kind === 'normal' ? 1000 : 1011;
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
+  }
+
+  /** Close with an explicit code (handshake-time rejections of the WebSocket protocol). */
+  closeWith(code: number, reason: string): void {
     if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
   }
 

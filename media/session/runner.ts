@@ -1,0 +1,174 @@
+// The call runner: runs one claimed-or-pending call row on any LiveTransport (WebSocket, WebRTC, carrier stream).
+// It claims the row (pending → active), builds the session (engines, tools, noise gate), starts the pipeline,
+// sends call.started, and on the end writes the row, stores the recording, closes the transport, sends
+// call.ended and hands off to the post-call workflow. Transports only convert audio and events; everything a
+// call does with the database and webhooks happens here, once for every transport.
+import type { Logger } from '../../core/logger.ts';
+import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
+import type { EngineFactory, MediaDeps } from '../deps.ts';
+import { createNoiseGate } from '../noise/index.ts';
+import { activeCallsGauge } from '../pipeline/metrics.ts';
+import { createEngines } from '../services/index.ts';
+import { buildToolSet } from '../tools/runtime.ts';
+import type { LiveTransport } from '../transports/types.ts';
+import { createVad } from '../vad/index.ts';
+import { CallSession, type SessionOptions, type SessionResult } from './call-session.ts';
+import { parseCallConfig, type CallConfig } from './config.ts';
+import {
+  cancelCallRow,
+  claimCall,
+  endedPayload,
+  finishCallRow,
+  handOffPostCall,
+  sendLifecycleWebhook,
+  startedPayload,
+  storeRecording,
+  type CallRow,
+} from './lifecycle.ts';
+
+/** Per-call extras a transport family contributes (telephony: transfer hooks, voicemail detection, …). */
+export interface RunOptions {
+  /** Row already claimed (status active) by the caller; the runner then skips its own claim. */
+  claimed?: boolean;
+  /** Extra session options (e.g. hooks a carrier needs); merged over the runner's. */
+  session?: Partial<Pick<SessionOptions, 'holdMusicMs'>> & Record<string, unknown>;
+  /** Called after the row is finished and before call.ended is sent (carrier hang-up, …). */
+  onFinished?(row: CallRow, result: SessionResult): Promise<void>;
+}
+
+export interface CallRunner {
+  /** Run the call to its end. Resolves once the pipeline started (or the call could not start). */
+  run(transport: LiveTransport, pending: CallRow, opts?: RunOptions): Promise<CallSession | null>;
+  readonly live: ReadonlySet<CallSession>;
+}
+
+export function createCallRunner(deps: MediaDeps): CallRunner {
+  const { logger } = deps;
+  const live = new Set<CallSession>();
+  const engineFactory: EngineFactory = deps.engines ?? defaultEngines;
+
+  async function run(transport: LiveTransport, pending: CallRow, opts: RunOptions = {}): Promise<CallSession | null> {
+    const early: Int16Array[] = [];
+    let session: CallSession | null = null;
+    let clientGone = false;
+    transport.onAudio((pcm) => {
+      if (session) session.pushAudio(pcm);
+      else if (early.length < 500) early.push(pcm);
+    });
+    transport.onClose(() => {
+      clientGone = true;
+      if (session) void session.end('user_hangup');
+    });
+
+    const row = opts.claimed ? pending : await claimCall(deps.db, pending.id, pending.organization_id);
+    if (!row) {
+      transport.close('refused', 'Call not available');
+      return null;
+    }
+    const log = logger.child({ callId: row.id, transport: transport.kind });
+    let startedHook: Promise<void> = Promise.resolve();
+    let built: CallSession | null = null;
+    try {
+      const config = parseCallConfig(row.config_snapshot);
+      built = await buildSession(row, config, transport, log, opts, async (result) => {
+        if (built) live.delete(built);
+        activeCallsGauge.set(live.size);
+        await finishLive(row, result, transport, startedHook, opts);
+      });
+      if (clientGone) throw new Error('client disconnected before the pipeline started');
+      await built.start();
+      if (clientGone) {
+        // the caller hung up while the engines were opening: the pipeline did start, it ends as a hang-up
+        live.add(built);
+        session = built;
+        await built.end('user_hangup');
+        return built;
+      }
+      session = built;
+      live.add(built);
+      activeCallsGauge.set(live.size);
+      startedHook = sendLifecycleWebhook(deps, row, startedPayload(row, row.started_at ?? new Date().toISOString()));
+      for (const pcm of early.splice(0)) built.pushAudio(pcm);
+      return built;
+    } catch (err) {
+      if (session) return session; // started; the session's own end handling runs
+      await built?.abandon();
+      log.warn({ err }, 'call could not start: cancelled');
+      const f = await cancelCallRow(deps.db, row.id, (err as Error).message ?? String(err));
+      transport.sendEvent({ type: 'error', message: `Call could not start: ${(err as Error).message ?? String(err)}` });
+      transport.close('refused', 'Call could not start');
+      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f));
+      return null;
+    }
+  }
+
+  async function buildSession(
+    row: CallRow,
+    config: CallConfig,
+    transport: LiveTransport,
+    log: Logger,
+    opts: RunOptions,
+    onEnd: (r: SessionResult) => Promise<void>,
+  ): Promise<CallSession> {
+    const callVars = (row.context_variables && typeof row.context_variables === 'object' ? row.context_variables : {}) as Record<string, string>;
+    const vars: Record<string, string> = {
+      ...config.contextVariables,
+      ...callVars,
+      user_number: row.customer_number ?? '',
+      agent_number: row.platform_number ?? '',
+    };
+    const systemPrompt = config.systemPrompt.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (m, k: string) => vars[k] ?? m);
+    const [{ engines, vad }, tools, denoiser] = await Promise.all([
+      engineFactory({ callId: row.id, config, appConfig: deps.config }),
+      buildToolSet(
+        {
+          db: deps.db,
+          orgId: row.organization_id,
+          callId: row.id,
+          transport: row.transport,
+          contextVariables: vars,
+          policy: policyFromConfig(deps.config),
+          logger: log,
+          searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
+        },
+        config.tools,
+      ),
+      config.noiseGate.enabled ? createNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : Promise.resolve(null),
+    ]);
+    return new CallSession({
+      callId: row.id,
+      config,
+      systemPrompt,
+      engines,
+      vad,
+      denoiser,
+      tools,
+      transport,
+      logger,
+      ...(deps.clock ? { clock: deps.clock } : {}),
+      ...(deps.holdMusicMs ? { holdMusicMs: deps.holdMusicMs } : {}),
+      ...(opts.session ?? {}),
+      onEnd,
+    });
+  }
+
+  async function finishLive(row: CallRow, result: SessionResult, transport: LiveTransport, startedHook: Promise<void>, opts: RunOptions): Promise<void> {
+    const f = await finishCallRow(deps.db, row, result);
+    await storeRecording(deps, row.id, result.recording.toWav());
+    transport.close(result.reason === 'pipeline_error' ? 'error' : 'normal', result.reason === 'pipeline_error' ? 'Internal error' : undefined);
+    if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => logger.warn({ err, callId: row.id }, 'call finish hook failed'));
+    await startedHook;
+    await sendLifecycleWebhook(deps, row, endedPayload(row, result.reason, 'completed', f));
+    await handOffPostCall(deps, row);
+  }
+
+  return { run, live };
+}
+
+// ── default engines: media/services (one adapter per vendor, `local` engines) + the Silero VAD ───────────
+const defaultEngines: EngineFactory = async ({ config, appConfig }) => {
+  const engines = createEngines(appConfig, config);
+  const vad = await createVad();
+  return { engines, vad };
+};
