@@ -12,6 +12,7 @@ import {
   loadAgent,
   mergePatch,
   resolveSnapshot,
+  savedToolRefs,
   validateAgentConfig,
   type AgentRow,
   type ValidateResult,
@@ -155,7 +156,8 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
         SELECT ${AGENT_COLUMNS} FROM agents WHERE uuid = ${uuid} AND organization_id = ${org} AND status = 'active' FOR UPDATE`);
       if (!current) throw new HttpError(404, AGENT_NOT_FOUND);
       const merged = mergePatch(current.config, rest);
-      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy });
+      // Tools the agent already references stay usable when archived; only newly added ones must be active.
+      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config) });
       if (!r.ok) throw invalidConfig(resultItems(r));
       return trx.one(sql.type(agentRow)`
         UPDATE agents SET config = ${sql.jsonb(r.config as never)}, name = ${r.config.name}, updated_at = now()
@@ -182,7 +184,8 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
     const body = parseOr422(z.object({ name: z.string().min(1).max(120).optional() }).nullable(), ctx.request.body ?? null) ?? {};
     const base = source.config as Record<string, unknown>;
     const name = body.name ?? `${source.name} (copy)`.slice(0, 120);
-    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy });
+    // The copy references what its source already references (archived saved tools included).
+    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy, referencedTools: savedToolRefs(base) });
     if (!r.ok) throw invalidConfig(resultItems(r));
     const row = await db.one(sql.type(agentRow)`
       INSERT INTO agents (organization_id, name, config, webhook_secret)

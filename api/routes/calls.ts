@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { loadAgent, resolveSnapshot, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
+import { loadAgent, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
 import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
@@ -139,7 +139,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       callVariables,
       builtins: { userNumber: null, agentNumber: null },
     });
-    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true });
+    // The config was accepted already (saved, or validated moments ago): its saved tools stay usable if archived.
+    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config) });
     if (!checked.ok) {
       return { ok: false as const, items: checked.kind === 'schema' ? checked.items : [{ type: 'value_error', path: checked.path, msg: checked.message, input: null }] };
     }

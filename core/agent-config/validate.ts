@@ -27,6 +27,17 @@ export interface ValidateContext {
    * still usable; POST /call with agentId). Language support is then checked only for models the catalog knows.
    */
   partialModelCheck?: boolean;
+  /**
+   * Saved tool UUIDs the agent already references (its stored config). These stay usable after the tool is
+   * archived (spec: "agents referencing it keep working"); only newly adding an archived tool is refused.
+   */
+  referencedTools?: readonly unknown[];
+}
+
+/** The saved-tool references (UUID strings) of a stored config's `tools`, for `ValidateContext.referencedTools`. */
+export function savedToolRefs(config: unknown): string[] {
+  const tools = config && typeof config === 'object' ? (config as { tools?: unknown }).tools : undefined;
+  return Array.isArray(tools) ? tools.filter((t): t is string => typeof t === 'string') : [];
 }
 
 
@@ -125,6 +136,7 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
   // Function names the LLM sees must be unique across inline tools and saved references (inline-only duplicates
   // were already reported by the schema); the later entry is reported.
   const names = new Map<string, number>();
+  const alreadyReferenced = new Set((ctx.referencedTools ?? []).filter((t): t is string => typeof t === 'string').map((t) => t.toLowerCase()));
   c.tools.forEach((t, i) => {
     let fn: string;
     if (typeof t === 'string') {
@@ -133,7 +145,7 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
         items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' not found`, input: t });
         return;
       }
-      if (row.status !== 'active') {
+      if (row.status !== 'active' && !alreadyReferenced.has(t.toLowerCase())) {
         items.push({ type: 'value_error', path: ['tools', i], msg: `Saved tool '${t}' is archived`, input: t });
         return;
       }
