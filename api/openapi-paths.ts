@@ -88,9 +88,9 @@ registerOpenApiPaths({
       responses: {
         200: ok({ type: 'object', properties: { callId: str, audioUrl: str, transport: { const: 'websocket' }, status: { const: 'pending' } } }, 'WebSocket call created'),
         201: ok({ type: 'object', properties: { callId: str, offerUrl: str, transport: { const: 'webrtc' }, status: { const: 'pending' } } }, 'WebRTC call created'),
-        400: err('Validation failed ({error, details}) or a business rule (string)'), 402: err('Monthly quota (string) or insufficient balance (object)'),
+        400: err("Validation failed ({error, details}), a business rule (string), or a provider credential not set on this install (string, e.g. \"llm provider 'openai' needs OPENAI_API_KEY\")"), 402: err('Monthly quota (string) or insufficient balance (object)'),
         403: err('Other wallet reason'), 422: err('Model not in the catalog (string)'), 429: err('Concurrency gate (object) or request rate (string)'),
-        501: err('Telephony operation not available on this install'),
+        501: err("A provider without an adapter on this install (string, e.g. \"stt provider 'deepgram' is not implemented on this install\"), or a telephony operation not available yet"),
       },
     },
   },
@@ -110,7 +110,7 @@ registerOpenApiPaths({
     get: { tags: ['Calls'], summary: 'One call with configSnapshot, logs, transcript, recording, usage, summary', parameters: [{ name: 'callId', in: 'path', required: true, schema: str }], responses: { 200: ok(callListItem), 404: err("'Call not found'") } },
   },
   '/agents/{agent_uuid}/test-call': {
-    post: { tags: ['Calls'], summary: 'Dashboard test call for a saved agent (WebRTC)', parameters: [{ name: 'agent_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', properties: { contextVariables: nullable({ type: 'object', additionalProperties: str }), telephonySim: { type: 'boolean', default: false } } } } } }, responses: { 200: ok({ type: 'object', properties: { callId: str, offerUrl: str, status: { const: 'pending' }, agentName: str } }), 402: err('Insufficient balance'), 403: err('Other wallet reason'), 404: err("'Agent not found'") } },
+    post: { tags: ['Calls'], summary: 'Dashboard test call for a saved agent (WebRTC)', parameters: [{ name: 'agent_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', properties: { contextVariables: nullable({ type: 'object', additionalProperties: str }), telephonySim: { type: 'boolean', default: false } } } } } }, responses: { 200: ok({ type: 'object', properties: { callId: str, offerUrl: str, status: { const: 'pending' }, agentName: str } }), 400: err('A provider credential not set on this install (string naming the variable), or the resolved snapshot fails validation'), 402: err('Insufficient balance'), 403: err('Other wallet reason'), 404: err("'Agent not found'"), 501: err('A provider without an adapter on this install (string naming provider and family)') } },
   },
   '/wallet/dashboard/usage-summary': usagePath,
   '/organizations/reports/usage-summary': usagePath,

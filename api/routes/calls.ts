@@ -1,6 +1,7 @@
 // Calls: POST /call (WebSocket and WebRTC; telephony body rules), GET /calls (history), GET /calls/{callId},
 // POST /agents/{uuid}/test-call. Every call start runs the gates of core/calls/gates.ts; every authenticated
-// request rejected before the pipeline starts leaves a rejected call row (core/calls/rows.ts).
+// request rejected before the pipeline starts leaves a rejected call row (core/calls/rows.ts), including a call on
+// a provider this install cannot run (core/providers.ts: 501 provider_not_supported / 400 missing_credentials).
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
@@ -17,6 +18,7 @@ import {
 } from '../../core/calls/request.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
+import { checkAgentProviders } from '../../core/providers.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -216,6 +218,11 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       agentConfig = checked.config;
     }
 
+    // A provider this install cannot run (no adapter: 501; credential unset: 400) is refused here, before a pending
+    // row could take a concurrency slot, on every transport.
+    const runnable = checkAgentProviders(config, agentConfig);
+    if (!runnable.ok) return reject(ctx, rejectedRow(), runnable.reason, runnable.status, runnable.detail);
+
     if (body.type) {
       // The telephony branches (dial, inbound registration) are not wired yet: the body rules above are enforced,
       // the operation itself answers 501 naming it.
@@ -267,6 +274,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     const agent = isUuid(uuid) ? await loadAgent(db, orgId, uuid.toLowerCase()) : null;
     if (!agent) return reject(ctx, row(null), 'agent_not_found', 404, 'Agent not found');
     const ref = { id: agent.id, uuid: agent.uuid, name: agent.name };
+    const runnable = checkAgentProviders(config, agent.config);
+    if (!runnable.ok) return reject(ctx, row(ref), runnable.reason, runnable.status, runnable.detail);
     const snapshot = await frozenSnapshot(orgId, agent.config, body.contextVariables ?? null);
     if (!snapshot.ok) return reject(ctx, row(ref), 'snapshot_validation', 400, callValidationError(snapshot.items));
     const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot });

@@ -1,7 +1,8 @@
-// Engine registry: provider id → factory, per family. The pipeline asks for one call's engines with
-// createEngines(config, agent); a provider id without an adapter on this install throws
-// `provider '<id>' is not available on this install` (the session turns that into an `error` event and ends the
-// call). Tests and benchmarks pass `overrides` to replace or add factories.
+// Engine factories: provider id → factory, per family. Which ids have an adapter is decided by the one registry
+// core/providers.ts (the api reads it too, to refuse a call up front); a factory is used only for an id listed
+// there. The pipeline asks for one call's engines with createEngines(config, agent); a provider id without an
+// adapter on this install throws `provider '<id>' is not available on this install` (the session turns that into
+// an `error` event and ends the call). Tests and benchmarks pass `overrides` to replace or add factories.
 //
 // Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
 // (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
@@ -9,6 +10,7 @@
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
 import { llmEntry } from '../../core/catalog.ts';
+import { hasAdapter } from '../../core/providers.ts';
 import { OpenAiCompatLlm } from './llm/openai.ts';
 import { AnthropicLlm } from './llm/anthropic.ts';
 import { GoogleLlm } from './llm/google.ts';
@@ -86,7 +88,7 @@ export const defaultFactories: EngineFactories = {
 export function createEngines(config: Config, agent: EngineAgentConfig, overrides?: Partial<EngineFactories>): Engines {
   const ctx: EngineContext = { config, agent };
   const pick = <F extends 'llm' | 'stt' | 'tts'>(family: F, id: string): EngineFactories[F][string] => {
-    const f = overrides?.[family]?.[id] ?? defaultFactories[family][id];
+    const f = overrides?.[family]?.[id] ?? (hasAdapter(family, id) ? defaultFactories[family][id] : undefined);
     if (!f) throw new EngineUnavailableError(family, id);
     return f as EngineFactories[F][string];
   };

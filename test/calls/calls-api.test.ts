@@ -10,7 +10,8 @@ import { rowById, rowsOf } from './helpers.ts';
 
 let s: TestServer;
 test.before(async () => {
-  s = await startTestServer({ temporal: false });
+  // Calls are admitted only on providers this install can run (core/providers.ts): the LLM needs its key.
+  s = await startTestServer({ temporal: false, env: { OPENAI_API_KEY: 'sk-calls-api-test' } });
 });
 test.after.always(async () => {
   await s?.close();
@@ -19,8 +20,8 @@ test.after.always(async () => {
 const inline = (extra: Record<string, unknown> = {}) => ({
   name: 'Inline Helper',
   llm: { provider: 'openai', model: 'gpt-4.1-mini' },
-  stt: { provider: 'deepgram' },
-  tts: { provider: 'elevenlabs' },
+  stt: { provider: 'local' },
+  tts: { provider: 'local' },
   ...extra,
 });
 
