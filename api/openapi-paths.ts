@@ -87,7 +87,7 @@ registerOpenApiPaths({
       requestBody: body(callEnvelope),
       responses: {
         200: ok({ type: 'object', properties: { callId: str, audioUrl: str, transport: { const: 'websocket' }, status: { const: 'pending' } } }, 'WebSocket call created'),
-        201: ok({ type: 'object', properties: { callId: str, offerUrl: str, transport: { const: 'webrtc' }, status: { const: 'pending' } } }, 'WebRTC call created'),
+        201: ok({ type: 'object', properties: { callId: str, offerUrl: str, transport: { const: 'webrtc' }, status: { const: 'pending' } } }, 'WebRTC call created (stored with transport and callSource webrtc, like test calls)'),
         400: err("Validation failed ({error, details}), a business rule (string), or a provider credential not set on this install (string, e.g. \"llm provider 'openai' needs OPENAI_API_KEY\")"), 402: err('Monthly quota (string) or insufficient balance (object)'),
         403: err('Other wallet reason'), 422: err('Model not in the catalog (string)'), 429: err('Concurrency gate (object) or request rate (string)'),
         501: err("A provider without an adapter on this install (string, e.g. \"stt provider 'deepgram' is not implemented on this install\"), or a telephony operation not available yet"),
@@ -99,7 +99,7 @@ registerOpenApiPaths({
       tags: ['Calls'], summary: 'Call history',
       parameters: [...page,
         q('sort_by', 'ended_at (default; NULLs last), created_at, duration_seconds, cost', { enum: ['ended_at', 'created_at', 'duration_seconds', 'cost'] }),
-        q('sort_order', 'default desc', { enum: ['asc', 'desc'] }), q('call_id', 'exact match'), q('transport', 'csv'), q('status', 'csv'),
+        q('sort_order', 'default desc', { enum: ['asc', 'desc'] }), q('call_id', 'exact match'), q('transport', 'csv of outbound, inbound, webrtc, websocket, web; web and webrtc each match every browser WebRTC call (POST /call transport=webrtc and test calls are stored as webrtc; older rows as web)'), q('status', 'csv'),
         q('connection_status', 'csv'), q('ended_reason', 'csv'), q('agent_id', 'agent UUID'), q('agent_name', 'case-insensitive substring of the name captured at creation'),
         q('tag', 'csv, any of (OR)'), q('campaign_id', 'int', int), q('phone_number', 'E.164; from or to'), q('telephony_provider', 'carrier id'),
         q('from_date', 'created_at >= (ISO 8601)', ts), q('to_date', 'created_at <= (ISO 8601)', ts), q('call_source', 'csv')],

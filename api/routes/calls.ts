@@ -10,7 +10,7 @@ import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
 import {
-  CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
+  BROWSER_WEBRTC, CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
   type RejectReason,
 } from '../../core/calls/model.ts';
 import {
@@ -240,8 +240,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     const webrtc = body.transport === 'webrtc';
     const admission = await admitCall(gateDeps, {
       organizationId: orgId,
-      transport: webrtc ? 'web' : 'websocket',
-      callSource: webrtc ? 'webrtc' : 'websocket',
+      ...(webrtc ? BROWSER_WEBRTC : { transport: 'websocket', callSource: 'websocket' }),
       tags: ['api', 'webcall'],
       agent: agentRef,
       configSnapshot: snapshot.config,
@@ -263,8 +262,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     const body = parseOr422(testCallBody, raw);
     const row = (agent: CallAgentRef | null): Omit<NewCall, 'logs'> => ({
       organizationId: orgId,
-      transport: 'webrtc',
-      callSource: 'webrtc',
+      ...BROWSER_WEBRTC,
       tags: ['webcall', 'test_call'],
       agent,
       configSnapshot: scrubCredentials({ agentId: uuid, ...(typeof raw === 'object' && raw ? raw : {}) }),

@@ -2,7 +2,7 @@
 // Indexes serving these queries: migrations 0002 and 0020 (see bench/history.ts for the million-row figures).
 import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
-import { callDetailRow, callListRow, listColumns, type CallDetailRow, type CallListRow } from './model.ts';
+import { callDetailRow, callListRow, listColumns, transportFilter, type CallDetailRow, type CallListRow } from './model.ts';
 
 export const SORT_COLUMNS = ['ended_at', 'created_at', 'duration_seconds', 'cost'] as const;
 export type SortColumn = (typeof SORT_COLUMNS)[number];
@@ -51,7 +51,7 @@ function conditions(orgId: string, f: CallFilter) {
     // An exact match on an id that is not a UUID can match nothing.
     where.push(isUuid(f.callId) ? sql.fragment`id = ${f.callId}` : sql.fragment`false`);
   }
-  anyOf('transport', f.transport);
+  anyOf('transport', f.transport && transportFilter(f.transport));
   anyOf('status', f.status);
   anyOf('connection_status', f.connectionStatus);
   anyOf('ended_reason', f.endedReason);

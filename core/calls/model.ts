@@ -30,6 +30,21 @@ export type RejectReason =
   | 'concurrency_limit_reached' | 'insufficient_balance' | 'wallet_rejected' | 'org_not_found' | 'quota_exceeded'
   | 'credentials_invalid' | 'inbound_invalid' | 'provider_not_supported' | 'missing_credentials';
 
+/**
+ * Browser WebRTC calls, whichever endpoint created them (`POST /call` with transport=webrtc, the dashboard test
+ * call), are stored with transport `webrtc` and callSource `webrtc`. Rows written earlier with transport `web`
+ * are the same kind of call: the history filter treats `web` and `webrtc` as one value (see transportFilter).
+ */
+export const BROWSER_WEBRTC = { transport: 'webrtc', callSource: 'webrtc' } as const satisfies { transport: Transport; callSource: CallSource };
+export const BROWSER_WEBRTC_LABELS: readonly Transport[] = ['webrtc', 'web'];
+
+/** The stored transport values a `transport` filter matches: `web` and `webrtc` each match both. */
+export function transportFilter(values: readonly string[]): string[] {
+  const out = new Set(values);
+  if (values.some((v) => (BROWSER_WEBRTC_LABELS as readonly string[]).includes(v))) for (const l of BROWSER_WEBRTC_LABELS) out.add(l);
+  return [...out];
+}
+
 /** Web transports whose pending rows expire when nobody joins. */
 export const WEB_TRANSPORTS: readonly Transport[] = ['websocket', 'webrtc', 'web'];
 

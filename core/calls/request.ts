@@ -8,7 +8,7 @@
 //      unknown callConfig.provider                → 400 "unknown_provider: <name>"
 import { z } from 'zod';
 import { zodToItems, type ValidationItem } from '../validation.ts';
-import type { CallSource, Transport } from './model.ts';
+import { BROWSER_WEBRTC, type CallSource, type Transport } from './model.ts';
 
 /** Carrier ids accepted in callConfig.provider (providers.md); smartflo is the streaming-native carrier. */
 export const CARRIERS = ['twilio', 'plivo', 'telnyx', 'vonage', 'exotel', 'smartflo'] as const;
@@ -50,7 +50,7 @@ export function classifyRequest(raw: unknown): { transport: Transport; callSourc
   const o = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
   if (o.type === 'outbound') return { transport: 'outbound', callSource: 'api_outbound', tags: ['api', 'outbound'] };
   if (o.type === 'inbound') return { transport: 'inbound', callSource: 'api_inbound', tags: ['api', 'inbound'] };
-  if (o.transport === 'webrtc') return { transport: 'web', callSource: 'webrtc', tags: ['api', 'webcall'] };
+  if (o.transport === 'webrtc') return { ...BROWSER_WEBRTC, tags: ['api', 'webcall'] };
   return { transport: 'websocket', callSource: 'websocket', tags: ['api', 'webcall'] };
 }
 

@@ -62,13 +62,13 @@ test('WebSocket call with an inline agent: pending row with the frozen resolved 
   t.deepEqual(row.context_variables, { customer: 'Asha' });
 });
 
-test('WebRTC call: 201 with offerUrl, stored with transport web and call source webrtc', async (t) => {
+test('WebRTC call: 201 with offerUrl, stored with transport webrtc and call source webrtc (like test calls)', async (t) => {
   const { apiKey } = await s.createOrg();
   const r = await s.request('POST', '/call', { key: apiKey, body: { transport: 'webrtc', agent: inline() } });
   t.is(r.status, 201);
   t.deepEqual(r.body, { callId: r.body.callId, offerUrl: `${s.baseUrl}/webrtc/offer/${r.body.callId}`, transport: 'webrtc', status: 'pending' });
   const row = await rowById(s.db, r.body.callId);
-  t.like(row, { transport: 'web', call_source: 'webrtc', status: 'pending' });
+  t.like(row, { transport: 'webrtc', call_source: 'webrtc', status: 'pending' });
   const list = await s.request('GET', '/calls?transport=web', { key: apiKey });
   t.deepEqual(list.body.items.map((i: { callId: string }) => i.callId), [r.body.callId]);
 });
@@ -260,7 +260,7 @@ test('gates over HTTP: wallet 402 object, quota 402 string, both persisted as re
   t.is(q.status, 402);
   t.is(typeof q.body.detail, 'string');
   t.regex(q.body.detail, /monthly call minutes quota/);
-  t.like(await onlyRejected(capped.orgId), { connection_status: 'quota_exceeded', transport: 'web' });
+  t.like(await onlyRejected(capped.orgId), { connection_status: 'quota_exceeded', transport: 'webrtc' });
 });
 
 test('concurrency over HTTP: ceiling 5, 100 simultaneous POST /call → exactly 5 admitted, 95 × 429', async (t) => {

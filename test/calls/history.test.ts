@@ -128,7 +128,7 @@ test('call_id exact match; unknown or malformed ids match nothing', async (t) =>
 test('csv filters: transport, status, connection_status (incl. telephony_ passthrough), ended_reason, call_source', async (t) => {
   t.deepEqual(setOf((await list('transport=outbound')).items), ['c1', 'c5']);
   t.deepEqual(setOf((await list('transport=web,webrtc')).items), ['c4', 'c6']);
-  t.deepEqual(setOf((await list('transport=web&transport=inbound')).items), ['c2', 'c4'], 'repeated parameters join');
+  t.deepEqual(setOf((await list('transport=webrtc&transport=inbound')).items), ['c2', 'c4', 'c6'], 'repeated parameters join; web and webrtc are one kind of call');
   t.deepEqual(setOf((await list('status=completed,active')).items), ['c1', 'c2', 'c3']);
   t.deepEqual(setOf((await list('connection_status=telephony_failed_soft,concurrency_limit_reached')).items), ['c4', 'c5']);
   t.deepEqual(setOf((await list('ended_reason=pipeline_error,agent_hangup')).items), ['c2', 'c6']);

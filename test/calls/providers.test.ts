@@ -74,7 +74,7 @@ test('POST /call on a provider without an adapter: 501 naming provider and famil
     t.like(r, { status: 'error', connection_status: 'provider_not_supported', ended_reason: null });
     t.true(r.tags.includes('rejected'));
   }
-  t.deepEqual(rows.map((r) => r.transport), ['websocket', 'web', 'outbound', 'inbound']);
+  t.deepEqual(rows.map((r) => r.transport), ['websocket', 'webrtc', 'outbound', 'inbound']);
   t.deepEqual(rows[0]!.logs.validation_error, NO_DEEPGRAM);
 
   // The refusals took no slot: the single slot is still free for a call that can run …
