@@ -1,6 +1,8 @@
 // Lifecycle webhook sender shared by media and the worker (spec "Lifecycle webhooks"): POST JSON, the agent's
-// headers, then `X-Service-Signature` = hex HMAC-SHA256 over the exact bytes sent (a custom header of that name is
-// overwritten). One attempt, 10 s timeout, no retries; 4xx/5xx/timeouts/refused targets are warnings, never throws.
+// headers, then — only when the event is signed (the agent has a webhookSecret) — `X-Service-Signature` = hex
+// HMAC-SHA256 over the exact bytes sent, overwriting a custom header of that name. Unsigned events carry the
+// agent's own `X-Service-Signature` header as configured. One attempt, 10 s timeout, no retries;
+// 4xx/5xx/timeouts/refused targets are warnings, never throws.
 import { createHmac } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
@@ -19,8 +21,8 @@ const deliveries = new prom.Counter({
 });
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
-/** Headers the sender controls; an agent's values for these are dropped. */
-const RESERVED = new Set(['content-type', 'content-length', 'host', 'connection', 'transfer-encoding', SIGNATURE_HEADER.toLowerCase()]);
+/** Headers the sender controls; an agent's values for these are dropped (the signature header only when signing). */
+const RESERVED = new Set(['content-type', 'content-length', 'host', 'connection', 'transfer-encoding']);
 
 export function signBody(secret: string, raw: Buffer | string): string {
   return createHmac('sha256', secret).update(raw).digest('hex');
@@ -44,8 +46,10 @@ export async function sendWebhook(opts: {
 }): Promise<WebhookResult> {
   const raw = Buffer.from(JSON.stringify(opts.payload), 'utf8');
   const headers: Record<string, string> = {};
+  const signing = !!opts.secret;
   for (const [name, value] of Object.entries(opts.headers ?? {})) {
-    if (typeof value !== 'string' || RESERVED.has(name.toLowerCase())) continue;
+    const lower = name.toLowerCase();
+    if (typeof value !== 'string' || RESERVED.has(lower) || (signing && lower === SIGNATURE_HEADER.toLowerCase())) continue;
     headers[name] = value;
   }
   headers['Content-Type'] = 'application/json';

@@ -54,12 +54,24 @@ test('POST JSON with agent headers; X-Service-Signature over the exact body over
   t.deepEqual(warnings, []);
 });
 
-test('no secret → unsigned', async (t) => {
+test('no secret → unsigned; a custom X-Service-Signature header is sent as the agent configured it', async (t) => {
   const r = await startReceiver();
   t.teardown(() => r.close());
-  const res = await sendWebhook({ url: r.url, headers: { 'x-service-signature': 'custom' }, secret: null, payload: { event: 'call.ended' }, policy: allowLocal, logger: captureLogger().logger });
+  const res = await sendWebhook({ url: r.url, headers: { 'X-Service-Signature': 'custom', 'X-Team': 'blue' }, secret: null, payload: { event: 'call.ended' }, policy: allowLocal, logger: captureLogger().logger });
   t.true(res.ok);
-  t.is(r.events[0]!.headers['x-service-signature'], undefined);
+  t.is(r.events[0]!.headers['x-service-signature'], 'custom');
+  t.is(r.events[0]!.headers['x-team'], 'blue');
+  const plain = await sendWebhook({ url: r.url, headers: {}, secret: null, payload: { event: 'call.ended' }, policy: allowLocal, logger: captureLogger().logger });
+  t.true(plain.ok);
+  t.is(r.events[1]!.headers['x-service-signature'], undefined, 'no header at all when neither signed nor configured');
+});
+
+test('signed: exactly one X-Service-Signature header, whatever case the custom one used', async (t) => {
+  const r = await startReceiver();
+  t.teardown(() => r.close());
+  await sendWebhook({ url: r.url, headers: { 'x-service-signature': 'one', 'X-Service-Signature': 'two' }, secret: 'k', payload: { event: 'call.ended' }, policy: allowLocal, logger: captureLogger().logger });
+  const e = r.events[0]!;
+  t.is(e.headers['x-service-signature'], signBody('k', e.raw));
 });
 
 test('4xx/5xx: one attempt, a warning, no throw', async (t) => {
