@@ -268,7 +268,8 @@ export class CallSession {
       if (this.llmUsage.cacheCreation) usage.llm.cache_creation_tokens = this.llmUsage.cacheCreation;
     }
     if (this.ttsChars > 0) usage.tts = { provider: tts.provider, model: tts.model, characters: this.ttsChars };
-    usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
+    // A service that emitted no metrics is absent (spec "usage"): STT counts only once caller audio reached it.
+    if (this.stt.samples > 0) usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
     const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
     try {
       await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder });

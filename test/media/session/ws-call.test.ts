@@ -135,6 +135,19 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
   }
 });
 
+test('usage: a service that emitted no metrics is absent (no stt entry when no caller audio reached STT, no llm entry without LLM usage)', async (t) => {
+  const name = book.add({ llm: [] });
+  const { callId, caller } = await call(agentConfig({ name }));
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?');
+  await caller.waitAgentQuiet();
+  caller.close();
+  const ended = await endedRow(s.db, callId);
+  t.is(ended.ended_reason, 'user_hangup');
+  t.deepEqual(Object.keys(ended.usage), ['tts'], JSON.stringify(ended.usage));
+  t.like(ended.usage.tts, { provider: 'fake' });
+  t.true(ended.usage.tts.characters >= 'Hello, how can I help?'.length);
+});
+
 test('barge-in with interruptionMinWords=0: caller speech stops the agent and the context keeps only what was heard', async (t) => {
   const long = 'This is a very long opening statement that keeps going and going so that the caller has time to interrupt it in the middle.';
   const name = book.add({ stt: { utterances: ['stop'] }, llm: [{ text: 'Sure, go ahead.' }], tts: { msPerChar: 40 } });
