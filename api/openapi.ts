@@ -121,6 +121,7 @@ function build(): Json {
       post: {
         tags: ['Agents'],
         summary: 'Preview the resolved config a call would run with',
+        description: 'Context variables are merged (saved < call-time non-blank < built-ins) and placeholders substituted. {{user_number}} and {{agent_number}} stay literal here (a preview is not a call); on a web call they are the empty string, on a telephony call the phone numbers.',
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { agentId: { type: 'string', format: 'uuid' }, agent: ref('AgentConfig'), contextVariables: { type: 'object', additionalProperties: { type: 'string' } } }, additionalProperties: false } } } },
         responses: {
           200: json({ type: 'object', properties: { snapshot: ref('AgentConfig') } }),

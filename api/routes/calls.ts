@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { loadAgent, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
 import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
@@ -131,7 +131,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
 
   /**
    * The config a call runs with, frozen on its row: context variables merged (saved < call-time non-blank <
-   * built-ins; web calls have no user/agent number), placeholders substituted, then validated again, so that a
+   * built-ins; a web call has no phone leg, so {{user_number}}/{{agent_number}} are '' — liveCallBuiltins, the
+   * rule media applies too), placeholders substituted, then validated again, so that a
    * substituted value cannot smuggle in what validation refuses (e.g. a tool URL whose host was a placeholder).
    * Models are not re-checked (a saved agent's model may have left the catalog since it was saved).
    */
@@ -139,7 +140,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     const resolved = resolveSnapshot(config, {
       savedVariables: config.contextVariables ?? {},
       callVariables,
-      builtins: { userNumber: null, agentNumber: null },
+      builtins: liveCallBuiltins({ customerNumber: null, platformNumber: null }),
     });
     // The config was accepted already (saved, or validated moments ago): its saved tools stay usable if archived.
     const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config) });

@@ -17,7 +17,7 @@ export { agentConfigSchema, sanitizeFunctionName, BUILTIN_VARIABLES, RESERVED_TO
 export type { AgentConfig, AgentConfigInput, InlineTool, ToolEntry } from './schema.ts';
 export { validateAgentConfig, savedToolRefs, checkTemplatedUrl, seededEndCall, END_CALL_DESCRIPTION } from './validate.ts';
 export type { ValidateResult, ValidateContext } from './validate.ts';
-export { resolveSnapshot, scrubCredentials, substitute, contextValues, REDACTED } from './snapshot.ts';
+export { resolveSnapshot, scrubCredentials, substitute, contextValues, liveCallBuiltins, REDACTED } from './snapshot.ts';
 export type { SnapshotOptions } from './snapshot.ts';
 export { loadSavedTools, functionNameFor, toolView } from './saved-tools.ts';
 export type { SavedTool, ToolDefinition } from './saved-tools.ts';

@@ -7,9 +7,23 @@ import type { AgentConfig, ToolEntry } from './schema.ts';
 export interface SnapshotOptions {
   savedVariables?: Record<string, string>;
   callVariables?: Record<string, string> | null;
-  /** Only known on a live call with a direction; absent/null leaves `{{user_number}}`/`{{agent_number}}` literal. */
+  /**
+   * The number built-ins. A live call passes liveCallBuiltins(call) (strings, '' on web calls); absent/null — a
+   * preview, which is no call — leaves `{{user_number}}`/`{{agent_number}}` literal.
+   */
   builtins: { userNumber?: string | null; agentNumber?: string | null };
   now?: Date;
+}
+
+/**
+ * The one rule for `{{user_number}}` / `{{agent_number}}` on a live call, used by the api (the snapshot frozen on
+ * the call row) and by media (the prompt and tool variables at connect time): the caller's and the agent's phone
+ * numbers when the call has a direction (telephony); a web call (WebSocket, WebRTC, test call) has no phone leg, so
+ * both are the empty string — in the system prompt, greeting, idle messages and tool strings alike. Previews pass
+ * no built-ins and keep them literal. Callers cannot set them through contextVariables.
+ */
+export function liveCallBuiltins(call: { customerNumber?: string | null; platformNumber?: string | null }): { userNumber: string; agentNumber: string } {
+  return { userNumber: call.customerNumber ?? '', agentNumber: call.platformNumber ?? '' };
 }
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
@@ -20,7 +34,7 @@ export function substitute(text: string, vars: Record<string, string>): string {
 
 /**
  * The variables visible to placeholders. Built-ins: current_time (HH:mm, 24 h) and current_date (yyyy-MM-dd) in
- * the config's timezone; user_number / agent_number only when given.
+ * the config's timezone; user_number / agent_number when given (see liveCallBuiltins).
  */
 export function contextValues(config: Pick<AgentConfig, 'timezone' | 'contextVariables'>, opts: SnapshotOptions): { merged: Record<string, string>; all: Record<string, string> } {
   const merged: Record<string, string> = { ...config.contextVariables, ...(opts.savedVariables ?? {}) };
@@ -29,8 +43,8 @@ export function contextValues(config: Pick<AgentConfig, 'timezone' | 'contextVar
   }
   const now = DateTime.fromJSDate(opts.now ?? new Date()).setZone(config.timezone);
   const builtins: Record<string, string> = { current_time: now.toFormat('HH:mm'), current_date: now.toFormat('yyyy-MM-dd') };
-  if (opts.builtins.userNumber) builtins.user_number = opts.builtins.userNumber;
-  if (opts.builtins.agentNumber) builtins.agent_number = opts.builtins.agentNumber;
+  if (typeof opts.builtins.userNumber === 'string') builtins.user_number = opts.builtins.userNumber;
+  if (typeof opts.builtins.agentNumber === 'string') builtins.agent_number = opts.builtins.agentNumber;
   for (const k of ['current_time', 'current_date', 'user_number', 'agent_number']) delete merged[k];
   return { merged, all: { ...merged, ...builtins } };
 }

@@ -3,6 +3,7 @@
 // sends call.started, and on the end writes the row, stores the recording, closes the transport, sends
 // call.ended and hands off to the post-call workflow. Transports only convert audio and events; everything a
 // call does with the database and webhooks happens here, once for every transport.
+import { contextValues, liveCallBuiltins, substitute } from '../../core/agent-config/snapshot.ts';
 import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
@@ -112,13 +113,12 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     onEnd: (r: SessionResult) => Promise<void>,
   ): Promise<CallSession> {
     const callVars = (row.context_variables && typeof row.context_variables === 'object' ? row.context_variables : {}) as Record<string, string>;
-    const vars: Record<string, string> = {
-      ...config.contextVariables,
-      ...callVars,
-      user_number: row.customer_number ?? '',
-      agent_number: row.platform_number ?? '',
-    };
-    const systemPrompt = config.systemPrompt.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (m, k: string) => vars[k] ?? m);
+    // The same variables and built-in rule as the snapshot POST /call froze (core/agent-config/snapshot.ts).
+    const vars = contextValues(config, {
+      callVariables: callVars,
+      builtins: liveCallBuiltins({ customerNumber: row.customer_number, platformNumber: row.platform_number }),
+    }).all;
+    const systemPrompt = substitute(config.systemPrompt, vars);
     const [{ engines, vad }, tools, denoiser] = await Promise.all([
       engineFactory({ callId: row.id, config, appConfig: deps.config }),
       buildToolSet(
