@@ -1,4 +1,5 @@
-// The media service: owns every live audio connection (WebSocket audio, WebRTC signalling, carrier streams).
+// The media service: owns every live audio connection (today the raw-audio WebSocket; WebRTC and carrier streams
+// are not served yet).
 // It plugs into an HTTP server as upgrade handlers and plain HTTP handlers.
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -1,5 +1,5 @@
-// Composition root of the default install: api + media on ONE port (REST, audio WebSocket, WebRTC signalling,
-// local {cdn_url} files). Used by `npm start` and by the test suite. Production runs api/main.ts and media/main.ts
+// Composition root of the default install: api + media on ONE port (REST, audio WebSocket, local {cdn_url}
+// files). Used by `npm start` and by the test suite. Production runs api/main.ts and media/main.ts
 // as separate processes instead.
 import { createApiApp } from '../api/app.ts';
 import type { ApiDeps } from '../api/deps.ts';

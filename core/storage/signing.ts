@@ -1,4 +1,4 @@
-// The service's signing secret (local presigned upload URLs, carrier stream URLs). SIGNING_SECRET wins; when it is
+// The service's signing secret (local presigned upload URLs; later carrier stream URLs). SIGNING_SECRET wins; when it is
 // unset one is generated once into `${DATA_DIR}/signing-secret` so every local process (api, media, worker) shares it.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

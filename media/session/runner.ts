@@ -1,4 +1,5 @@
-// The call runner: runs one claimed-or-pending call row on any LiveTransport (WebSocket, WebRTC, carrier stream).
+// The call runner: runs one claimed-or-pending call row on any LiveTransport (the WebSocket today; WebRTC and
+// carrier streams are to use it too).
 // It claims the row (pending → active), builds the session (engines, tools, noise gate), starts the pipeline,
 // sends call.started, and on the end writes the row, stores the recording, closes the transport, sends
 // call.ended and hands off to the post-call workflow. Transports only convert audio and events; everything a

@@ -1,4 +1,5 @@
-// The one interface every live transport (raw-audio WebSocket, WebRTC, carrier media streams) implements.
+// The one interface every live transport implements (the raw-audio WebSocket today; WebRTC and carrier media
+// streams, when they are added, implement the same one).
 // The call session sees only `Transport`; the call runner (media/session/runner.ts) drives a `LiveTransport`.
 // Codec and rate conversion live in the transport (or media/audio), never in the session.
 
