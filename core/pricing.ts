@@ -51,11 +51,14 @@ export const PRICES: PriceTable = {
     local: { '*': { inputPer1K: 0, outputPer1K: 0 } },
   },
   tts: {
+    // elevenlabs.io/pricing/api (2025): Flash/Turbo $0.05 per 1K characters, Multilingual v2 / v3 $0.10 per 1K
     elevenlabs: {
       '*': { perCharacter: 0.0003 },
       eleven_flash_v2_5: { perCharacter: 0.00015 },
       eleven_turbo_v2_5: { perCharacter: 0.00015 },
       eleven_multilingual_v2: { perCharacter: 0.0003 },
+      eleven_v3: { perCharacter: 0.0001 },
+      eleven_turbo_v4: { perCharacter: 0.00005 },
     },
     cartesia: { '*': { perCharacter: 0.000038 } },
     openai: {
@@ -70,11 +73,25 @@ export const PRICES: PriceTable = {
     local: { '*': { perCharacter: 0 } },
   },
   stt: {
-    soniox: { '*': { perSecond: 0.12 / 3600 } },
-    deepgram: { '*': { perSecond: 0.0077 / 60 } },
-    assemblyai: { '*': { perSecond: 0.15 / 3600 } },
-    sarvam: { '*': { perSecond: 0.36 / 3600 } },
-    cartesia: { '*': { perSecond: 0.13 / 3600 } },
+    // Soniox real-time: $0.12 per hour of audio streamed (soniox.com/pricing), v4 and v5 alike.
+    soniox: { '*': { perSecond: 0.12 / 3600 }, 'stt-rt-v5': { perSecond: 0.12 / 3600 }, 'stt-rt-v4': { perSecond: 0.12 / 3600 } },
+    // Deepgram Flux streaming: $0.0077 per minute pay-as-you-go (deepgram.com/pricing); multi priced as en until listed apart.
+    deepgram: { '*': { perSecond: 0.0077 / 60 }, 'flux-general-en': { perSecond: 0.0077 / 60 }, 'flux-general-multi': { perSecond: 0.0077 / 60 } },
+    // AssemblyAI streaming, billed on session duration: Universal-Streaming (English and multilingual) $0.15/h
+    // (assemblyai.com/blog/introducing-universal-streaming); Universal-3 Pro streaming $0.45/h (assemblyai.com/pricing);
+    // universal-3-5-pro priced as Universal-3 Pro.
+    assemblyai: {
+      '*': { perSecond: 0.15 / 3600 },
+      'universal-streaming-english': { perSecond: 0.15 / 3600 },
+      'universal-streaming-multilingual': { perSecond: 0.15 / 3600 },
+      'u3-rt-pro': { perSecond: 0.45 / 3600 },
+      'universal-3-5-pro': { perSecond: 0.45 / 3600 },
+    },
+    // Sarvam saaras streaming: ₹30 per hour ≈ $0.36/h (dashboard.sarvam.ai/pricing).
+    sarvam: { '*': { perSecond: 0.36 / 3600 }, 'saaras:v3': { perSecond: 0.36 / 3600 } },
+    // Cartesia STT (docs.cartesia.ai/pricing): ink-2 3 credits/s, ink-whisper 1 credit/s; a credit ≈ $0.000038
+    // (the TTS row above), so ≈ $0.41/h and $0.137/h.
+    cartesia: { '*': { perSecond: 0.13 / 3600 }, 'ink-2': { perSecond: 3 * 0.000038 }, 'ink-whisper': { perSecond: 0.000038 } },
     local: { '*': { perSecond: 0 } },
   },
 };

@@ -5,7 +5,8 @@
 //
 // Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
 // (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
-// STT local (PocketSphinx 5); TTS local (eSpeak NG). The vendor STT/TTS ids of providers.md have no adapter yet.
+// STT local (PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras), cartesia (Ink
+// turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG).
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
 import { llmEntry } from '../../core/catalog.ts';
@@ -14,6 +15,11 @@ import { AnthropicLlm } from './llm/anthropic.ts';
 import { GoogleLlm } from './llm/google.ts';
 import { createLocalLlm } from './llm/local.ts';
 import { createLocalStt } from './stt/local.ts';
+import { SonioxStt } from './stt/soniox.ts';
+import { DeepgramStt, deepgramDefaultModel } from './stt/deepgram.ts';
+import { AssemblyAiStt, assemblyAiDefaultModel } from './stt/assemblyai.ts';
+import { SarvamStt } from './stt/sarvam.ts';
+import { CartesiaStt } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
@@ -64,6 +70,11 @@ export function agentCorpus(agent: EngineAgentConfig): string[] {
 
 const llmModel = (agent: EngineAgentConfig) => agent.llm.model ?? llmEntry(agent.llm.provider)?.defaultModel ?? agent.llm.provider;
 const key = (k: string | undefined) => (k ? { apiKey: k } : {});
+/** The agent's STT tuning block for `provider` (empty when absent: adapters apply the spec's defaults). */
+function sttBlock<T extends object>(agent: EngineAgentConfig, provider: string): T {
+  const b = agent.stt[provider];
+  return (b && typeof b === 'object' ? b : {}) as T;
+}
 
 export const defaultFactories: EngineFactories = {
   llm: {
@@ -76,6 +87,16 @@ export const defaultFactories: EngineFactories = {
   stt: {
     local: ({ config, agent }) =>
       createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent), ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}) }),
+    soniox: ({ config, agent }) =>
+      new SonioxStt({ baseUrl: config.SONIOX_BASE_URL, model: agent.stt.model ?? 'stt-rt-v5', block: sttBlock(agent, 'soniox'), ...key(config.SONIOX_API_KEY) }),
+    deepgram: ({ config, agent }) =>
+      new DeepgramStt({ baseUrl: config.DEEPGRAM_BASE_URL, model: agent.stt.model ?? deepgramDefaultModel(agent.languages), block: sttBlock(agent, 'deepgram'), ...key(config.DEEPGRAM_API_KEY) }),
+    assemblyai: ({ config, agent }) =>
+      new AssemblyAiStt({ baseUrl: config.ASSEMBLYAI_BASE_URL, model: agent.stt.model ?? assemblyAiDefaultModel(agent.languages), block: sttBlock(agent, 'assemblyai'), ...key(config.ASSEMBLYAI_API_KEY) }),
+    sarvam: ({ config, agent }) =>
+      new SarvamStt({ baseUrl: config.SARVAM_BASE_URL, model: agent.stt.model ?? 'saaras:v3', block: sttBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
+    cartesia: ({ config, agent }) =>
+      new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? 'ink-2', block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
   tts: {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
