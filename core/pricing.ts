@@ -51,14 +51,15 @@ export const PRICES: PriceTable = {
     local: { '*': { inputPer1K: 0, outputPer1K: 0 } },
   },
   tts: {
-    // elevenlabs.io/pricing/api (2025): Flash/Turbo $0.05 per 1K characters, Multilingual v2 / v3 $0.10 per 1K
+    // elevenlabs.io/pricing/api: v3 is billed like Multilingual v2 (1 credit per character), turbo v4 like the
+    // Flash/Turbo v2.5 family (half that)
     elevenlabs: {
       '*': { perCharacter: 0.0003 },
       eleven_flash_v2_5: { perCharacter: 0.00015 },
       eleven_turbo_v2_5: { perCharacter: 0.00015 },
       eleven_multilingual_v2: { perCharacter: 0.0003 },
-      eleven_v3: { perCharacter: 0.0001 },
-      eleven_turbo_v4: { perCharacter: 0.00005 },
+      eleven_v3: { perCharacter: 0.0003 },
+      eleven_turbo_v4: { perCharacter: 0.00015 },
     },
     cartesia: { '*': { perCharacter: 0.000038 } },
     openai: {
