@@ -6,10 +6,11 @@
 // Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
 // (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
 // STT local (PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras), cartesia (Ink
-// turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG).
+// turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG), elevenlabs
+// (multi-stream-input contexts; eleven_v3 over HTTP streaming).
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
-import { llmEntry } from '../../core/catalog.ts';
+import { llmEntry, ttsEntry } from '../../core/catalog.ts';
 import { OpenAiCompatLlm } from './llm/openai.ts';
 import { AnthropicLlm } from './llm/anthropic.ts';
 import { GoogleLlm } from './llm/google.ts';
@@ -21,6 +22,7 @@ import { AssemblyAiStt, assemblyAiDefaultModel } from './stt/assemblyai.ts';
 import { SarvamStt } from './stt/sarvam.ts';
 import { CartesiaStt } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
+import { ElevenLabsTts } from './tts/elevenlabs.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -76,6 +78,17 @@ function sttBlock<T extends object>(agent: EngineAgentConfig, provider: string):
   return (b && typeof b === 'object' ? b : {}) as T;
 }
 
+/** The agent's TTS tuning block for `provider` (empty when absent: adapters apply the spec's defaults). */
+function ttsBlock<T extends object>(agent: EngineAgentConfig, provider: string): T {
+  const b = agent.tts[provider];
+  return (b && typeof b === 'object' ? b : {}) as T;
+}
+/** Model and voice (the catalog's defaults when null) and languages of a TTS provider. */
+function ttsCommon(agent: EngineAgentConfig, provider: string): { model: string; voice: string; languages: string[] } {
+  const entry = ttsEntry(provider);
+  return { model: agent.tts.model ?? entry?.defaultModel ?? provider, voice: agent.tts.voice ?? entry?.defaultVoice ?? 'default', languages: agent.languages };
+}
+
 export const defaultFactories: EngineFactories = {
   llm: {
     openai: ({ config, agent }) => new OpenAiCompatLlm({ provider: 'openai', model: llmModel(agent), baseUrl: config.OPENAI_BASE_URL, ...key(config.OPENAI_API_KEY) }),
@@ -100,6 +113,8 @@ export const defaultFactories: EngineFactories = {
   },
   tts: {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
+    elevenlabs: ({ config, agent }) =>
+      new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
   },
 };
 
