@@ -61,16 +61,26 @@ export const PRICES: PriceTable = {
       eleven_v3: { perCharacter: 0.0003 },
       eleven_turbo_v4: { perCharacter: 0.00015 },
     },
-    cartesia: { '*': { perCharacter: 0.000038 } },
+    // cartesia.ai/pricing: 1 credit per character (Startup plan $49 / 1.25M credits)
+    cartesia: { '*': { perCharacter: 0.000038 }, 'sonic-3': { perCharacter: 0.000038 }, 'sonic-2': { perCharacter: 0.000038 } },
+    // openai.com/api/pricing: tts-1 $15, tts-1-hd $30 per 1M characters; gpt-4o-mini-tts ≈ $0.015 per minute
     openai: {
       '*': { perCharacter: 0.000015 },
       'tts-1': { perCharacter: 0.000015 },
       'tts-1-hd': { perCharacter: 0.00003 },
       'gpt-4o-mini-tts': { perCharacter: 0.000012 },
     },
-    sarvam: { '*': { perCharacter: 0.000018 } },
-    xai: { '*': { perCharacter: 0.00002 } },
-    inworld: { '*': { perCharacter: 0.000005 } },
+    // sarvam.ai/api-pricing: bulbul v2 ₹15 and v3 ₹30 per 10K characters (at ₹83 per USD)
+    sarvam: { '*': { perCharacter: 0.000018 }, 'bulbul:v2': { perCharacter: 0.000018 }, 'bulbul:v3': { perCharacter: 0.000036 } },
+    // docs.x.ai (TTS beta): $4.20 per 1M characters
+    xai: { '*': { perCharacter: 0.0000042 }, 'xai-tts': { perCharacter: 0.0000042 } },
+    // inworld.ai/pricing: TTS-1.5 Mini $5, TTS-1.5 Max $10, TTS-2 $35 per 1M characters
+    inworld: {
+      '*': { perCharacter: 0.00001 },
+      'inworld-tts-1.5-mini': { perCharacter: 0.000005 },
+      'inworld-tts-1.5-max': { perCharacter: 0.00001 },
+      'inworld-tts-2': { perCharacter: 0.000035 },
+    },
     local: { '*': { perCharacter: 0 } },
   },
   stt: {
