@@ -23,6 +23,7 @@ import { SarvamStt } from './stt/sarvam.ts';
 import { CartesiaStt } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
 import { ElevenLabsTts } from './tts/elevenlabs.ts';
+import { CartesiaTts } from './tts/cartesia.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -115,6 +116,8 @@ export const defaultFactories: EngineFactories = {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
     elevenlabs: ({ config, agent }) =>
       new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
+    cartesia: ({ config, agent }) =>
+      new CartesiaTts({ baseUrl: config.CARTESIA_BASE_URL, ...ttsCommon(agent, 'cartesia'), tuning: ttsBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
 };
 
