@@ -129,13 +129,16 @@ export abstract class ContextTts implements TtsService {
     chunk.channel.push(pcm);
   }
 
-  /** Word timings with end times in seconds from the start of the context's audio. */
-  protected wordsInContext(ctx: VendorContext, words: string[], endsS: number[]): void {
+  /**
+   * Word timings with end times in seconds from the start of the context's audio (Cartesia), or from the start of
+   * the current chunk's generation (`fromChunk`: Inworld resets them at every flush).
+   */
+  protected wordsInContext(ctx: VendorContext, words: string[], endsS: number[], fromChunk = false): void {
     const chunk = this.pending(ctx);
     if (!chunk?.onWords) return;
     const out: TtsWordTiming[] = [];
     for (let i = 0; i < words.length; i++) {
-      const end = Math.round((endsS[i] ?? 0) * 24000) - chunk.startInContext;
+      const end = Math.round((endsS[i] ?? 0) * 24000) - (fromChunk ? 0 : chunk.startInContext);
       out.push({ word: words[i] ?? '', endSample: Math.max(0, end) });
     }
     if (out.length) chunk.onWords(out);
