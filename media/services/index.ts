@@ -24,6 +24,7 @@ import { CartesiaStt } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
 import { ElevenLabsTts } from './tts/elevenlabs.ts';
 import { CartesiaTts } from './tts/cartesia.ts';
+import { InworldTts } from './tts/inworld.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -118,6 +119,8 @@ export const defaultFactories: EngineFactories = {
       new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
     cartesia: ({ config, agent }) =>
       new CartesiaTts({ baseUrl: config.CARTESIA_BASE_URL, ...ttsCommon(agent, 'cartesia'), tuning: ttsBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
+    inworld: ({ config, agent }) =>
+      new InworldTts({ baseUrl: config.INWORLD_BASE_URL, ...ttsCommon(agent, 'inworld'), tuning: ttsBlock(agent, 'inworld'), ...key(config.INWORLD_API_KEY) }),
   },
 };
 
