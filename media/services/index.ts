@@ -25,6 +25,7 @@ import { createLocalTts } from './tts/local.ts';
 import { ElevenLabsTts } from './tts/elevenlabs.ts';
 import { CartesiaTts } from './tts/cartesia.ts';
 import { InworldTts } from './tts/inworld.ts';
+import { XaiTts } from './tts/xai.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -121,6 +122,8 @@ export const defaultFactories: EngineFactories = {
       new CartesiaTts({ baseUrl: config.CARTESIA_BASE_URL, ...ttsCommon(agent, 'cartesia'), tuning: ttsBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
     inworld: ({ config, agent }) =>
       new InworldTts({ baseUrl: config.INWORLD_BASE_URL, ...ttsCommon(agent, 'inworld'), tuning: ttsBlock(agent, 'inworld'), ...key(config.INWORLD_API_KEY) }),
+    xai: ({ config, agent }) =>
+      new XaiTts({ baseUrl: config.XAI_BASE_URL, voice: ttsCommon(agent, 'xai').voice, languages: agent.languages, tuning: ttsBlock(agent, 'xai'), ...key(config.XAI_API_KEY) }),
   },
 };
 
