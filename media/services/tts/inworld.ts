@@ -11,7 +11,7 @@
 // Tuning: speakingRate (0.5–1.5) → audioConfig.speakingRate; temperature (0.01–2; Inworld: (0, 2]) → temperature.
 import type WebSocket from 'ws';
 import { ContextTts, type VendorContext } from './context-tts.ts';
-import { classifyVendorError, clamp, vendorUrl } from './vendor.ts';
+import { classifyVendorError, clamp, stripWavHeader, vendorUrl } from './vendor.ts';
 
 export interface InworldTuning {
   speakingRate?: number;
@@ -106,8 +106,7 @@ export class InworldTts extends ContextTts {
     if (!ctx) return; // closed by a barge-in, or unknown: stale, dropped
     const chunk = result.audioChunk as { audioContent?: string; timestampInfo?: { wordAlignment?: { words?: string[]; wordEndTimeSeconds?: number[] } } } | undefined;
     if (chunk?.audioContent) {
-      let bytes: Buffer = Buffer.from(chunk.audioContent, 'base64');
-      if (bytes.length >= 44 && bytes.subarray(0, 4).toString('latin1') === 'RIFF') bytes = skipWavHeader(bytes);
+      const bytes = stripWavHeader(Buffer.from(chunk.audioContent, 'base64'));
       const w = chunk.timestampInfo?.wordAlignment;
       if (w?.words && w.wordEndTimeSeconds) this.wordsInContext(ctx, w.words, w.wordEndTimeSeconds, true);
       this.audio(ctx, bytes);
@@ -115,10 +114,4 @@ export class InworldTts extends ContextTts {
     if (result.flushCompleted !== undefined) this.chunkDone(ctx);
     if (result.contextClosed !== undefined) this.contextDone(ctx);
   }
-}
-
-/** The PCM after a WAV header (its `data` chunk), or after 44 bytes when no `data` chunk is found. */
-function skipWavHeader(b: Buffer): Buffer {
-  const at = b.indexOf('data', 12, 'latin1');
-  return at >= 0 && at + 8 <= b.length ? b.subarray(at + 8) : b.subarray(44);
 }

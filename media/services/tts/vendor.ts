@@ -30,7 +30,7 @@ export function transient(vendor: string, reason: string): VendorError {
 }
 
 /** Words that mark an in-band vendor error as a refusal rather than a blip. */
-const REFUSAL = /unauthori[sz]ed|forbidden|invalid[ _-]?(api[ _-]?)?key|api key|authenticat|permission|quota|credit|payment|insufficient|not[ _-]?found|unknown (voice|model)|invalid (voice|model)|voice[ _-]?(id)?[ _-]?(not|does)|model[ _-]?(id)?[ _-]?(not|does)|unsupported model|not allowed|limit/i;
+const REFUSAL = /unauthori[sz]ed|forbidden|invalid[ _-]?(api[ _-]?)?key|api key|authenticat|permission|quota|credit|payment|insufficient|not[ _-]?found|unknown (voice|model|speaker)|invalid (voice|model|speaker)|voice[ _-]?(id)?[ _-]?(not|does)|model[ _-]?(id)?[ _-]?(not|does)|unsupported model|not allowed|limit/i;
 
 export function classifyVendorError(vendor: string, reason: string, status?: number): VendorError {
   if (status === 401 || status === 402 || status === 403 || status === 404) return refusal(vendor, reason);
@@ -302,6 +302,13 @@ export class VendorSocket {
     }, delayMs);
     this.reconnectTimer.unref();
   }
+}
+
+/** The PCM after a WAV header (its `data` chunk); bytes without a RIFF header are returned as they are. */
+export function stripWavHeader(b: Buffer): Buffer {
+  if (b.length < 44 || b.subarray(0, 4).toString('latin1') !== 'RIFF') return b;
+  const at = b.indexOf('data', 12, 'latin1');
+  return at >= 0 && at + 8 <= b.length ? b.subarray(at + 8) : b.subarray(44);
 }
 
 /** The human part of a vendor's JSON error body, else the text itself (bounded). */
