@@ -26,6 +26,7 @@ import { ElevenLabsTts } from './tts/elevenlabs.ts';
 import { CartesiaTts } from './tts/cartesia.ts';
 import { InworldTts } from './tts/inworld.ts';
 import { XaiTts } from './tts/xai.ts';
+import { SarvamTts } from './tts/sarvam.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -124,6 +125,9 @@ export const defaultFactories: EngineFactories = {
       new InworldTts({ baseUrl: config.INWORLD_BASE_URL, ...ttsCommon(agent, 'inworld'), tuning: ttsBlock(agent, 'inworld'), ...key(config.INWORLD_API_KEY) }),
     xai: ({ config, agent }) =>
       new XaiTts({ baseUrl: config.XAI_BASE_URL, voice: ttsCommon(agent, 'xai').voice, languages: agent.languages, tuning: ttsBlock(agent, 'xai'), ...key(config.XAI_API_KEY) }),
+    // a null voice is the model's own default speaker (bulbul v3 and v2 have different speaker sets)
+    sarvam: ({ config, agent }) =>
+      new SarvamTts({ baseUrl: config.SARVAM_BASE_URL, ...ttsCommon(agent, 'sarvam'), voice: agent.tts.voice, tuning: ttsBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
   },
 };
 
