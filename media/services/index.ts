@@ -7,7 +7,8 @@
 // (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
 // STT local (PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras), cartesia (Ink
 // turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG), elevenlabs
-// (multi-stream-input contexts; eleven_v3 over HTTP streaming).
+// (multi-stream-input contexts; eleven_v3 over HTTP streaming), cartesia, inworld (contexts per reply), xai, sarvam
+// (one generation at a time), openai (HTTP speech endpoint), each in media/services/tts/<id>.ts.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
 import { llmEntry, ttsEntry } from '../../core/catalog.ts';
@@ -27,6 +28,7 @@ import { CartesiaTts } from './tts/cartesia.ts';
 import { InworldTts } from './tts/inworld.ts';
 import { XaiTts } from './tts/xai.ts';
 import { SarvamTts } from './tts/sarvam.ts';
+import { OpenAiTts } from './tts/openai.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -125,6 +127,8 @@ export const defaultFactories: EngineFactories = {
       new InworldTts({ baseUrl: config.INWORLD_BASE_URL, ...ttsCommon(agent, 'inworld'), tuning: ttsBlock(agent, 'inworld'), ...key(config.INWORLD_API_KEY) }),
     xai: ({ config, agent }) =>
       new XaiTts({ baseUrl: config.XAI_BASE_URL, voice: ttsCommon(agent, 'xai').voice, languages: agent.languages, tuning: ttsBlock(agent, 'xai'), ...key(config.XAI_API_KEY) }),
+    openai: ({ config, agent }) =>
+      new OpenAiTts({ baseUrl: config.OPENAI_BASE_URL, ...ttsCommon(agent, 'openai'), tuning: ttsBlock(agent, 'openai'), ...key(config.OPENAI_API_KEY) }),
     // a null voice is the model's own default speaker (bulbul v3 and v2 have different speaker sets)
     sarvam: ({ config, agent }) =>
       new SarvamTts({ baseUrl: config.SARVAM_BASE_URL, ...ttsCommon(agent, 'sarvam'), voice: agent.tts.voice, tuning: ttsBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
