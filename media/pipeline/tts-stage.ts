@@ -3,7 +3,7 @@
 // are synthesized as that utterance (vendors with contexts keep one context per utterance, closed at its flush);
 // word end times the vendor reports are kept on the chunk so an interruption cuts the text at the last word heard.
 // The engine's connection is opened as the stage is built (the call connecting), so the first reply pays no
-// handshake; a refusal there is reported like any engine error.
+// handshake; a refusal there surfaces at the first synthesis like any engine error.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { TtsService } from '../services/types.ts';
@@ -31,14 +31,9 @@ export class TtsStage extends Processor {
     private readonly hooks: TtsStageHooks = {},
   ) {
     super();
-    if (tts.connect) {
-      // after the Pipeline wired onError
-      queueMicrotask(() => {
-        tts.connect!().catch((err: unknown) => {
-          if (!this.closed) this.onError(err, this.name);
-        });
-      });
-    }
+    // Open the engine's connection now (the call is connecting). A refusal here is not reported from the
+    // constructor (the session is not started yet): the adapter keeps it and the first synthesis throws it.
+    tts.connect?.().catch(() => {});
   }
 
   protected override process(frame: Frame): void {
