@@ -37,8 +37,8 @@ let question: Int16Array;
 test.before(async () => {
   openai = await startFakeOpenAi({ apiKey: 'sk-vendor-e2e' });
   eleven = await new FakeElevenLabs({ apiKey: 'el-vendor-e2e' }).listen();
-  deepgram = await startDeepgramFake({ apiKey: 'dg-vendor-e2e', script: [QUESTION] });
-  soniox = await startSonioxFake({ apiKey: 'sx-vendor-e2e', script: [QUESTION] });
+  deepgram = await startDeepgramFake({ apiKey: 'dg-vendor-e2e', script: [QUESTION, QUESTION, QUESTION] });
+  soniox = await startSonioxFake({ apiKey: 'sx-vendor-e2e', script: [QUESTION, QUESTION] });
   s = await startTestServer({
     env: {
       TEMPORAL_TASK_QUEUE: QUEUE,
@@ -178,4 +178,54 @@ test.serial('spec defaults, soniox + elevenlabs: greeting, barge-in, the caller 
   t.deepEqual(first.data.language_hints, ['en']);
   t.true(c.sent.some((m) => Array.isArray(m.tokens) && (m.tokens as Array<{ text: string }>).some((x) => x.text === '<end>')));
   t.is(soniox.connections.length, 1);
+});
+
+test.serial('a vendor refusal (unknown model) ends the call pipeline_error with the vendor and reason logged, never the key', async (t) => {
+  const config = agentConfig({
+    name: 'vendor refusal',
+    llm: { provider: 'openai', model: 'gpt-4o-mini', temperature: 0.5, maxTokens: 100, prewarm: false },
+    stt: { provider: 'deepgram', model: 'nova-3', interruptionMinWords: 0 },
+    tts: { provider: 'elevenlabs', model: null, voice: null },
+  });
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config });
+  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
+  await caller.waitOpen();
+  const err = await caller.waitEvent((e) => e.type === 'error', 20_000, 'error event');
+  t.is(err.message, 'deepgram STT refused: HTTP 400: Unknown model nova-3');
+  const row = await endedRow(s.db, callId);
+  t.is(row.status, 'error');
+  t.is(row.ended_reason, 'pipeline_error');
+  t.is(row.logs.pipeline_error, 'deepgram STT refused: HTTP 400: Unknown model nova-3');
+  t.false(JSON.stringify(row).includes('dg-vendor-e2e'));
+});
+
+test.serial('the STT vendor drops the connection mid-call: the adapter reconnects and the caller is still answered', async (t) => {
+  openai.reply({ text: ['We are open from nine to five.'], usage: { prompt_tokens: 50, completion_tokens: 8 } });
+  const before = deepgram.connections.length;
+  const config = agentConfig({
+    name: 'vendor reconnect',
+    greeting: { firstMessages: ['Hi.'], interruptible: false, speakFirst: 'agent', agentDelayS: 0, userTimeoutS: 3 },
+    llm: { provider: 'openai', model: 'gpt-4o-mini', temperature: 0.5, maxTokens: 100, prewarm: false },
+    stt: { provider: 'deepgram', model: null, interruptionMinWords: 0 },
+    tts: { provider: 'elevenlabs', model: null, voice: null },
+  });
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config });
+  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
+  await caller.waitOpen();
+  await caller.waitAgentQuiet(300, 20_000);
+  await until(() => deepgram.connections.length === before + 1, 5000, 'flux connection');
+  deepgram.dropAll(1011, 'internal server error');
+  await sendSpeech(caller, question);
+  await caller.silence(1500);
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && /nine to five/.test(e.payload!.text), 20_000, 'reply');
+  await caller.waitAgentQuiet(300, 20_000);
+  caller.close();
+  const row = await endedRow(s.db, callId);
+  t.is(row.ended_reason, 'user_hangup');
+  t.is(deepgram.connections.length, before + 2, 'one reconnect');
+  t.false(caller.events.some((e) => e.type === 'error'));
+  t.deepEqual(
+    (row.transcript as Array<{ role: string; content: string }>).filter((e) => e.role === 'user').map((e) => e.content),
+    [QUESTION],
+  );
 });
