@@ -2,7 +2,8 @@
 //  - one connection for the whole call, opened by the adapter's open() while the call connects;
 //  - the vendor's endpoint built from `<ID>_BASE_URL` (scheme/host/port/prefix only; ws/wss follow http/https);
 //  - a transient close (network, 5xx on the upgrade, the vendor ending an idle or too-long session) reconnects
-//    with a short backoff; audio written meanwhile is buffered, bounded (oldest dropped beyond `maxBufferMs`);
+//    with a short backoff; audio written meanwhile is buffered, bounded (oldest dropped beyond `maxBufferMs`), and
+//    a vendor that stops reading gets audio dropped beyond ≈ 20 s unsent (no unbounded queue anywhere);
 //  - a refusal (401/402/403/404/400/429 on the upgrade, or a vendor error the adapter classifies as fatal, or
 //    too many failed reconnects in a row) emits one fatal `error` event naming the vendor and the reason (never
 //    the key) and stops;
@@ -27,6 +28,8 @@ export function vendorWsUrl(base: string, path: string, query: Array<[string, st
 }
 
 export const SAMPLE_RATE = 16000;
+/** bytes the socket may hold unsent before audio is dropped (≈ 20 s of 16 kHz PCM) */
+const MAX_IN_FLIGHT_BYTES = 640 * 1024;
 
 export function pcmBytes(pcm: Int16Array): Buffer {
   return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
@@ -110,6 +113,11 @@ export class SttSocket {
     const frame = this.o.encodeAudio ? this.o.encodeAudio(pcm) : pcmBytes(pcm);
     this.lastAudioAt = Date.now();
     if (this.state === 'open' && this.ws?.readyState === WebSocket.OPEN) {
+      // a vendor that stops reading: drop audio rather than queue it without bound in the socket
+      if (this.ws.bufferedAmount > MAX_IN_FLIGHT_BYTES) {
+        this.dropped += pcm.length;
+        return;
+      }
       this.ws.send(frame, { binary: typeof frame !== 'string' });
       return;
     }

@@ -263,6 +263,23 @@ test('a vendor that keeps refusing the reconnect (503) ends in one fatal error a
   await s.stream.close();
 });
 
+test('audio written while the vendor is away is kept up to 5 s (the oldest dropped), then delivered on reconnect', async (t) => {
+  const fake = await startDeepgramFake({ script: SCRIPT });
+  t.teardown(() => fake.close());
+  const s = await open(new DeepgramStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'flux-general-en', keepaliveMs: 60_000 }));
+  fake.refuseUpgrades({ status: 503, body: { err_msg: 'Service Unavailable' } });
+  fake.dropAll(1011);
+  await until(() => fake.connections[0]!.closed, 'first connection closed');
+  write(s.stream, silence(8000));
+  fake.refuseUpgrades(null);
+  await until(() => fake.connections.length === 2 && fake.connections[1]!.samples > 0, 'reconnected with the buffered audio');
+  const c = fake.connections[1]!;
+  await until(() => c.samples >= 5 * 16000, 'five seconds delivered');
+  t.is(c.samples, 5 * 16000, 'exactly the newest 5 s of the 8 s written');
+  t.false(s.events.some((e) => e.type === 'error'));
+  await s.stream.close();
+});
+
 test('base URL override: http→ws, https→wss, the prefix kept, the vendor path and query after it', (t) => {
   t.is(vendorWsUrl('https://api.deepgram.com', '/v2/listen', [['model', 'flux-general-en']]), 'wss://api.deepgram.com/v2/listen?model=flux-general-en');
   t.is(vendorWsUrl('http://127.0.0.1:9999/proxy/', '/v3/ws'), 'ws://127.0.0.1:9999/proxy/v3/ws');
