@@ -2,8 +2,9 @@
 // header `xi-api-key`) and the HTTP streaming endpoint (`POST /v1/text-to-speech/{voice}/stream`). Quirks kept:
 // requests snake_case, replies camelCase (`audio`, `alignment{chars, charStartTimesMs, charsDurationsMs}`,
 // `normalizedAlignment`, `contextId`, `isFinal`); `eleven_v3` refused (403) on both WebSocket endpoints; a context
-// opens with `{text:" ", voice_settings}`, `flush:true` generates, `close_context` ends it — audio already in flight
-// for it still arrives (two more pieces) before `isFinal`, as on the real service; `{text:""}` is a keepalive.
+// opens with `{text:" ", voice_settings}`, `flush:true` generates, `close_context` ends it — the audio of text
+// already sent still arrives before `isFinal` (also after a barge-in: the adapter must drop it); `{text:""}` is a
+// keepalive.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
 import { FakeServer, pcmBytes, pieces, toneFor } from './common.ts';
@@ -12,8 +13,6 @@ interface Ctx {
   id: string;
   voiceSettings: unknown;
   closing: boolean;
-  /** pieces still to send after close_context */
-  grace: number;
 }
 interface Job {
   ctx: Ctx;
@@ -63,14 +62,13 @@ export class FakeElevenLabs {
       const ctx = this.contexts.get(id);
       if (!ctx) return;
       ctx.closing = true;
-      ctx.grace = 2;
       this.pump(ws);
       return;
     }
     if (typeof msg.text !== 'string') return;
     let ctx = this.contexts.get(id);
     if (!ctx) {
-      ctx = { id, voiceSettings: msg.voice_settings ?? null, closing: false, grace: 0 };
+      ctx = { id, voiceSettings: msg.voice_settings ?? null, closing: false };
       this.contexts.set(id, ctx);
     }
     if (msg.text === '' || msg.text === ' ') return; // keepalive / context initialisation
@@ -101,11 +99,6 @@ export class FakeElevenLabs {
       const job = q[0];
       if (!job || ws.readyState !== ws.OPEN) {
         this.pumping.delete(ws);
-        return;
-      }
-      if (job.ctx.closing && job.ctx.grace-- <= 0) {
-        q.shift();
-        setTimeout(step, this.o.gapMs ?? 2);
         return;
       }
       const pcm = job.pieces[job.sent]!;

@@ -3,7 +3,7 @@
 // `audioChunk{audioContent, timestampInfo{wordAlignment{words, wordStartTimeSeconds, wordEndTimeSeconds}}}` for
 // a flushed buffer (the first chunk of each generation carries a 44-byte WAV header, and word times restart at 0
 // with every generation, as on the real service), `flushCompleted` after it, `contextClosed` after `close_context`
-// (two pieces already in flight still arrive first). `{send_text:{text:""}}` is a keepalive. An unknown model or
+// (which, as documented, first synthesizes what is left: after a barge-in the adapter must drop that audio). `{send_text:{text:""}}` is a keepalive. An unknown model or
 // voice answers `status{code:5, message}`.
 import type { WebSocket } from 'ws';
 import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor } from './common.ts';
@@ -12,8 +12,6 @@ interface Ctx {
   id: string;
   config: any;
   buffer: string;
-  closing: boolean;
-  grace: number;
 }
 
 export const INWORLD_MODELS = new Set(['inworld-tts-1.5-max', 'inworld-tts-1.5-mini', 'inworld-tts-2']);
@@ -47,13 +45,6 @@ export class FakeInworld {
     this.server = new FakeServer({
       authorized: (h) => h.authorization === `Basic ${key}`,
       onMessage: (ws, msg) => {
-        if (msg.close_context) {
-          const ctx = this.contexts.get(msg.contextId);
-          if (ctx && !ctx.closing) {
-            ctx.closing = true;
-            ctx.grace = 2;
-          }
-        }
         this.chain = this.chain.then(() => this.onMessage(ws, msg)).catch(() => {});
       },
     });
@@ -74,7 +65,7 @@ export class FakeInworld {
       const c = msg.create;
       if (!INWORLD_MODELS.has(c.modelId)) return this.send(ws, id, {}, { code: 5, message: `Model ${c.modelId} not found` });
       if (c.voiceId === 'NoSuchVoice') return this.send(ws, id, {}, { code: 5, message: `Voice ${c.voiceId} not found` });
-      this.contexts.set(id!, { id: id!, config: c, buffer: '', closing: false, grace: 0 });
+      this.contexts.set(id!, { id: id!, config: c, buffer: '' });
       this.send(ws, id, { contextCreated: { voiceId: c.voiceId, modelId: c.modelId } });
       return;
     }
@@ -92,7 +83,7 @@ export class FakeInworld {
     if (!ctx) return;
     if (msg.flush_context) {
       await this.generate(ws, ctx);
-      if (!ctx.closing) this.send(ws, id, { flushCompleted: {} });
+      this.send(ws, id, { flushCompleted: {} });
       return;
     }
     if (msg.close_context) {
@@ -105,7 +96,7 @@ export class FakeInworld {
   private async generate(ws: WebSocket, ctx: Ctx): Promise<void> {
     const text = ctx.buffer;
     ctx.buffer = '';
-    if (!text || (ctx.closing && ctx.grace <= 0)) return;
+    if (!text) return;
     this.generated.push({ context: ctx.id, text });
     const words: string[] = [];
     const starts: number[] = [];
@@ -118,7 +109,6 @@ export class FakeInworld {
     const ps = pieces(toneFor(text));
     for (let i = 0; i < ps.length; i++) {
       if (ws.readyState !== ws.OPEN) return;
-      if (ctx.closing && ctx.grace-- <= 0) return;
       const pcm = pcmBytes(ps[i]!);
       const audioContent = (i === 0 ? Buffer.concat([wavHeader(pcm.length), pcm]) : pcm).toString('base64');
       const timestampInfo = i === 0 ? { wordAlignment: { words, wordStartTimeSeconds: starts, wordEndTimeSeconds: ends } } : undefined;

@@ -52,6 +52,9 @@ export function conformance(c: Conformance): void {
     const n = await synth(tts, 'Next reply.', { utterance: next });
     tts.endUtterance?.(next);
     t.is(n.pcm.length, c.audioFor('Next reply.').length);
+    // a chunk of its own (a sound word prepared at call start) gets all its audio too
+    const solo = await synth(tts, 'Okay.');
+    t.is(solo.pcm.length, c.audioFor('Okay.').length);
     t.is(server.connections, 1, 'one connection for the whole call');
   });
 

@@ -43,6 +43,9 @@ test('elevenlabs: happy path — path, key header, query, context messages in or
   t.deepEqual(msgs[0], { text: ' ', voice_settings: { stability: 0.5, similarity_boost: 0.75, style: 0, use_speaker_boost: true, speed: 1 }, context_id: ctx });
   t.deepEqual(msgs[1], { text: 'Hello there. ', context_id: ctx, flush: true });
   t.deepEqual(msgs[2], { context_id: ctx, close_context: true });
+  // a chunk of its own (a sound word prepared at call start) is a context opened and closed at once
+  const solo = await synth(tts, 'Okay.');
+  t.is(solo.pcm.length, toneFor('Okay. ').length);
 });
 
 test('elevenlabs: chunks of one reply stream in pieces on one context; a new reply gets a new context; word timings from the alignment', async (t) => {
