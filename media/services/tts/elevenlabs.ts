@@ -1,7 +1,7 @@
 // ElevenLabs TTS (vendors.md, TTS `elevenlabs`). One multi-stream-input WebSocket per call
 // (`/v1/text-to-speech/{voice}/multi-stream-input`, header `xi-api-key`, query model_id, output_format=pcm_24000,
-// auto_mode, apply_text_normalization, inactivity_timeout, sync_alignment, language_code), opened as the call
-// connects and reopened when ElevenLabs closes it. Every utterance is its own `context_id`: the first chunk opens
+// auto_mode, apply_text_normalization, inactivity_timeout, sync_alignment, language_code on the v2.5 models),
+// opened as the call connects and reopened when ElevenLabs closes it. Every utterance is its own `context_id`: the first chunk opens
 // it with `{text:" ", voice_settings, context_id}`, each chunk is `{text, context_id, flush:true}`, the end of the
 // utterance sends `close_context`, barge-in sends `close_context` at once and drops whatever still arrives for that
 // context. Requests are snake_case, replies camelCase (`audio`, `alignment{chars, charStartTimesMs,
@@ -42,6 +42,7 @@ export interface ElevenLabsOptions {
 const VENDOR = 'ElevenLabs';
 const STABILITY_ONLY = new Set(['eleven_v3', 'eleven_turbo_v4']);
 export const HTTP_ONLY_MODELS = new Set(['eleven_v3']);
+const LANGUAGE_MODELS = new Set(['eleven_flash_v2_5', 'eleven_turbo_v2_5']);
 
 interface Chunk {
   channel: AudioChannel;
@@ -91,7 +92,8 @@ export class ElevenLabsTts implements TtsService {
               apply_text_normalization: o.tuning?.applyTextNormalization ?? 'auto',
               inactivity_timeout: 180,
               sync_alignment: true,
-              language_code: o.languages[0],
+              // only the v2.5 models accept a language to enforce (others refuse the parameter)
+              language_code: LANGUAGE_MODELS.has(o.model) ? o.languages[0] : undefined,
             },
             true,
           ),
@@ -290,7 +292,7 @@ export class ElevenLabsTts implements TtsService {
           model_id: this.model,
           voice_settings: this.voiceSettings(),
           apply_text_normalization: t.applyTextNormalization ?? 'auto',
-          ...(this.o.languages[0] ? { language_code: this.o.languages[0] } : {}),
+          ...(this.o.languages[0] && LANGUAGE_MODELS.has(this.model) ? { language_code: this.o.languages[0] } : {}),
         }),
         signal,
       });
