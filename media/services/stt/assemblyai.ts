@@ -83,7 +83,10 @@ export class AssemblyAiStt implements SttService {
       lastInterim = '';
       if (text) emit({ type: 'turn_end', text });
     };
-    const sock = new SttSocket({
+    // gather 20 ms frames into 100 ms messages (the vendor refuses messages under 50 ms)
+    let acc = new Int16Array(CHUNK);
+    let n = 0;
+    const sock: SttSocket = new SttSocket({
       vendor: 'assemblyai',
       url: vendorWsUrl(this.o.baseUrl, '/v3/ws', assemblyAiQuery(this.model, this.o.block ?? {}, opts.keyterms)),
       headers: { Authorization: this.o.apiKey },
@@ -95,7 +98,8 @@ export class AssemblyAiStt implements SttService {
         inTurn = false;
         lastInterim = '';
       },
-      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => s.sendSilence(Math.max(50, this.o.keepaliveMs ?? 250)) },
+      // the gathered tail of the caller's audio goes first (padded), then silence
+      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => (n > 0 ? flush(true) : s.sendSilence(Math.max(50, this.o.keepaliveMs ?? 250))) },
       closeMessage: () => JSON.stringify({ type: 'Terminate' }),
       isFatalClose: (code) => code === 1008 || code === 4001 || code === 4002 || code === 4003 || code === 3006,
       onMessage: (data, isBinary) => {
@@ -141,9 +145,6 @@ export class AssemblyAiStt implements SttService {
         pendingEnd = { order, text, timer };
       },
     });
-    // gather 20 ms frames into 100 ms messages (the vendor refuses messages under 50 ms)
-    let acc = new Int16Array(CHUNK);
-    let n = 0;
     const flush = (pad: boolean) => {
       if (n === 0) return;
       const len = pad ? Math.max(n, MIN_CHUNK) : n;
