@@ -261,7 +261,7 @@ export class VendorSocket {
   private attach(ws: WebSocket): void {
     this.ws = ws;
     this.opens++;
-    this.failures = 0;
+    const openedAt = Date.now();
     ws.on('message', (data, isBinary) => this.o.onMessage(data, isBinary));
     ws.on('error', () => {}); // 'close' follows
     ws.on('close', (code, reasonBuf) => {
@@ -272,7 +272,12 @@ export class VendorSocket {
       const err = code === 1008 || (code >= 4001 && code <= 4003) ? refusal(this.o.vendor, reason) : transient(this.o.vendor, `connection closed: ${reason}`);
       if (err.engineError.fatal) this.fatal = err;
       this.o.onDrop(err);
-      if (!err.engineError.fatal) this.scheduleReconnect(0);
+      if (err.engineError.fatal) return;
+      // a connection that lived a while is simply reopened; one closed right after opening counts as a failure
+      // (backoff, then give up until the next request) so a vendor that keeps closing cannot spin a loop
+      if (Date.now() - openedAt >= 1000) this.failures = 0;
+      else if (++this.failures >= (this.o.maxReconnects ?? 5)) return;
+      this.scheduleReconnect(this.failures ? Math.min(5000, 100 * 2 ** this.failures) : 0);
     });
     this.o.onOpen?.((d) => ws.send(d));
     const every = this.o.keepaliveMs ?? 15_000;
