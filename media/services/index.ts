@@ -21,7 +21,7 @@ import { SonioxStt } from './stt/soniox.ts';
 import { DeepgramStt, deepgramDefaultModel } from './stt/deepgram.ts';
 import { AssemblyAiStt, assemblyAiDefaultModel } from './stt/assemblyai.ts';
 import { SarvamStt } from './stt/sarvam.ts';
-import { CartesiaStt } from './stt/cartesia.ts';
+import { CartesiaStt, cartesiaDefaultModel } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
 import { ElevenLabsTts } from './tts/elevenlabs.ts';
 import { CartesiaTts } from './tts/cartesia.ts';
@@ -115,7 +115,7 @@ export const defaultFactories: EngineFactories = {
     sarvam: ({ config, agent }) =>
       new SarvamStt({ baseUrl: config.SARVAM_BASE_URL, model: agent.stt.model ?? 'saaras:v3', block: sttBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
     cartesia: ({ config, agent }) =>
-      new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? 'ink-2', block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
+      new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? cartesiaDefaultModel(agent.languages), block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
   tts: {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),

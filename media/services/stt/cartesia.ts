@@ -31,12 +31,19 @@ export interface CartesiaSttOptions {
 
 export const CARTESIA_VERSION = '2026-03-01';
 
-export function cartesiaSttQuery(model: string, block: CartesiaSttBlock, keyterms: string[]): Array<[string, string | number]> {
+/** ink-2 is English only: an agent that speaks another language gets ink-whisper. */
+export function cartesiaDefaultModel(languages: string[]): string {
+  return languages.some((l) => l !== 'en') ? 'ink-whisper' : 'ink-2';
+}
+
+export function cartesiaSttQuery(model: string, block: CartesiaSttBlock, keyterms: string[], languages: string[] = []): Array<[string, string | number]> {
   const r2 = (v: number) => Math.round(v * 1000) / 1000;
   const q: Array<[string, string | number]> = [
     ['model', model],
     ['encoding', 'pcm_s16le'],
     ['sample_rate', 16000],
+    // ink-whisper takes the caller's language (ISO 639-1); ink-2 is English only
+    ...(model === 'ink-whisper' && languages[0] ? [['language', languages[0]] as [string, string]] : []),
     ['turn_start_threshold', r2(clamp(block.turnStartThreshold, 0.5, 0.9, 0.8))],
     ['turn_eager_end_threshold', r2(clamp(block.turnEagerEndThreshold, 0.3, 0.6, 0.4))],
     ['turn_end_threshold', r2(clamp(block.turnEndThreshold, 0.05, 0.5, 0.2))],
@@ -75,7 +82,7 @@ export class CartesiaStt implements SttService {
     const idle = this.o.keepaliveMs ?? 100;
     const sock = new SttSocket({
       vendor: 'cartesia',
-      url: vendorWsUrl(this.o.baseUrl, '/stt/turns/websocket', cartesiaSttQuery(this.model, this.o.block ?? {}, opts.keyterms)),
+      url: vendorWsUrl(this.o.baseUrl, '/stt/turns/websocket', cartesiaSttQuery(this.model, this.o.block ?? {}, opts.keyterms, opts.languages)),
       headers: { 'X-API-Key': this.o.apiKey, 'Cartesia-Version': CARTESIA_VERSION },
       emit,
       onOpen: (_s, reconnect) => {

@@ -316,6 +316,7 @@ test('usage: provider and model (the defaults chosen from the languages) are pri
   t.is(model('assemblyai', ['en'], 'u3-rt-pro'), 'u3-rt-pro');
   t.is(model('sarvam', ['hi']), 'saaras:v3');
   t.is(model('cartesia', ['en']), 'ink-2');
+  t.is(model('cartesia', ['en', 'fr']), 'ink-whisper');
   for (const [provider, m] of [
     ['soniox', 'stt-rt-v5'],
     ['deepgram', 'flux-general-en'],
@@ -597,6 +598,9 @@ test('cartesia: the query maps the turn thresholds (eager clamped to 0.6), timeo
   t.is(a.get('turn_end_threshold'), '0.1');
   t.is(a.get('turn_end_timeout_ms'), '5000');
   t.deepEqual(a.getAll('keyterm'), ['Acme']);
+  t.false(a.has('language'));
+  const w = new URLSearchParams(cartesiaSttQuery('ink-whisper', {}, [], ['fr', 'en']).map(([k, v]): [string, string] => [k, String(v)]));
+  t.is(w.get('language'), 'fr');
   const d = q({});
   t.is(d.get('turn_start_threshold'), '0.8');
   t.is(d.get('turn_eager_end_threshold'), '0.4');
