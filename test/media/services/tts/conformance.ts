@@ -92,6 +92,17 @@ export function conformance(c: Conformance): void {
     t.is(after.pcm.length, c.audioFor('After the drop.').length);
   });
 
+  test(`${c.name}: a drop in the middle of a chunk keeps what was heard and the next chunk plays on a new connection`, async (t) => {
+    const { tts, server } = await run(t, { gapMs: 5 });
+    const long = 'This sentence is cut off by a network failure while its audio is streaming.';
+    const cut = await synth(tts, long, { utterance: {}, onPiece: (_p, i) => i === 1 && server.dropAll() });
+    t.true(cut.pcm.length > 0 && cut.pcm.length < c.audioFor(long).length, 'the chunk ended where the connection broke');
+    const next = await synth(tts, 'Still here.', { utterance: {} });
+    t.is(next.pcm.length, c.audioFor('Still here.').length);
+    t.is(maxAbs(next.pcm), maxAbs(c.audioFor('Still here.')));
+    t.true(server.connections >= 2);
+  });
+
   test(`${c.name}: keepalive on an idle connection`, async (t) => {
     const { tts, server } = await run(t, { keepaliveMs: 20 });
     await tts.connect?.();

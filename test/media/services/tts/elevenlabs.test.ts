@@ -6,6 +6,7 @@ import { computeCost, PRICES } from '../../../../core/pricing.ts';
 import { FakeElevenLabs } from '../../../fakes/tts/elevenlabs.ts';
 import { amplitudeOf, toneFor, until } from '../../../fakes/tts/common.ts';
 import { maxAbs, stageWithPacer, synth } from './helpers.ts';
+import { conformance } from './conformance.ts';
 
 const KEY = 'el-test-key';
 const VOICE = 'voice123';
@@ -19,6 +20,26 @@ async function setup(t: { teardown(fn: () => unknown): void }, fake: Partial<Con
   });
   return { el, tts };
 }
+
+conformance({
+  name: 'elevenlabs (shared)',
+  vendor: 'ElevenLabs',
+  setup: async (o) => {
+    const el = await new FakeElevenLabs({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
+    const tts = new ElevenLabsTts({ baseUrl: el.server.baseUrl, apiKey: o.key ?? KEY, model: 'eleven_flash_v2_5', voice: VOICE, languages: ['en'], ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}) });
+    return {
+      tts,
+      server: el.server,
+      close: async () => {
+        await tts.close();
+        await el.close();
+      },
+    };
+  },
+  audioFor: (text) => toneFor(`${text} `),
+  keepaliveSeen: (server) => server.pings.length > 0,
+  wordTimings: true,
+});
 
 test('elevenlabs: happy path — path, key header, query, context messages in order, camelCase replies, 24 kHz audio', async (t) => {
   const { el, tts } = await setup(t);
