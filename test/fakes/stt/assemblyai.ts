@@ -14,6 +14,7 @@ export async function startAssemblyAiFake(o: { apiKey?: string; script?: string[
   const apiKey = o.apiKey ?? 'assemblyaikey';
   const next = scriptReader(o.script ?? []);
   const listeners = new Map<FakeConnection, Listener>();
+  const forceEnd = new Map<FakeConnection, () => void>();
   const fake = await startWsFake({
     path: '/v3/ws',
     ...(o.prefix ? { prefix: o.prefix } : {}),
@@ -44,9 +45,9 @@ export async function startAssemblyAiFake(o: { apiKey?: string; script?: string[
         },
       });
       listeners.set(c, listener);
-      (c as FakeConnection & { endTurn?: () => void }).endTurn = () => {
+      forceEnd.set(c, () => {
         if (listener.active) endTurn(listener.utterance);
-      };
+      });
     },
     onMessage: (c, data, isBinary) => {
       if (isBinary) {
@@ -61,7 +62,7 @@ export async function startAssemblyAiFake(o: { apiKey?: string; script?: string[
         return;
       }
       const msg = JSON.parse(data.toString('utf8')) as { type?: string };
-      if (msg.type === 'ForceEndpoint') (c as FakeConnection & { endTurn?: () => void }).endTurn?.();
+      if (msg.type === 'ForceEndpoint') forceEnd.get(c)?.();
       if (msg.type === 'Terminate') {
         c.send({ type: 'Termination', audio_duration_seconds: Math.round(c.samples / 16000), session_duration_seconds: Math.round(c.samples / 16000) });
         c.ws.close(1000);

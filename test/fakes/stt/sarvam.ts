@@ -14,7 +14,7 @@ export async function startSarvamFake(
 ): Promise<WsFake & { apiKey: string }> {
   const apiKey = o.apiKey ?? 'sarvamkey';
   const next = scriptReader(o.script ?? []);
-  const state = new Map<FakeConnection, { listener: Listener; flushedWords: number; idle: NodeJS.Timeout | null }>();
+  const state = new Map<FakeConnection, { listener: Listener; flushedWords: number; idle: NodeJS.Timeout | null; flush: () => void }>();
   const armIdle = (c: FakeConnection) => {
     const s = state.get(c);
     if (!s || !o.idleCloseMs) return;
@@ -34,7 +34,7 @@ export async function startSarvamFake(
       const signals = c.query.get('vad_signals') === 'true';
       const endMs = c.query.get('high_vad_sensitivity') === 'true' ? (o.highVadEndMs ?? 300) : (o.endMs ?? 600);
       const lang = c.query.get('language-code') === 'unknown' ? 'hi-IN' : c.query.get('language-code');
-      const s = { listener: null as unknown as Listener, flushedWords: 0, idle: null as NodeJS.Timeout | null };
+      const s = { listener: null as unknown as Listener, flushedWords: 0, idle: null as NodeJS.Timeout | null, flush: () => {} };
       const transcript = (text: string) => c.send({ type: 'data', data: { request_id: `r${Date.now()}`, transcript: text, language_code: lang, metrics: { audio_duration: c.samples / 16000 } } });
       s.listener = new Listener(next, {
         onset: (resumed) => {
@@ -50,7 +50,7 @@ export async function startSarvamFake(
           s.listener.endUtterance();
         },
       });
-      (s as { flush?: () => void }).flush = () => {
+      s.flush = () => {
         const words = s.listener.active ? s.listener.words : [];
         const part = words.slice(s.flushedWords).join(' ');
         s.flushedWords = words.length;
@@ -80,7 +80,7 @@ export async function startSarvamFake(
         s.listener.feed(pcm);
         return;
       }
-      if (msg.type === 'flush') (s as { flush?: () => void }).flush?.();
+      if (msg.type === 'flush') s.flush();
     },
   });
   return { ...fake, apiKey };
