@@ -11,6 +11,17 @@
 //
 //   npm run bench -- pipeline          CALLS=200 TURNS=30 node --import tsx bench/pipeline.ts
 // (runs the server side with --max-semi-space-size=32, see V8_FLAG)
+//
+// MODE=vendors: the same two measurements with the real vendor adapters (STT deepgram Flux, or STT=soniox; LLM
+// openai; TTS elevenlabs) built the production way (createEngines + Silero VAD), each against its local fake over
+// loopback (the fakes run in their own child process, so the server's CPU and RSS are its own). Callers speak: a
+// sentence synthesized with eSpeak, then silence until the agent's reply is over, again and again.
+//  (a) server-added latency per turn: end of the caller's speech → first agent audio at the client, minus what the
+//      fakes make fixed (the STT fake's end-of-turn silence window, less the 20 ms frame judged on arrival; the
+//      LLM and TTS fakes answer at once); and, in the pipeline, the vendor's end of turn → first agent frame.
+//  (b) N simultaneous speaking callers (default 200): reply audio pacing jitter p99 (inter-arrival |Δ − 20 ms|
+//      within each reply), end of speech → first reply audio p50/p99 at load, server CPU per call, RSS per call.
+//   MODE=vendors CALLS=20 TURNS=10 SECONDS=20 node --import tsx bench/pipeline.ts
 import { fork } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +33,8 @@ const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 const FIXED = { vadStopMs: 300, sttFinalMs: 50, llmFirstTokenMs: 100, ttsFirstByteMs: 80 };
+/** MODE=vendors: the STT fakes' end-of-turn silence window (Flux EndOfTurn / Soniox <end>) */
+const STT_END_MS = 400;
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 
@@ -101,11 +114,16 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
   const r = spawnSync(process.execPath, [V8_FLAG, ...process.execArgv, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: process.env });
   process.exit(r.status ?? 1);
 } else if (ROLE === 'client') {
-  process.once('message', (job: ClientJob) => {
-    void runClients(job).then((r) => {
-      process.send!(r, () => process.exit(0));
+  process.once('message', (job: ClientJob | SpeakingJob) => {
+    const run = 'speech' in job ? runSpeakingClients(job) : runClients(job);
+    void (run as Promise<unknown>).then((r) => {
+      process.send!(r as object, () => process.exit(0));
     });
   });
+} else if (ROLE === 'fakes') {
+  await runFakes();
+} else if (process.env.MODE === 'vendors') {
+  await mainVendors();
 } else {
   await main();
 }
@@ -289,6 +307,289 @@ async function main(): Promise<void> {
     exit = 1;
     log(`bench failed: ${(err as Error).stack ?? String(err)}`);
   } finally {
+    await scratch.stop();
+  }
+  process.exit(exit);
+}
+
+// ── MODE=vendors ────────────────────────────────────────────────────────────────────────────────────────
+
+interface SpeakingJob {
+  origin: string;
+  key: string;
+  callIds: string[];
+  seconds: number;
+  /** the caller's sentence, 16 kHz s16le, base64 */
+  speech: string;
+}
+interface SpeakingResult {
+  jitter: number[];
+  replyMs: number[];
+  frames: number;
+  opened: number;
+  turns: number;
+}
+
+/** Callers that speak a sentence, wait for the reply to end, and speak again; frames of 60 ms in real time. */
+async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
+  const speech = new Int16Array(new Uint8Array(Buffer.from(job.speech, 'base64')).buffer);
+  const FRAME = 960; // 60 ms
+  const loudEnd = lastLoudSample(speech);
+  const jitter: number[] = [];
+  const replyMs: number[] = [];
+  let frames = 0;
+  let opened = 0;
+  let turns = 0;
+  await Promise.all(
+    job.callIds.map(
+      (id, idx) =>
+        new Promise<void>((resolve) => {
+          const ws = new WebSocket(`${job.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${job.key}`);
+          let timer: NodeJS.Timeout | null = null;
+          let lastAudio = 0;
+          let prev = 0;
+          let inBurst = 0;
+          let speakingUntil = -1; // sample index while speaking, -1 when silent
+          let pos = 0;
+          let endOfSpeech = 0;
+          let waitingReply = false;
+          let nextSpeakAt = 0;
+          ws.on('open', () => {
+            opened++;
+            const start = performance.now();
+            // stagger the callers' first sentences over 2 s, after the greeting
+            nextSpeakAt = start + 2500 + (idx % 40) * 50;
+            let k = 0;
+            const send = () => {
+              if (ws.readyState !== ws.OPEN) return;
+              const now = performance.now();
+              if (speakingUntil < 0 && !waitingReply && now >= nextSpeakAt) {
+                speakingUntil = speech.length;
+                pos = 0;
+              }
+              let buf: Buffer;
+              if (speakingUntil >= 0) {
+                const chunk = new Int16Array(FRAME);
+                chunk.set(speech.subarray(pos, Math.min(speech.length, pos + FRAME)));
+                buf = Buffer.from(chunk.buffer);
+                pos += FRAME;
+                if (pos >= loudEnd && endOfSpeech === 0) endOfSpeech = now + 60 - (pos - loudEnd) / 16;
+                if (pos >= speakingUntil) {
+                  speakingUntil = -1;
+                  waitingReply = true;
+                }
+              } else buf = Buffer.alloc(FRAME * 2);
+              ws.send(buf);
+              // the reply is over: 800 ms without agent audio after it started, or 8 s without any reply
+              if (waitingReply && endOfSpeech && ((lastAudio > endOfSpeech && now - lastAudio > 800) || now - endOfSpeech > 8000)) {
+                waitingReply = false;
+                endOfSpeech = 0;
+                nextSpeakAt = now + 300;
+              }
+              k++;
+              timer = setTimeout(send, Math.max(0, start + k * 60 - performance.now()));
+            };
+            send();
+            setTimeout(() => ws.close(1000), job.seconds * 1000);
+          });
+          ws.on('message', (_d, binary) => {
+            if (!binary) return;
+            const now = performance.now();
+            if (waitingReply && endOfSpeech && lastAudio < endOfSpeech) {
+              replyMs.push(now - endOfSpeech);
+              turns++;
+            }
+            // a gap of more than 100 ms starts a new burst (reply); its first 6 frames are the lead burst
+            if (now - prev > 100) inBurst = 0;
+            if (inBurst >= 6) jitter.push(Math.abs(now - prev - 20));
+            inBurst++;
+            prev = now;
+            lastAudio = now;
+            frames++;
+          });
+          ws.on('close', () => {
+            if (timer) clearTimeout(timer);
+            resolve();
+          });
+          ws.on('error', () => resolve());
+        }),
+    ),
+  );
+  return { jitter, replyMs, frames, opened, turns };
+}
+
+function lastLoudSample(pcm: Int16Array): number {
+  for (let end = pcm.length; end >= 320; end -= 320) {
+    let s = 0;
+    for (let i = end - 320; i < end; i++) s += pcm[i]! * pcm[i]!;
+    if (Math.sqrt(s / 320) > 800) return end;
+  }
+  return pcm.length;
+}
+
+/** The vendor fakes in their own process: URLs back over IPC, then serve until killed. */
+async function runFakes(): Promise<void> {
+  const { startDeepgramFake } = await import('../test/fakes/stt/deepgram.ts');
+  const { startSonioxFake } = await import('../test/fakes/stt/soniox.ts');
+  const { startFakeOpenAi } = await import('../test/fakes/openai-sse.ts');
+  const { FakeElevenLabs } = await import('../test/fakes/tts/elevenlabs.ts');
+  const script = Array.from({ length: 200_000 }, () => 'tell me something');
+  const deepgram = await startDeepgramFake({ apiKey: 'bench', script, endMs: STT_END_MS });
+  const soniox = await startSonioxFake({ apiKey: 'bench', script, endpointMs: STT_END_MS });
+  const openai = await startFakeOpenAi({ apiKey: 'bench', defaultReply: { text: ['Sure. ', 'Here is a short answer that takes about three seconds to say out loud.'], usage: { prompt_tokens: 50, completion_tokens: 20 } } });
+  const eleven = await new FakeElevenLabs({ apiKey: 'bench' }).listen();
+  process.send!({ deepgram: deepgram.url, soniox: soniox.url, openai: openai.url, elevenlabs: eleven.server.baseUrl });
+  process.on('disconnect', () => process.exit(0));
+}
+
+function forkRole<T>(role: string, job?: unknown): { result: Promise<T>; kill(): void } {
+  const child = fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const result = new Promise<T>((resolve, reject) => {
+    child.once('message', (r) => resolve(r as T));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${role} process exited (${code})`)));
+  });
+  if (job !== undefined) child.send(job as object);
+  return { result, kill: () => child.kill() };
+}
+
+async function mainVendors(): Promise<void> {
+  const { loadConfig } = await import('../core/config.ts');
+  const { createDb } = await import('../core/db/pool.ts');
+  const { createLogger } = await import('../core/logger.ts');
+  const { createApiKey, createOrganization } = await import('../core/orgs.ts');
+  const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
+  const { startCombined } = await import('../scripts/server.ts');
+  const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
+  const { createLocalTts } = await import('../media/services/tts/local.ts');
+  const { resample } = await import('../media/audio/index.ts');
+
+  const CALLS = Number(process.env.CALLS ?? 200);
+  const TURNS = Number(process.env.TURNS ?? 20);
+  const SECONDS = Number(process.env.SECONDS ?? 20);
+  const STT = process.env.STT === 'soniox' ? 'soniox' : 'deepgram';
+  const fakes = forkRole<{ deepgram: string; soniox: string; openai: string; elevenlabs: string }>('fakes');
+  const urls = await fakes.result;
+  const scratch = await startScratchDatabase({ prefix: 'vas-bench-pipeline-' });
+  let exit = 0;
+  try {
+    const db = await createDb(scratch.url, { maximumPoolSize: 20 });
+    const port = await freePort();
+    const config = loadConfig({
+      DATABASE_URL: scratch.url,
+      DATA_DIR: scratch.dir,
+      PORT: String(port),
+      LOG_LEVEL: 'silent',
+      SIGNING_SECRET: 'bench-signing-secret-0123456789',
+      DEEPGRAM_BASE_URL: urls.deepgram,
+      DEEPGRAM_API_KEY: 'bench',
+      SONIOX_BASE_URL: urls.soniox,
+      SONIOX_API_KEY: 'bench',
+      OPENAI_BASE_URL: urls.openai,
+      OPENAI_API_KEY: 'bench',
+      ELEVENLABS_BASE_URL: urls.elevenlabs,
+      ELEVENLABS_API_KEY: 'bench',
+    });
+    // no engine override: createEngines from each call's config + Silero VAD, as in production
+    const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
+    const origin = `http://127.0.0.1:${port}`;
+    const org = await createOrganization(db, { name: 'bench', balanceUsd: 1000 });
+    const { key } = await createApiKey(db, org.id, 'bench');
+    const agent = (name: string) =>
+      agentConfig({
+        name,
+        greeting: { firstMessages: ['Hi, how can I help?'], interruptible: true, speakFirst: 'agent', agentDelayS: 0, userTimeoutS: 3 },
+        llm: { provider: 'openai', model: 'gpt-4o-mini', temperature: 0.5, maxTokens: 100, prewarm: false },
+        stt: { provider: STT, model: null, interruptionMinWords: 0 },
+        tts: { provider: 'elevenlabs', model: null, voice: null },
+        noiseGate: { enabled: false, model: 'voice-focus', enhancementLevel: 0.8 },
+        userIdleTimeoutS: 25,
+      });
+
+    // the caller's sentence (eSpeak, 16 kHz), trimmed after its last loud frame
+    const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 160 });
+    const parts: Int16Array[] = [];
+    for await (const p of tts.synthesize('tell me something about your opening hours', new AbortController().signal)) parts.push(p);
+    const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+    parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
+    const speech16 = resample(all, 24000, 16000);
+    const sentence = speech16.slice(0, lastLoudSample(speech16));
+
+    // ── (a) per-turn latency, one caller ─────────────────────────────────────────────────────────────
+    const callId = await insertPendingCall(db, { orgId: org.id, config: agent('latency') });
+    const caller = TestCaller.connect(origin, callId, key);
+    await caller.waitOpen();
+    await caller.waitAgentQuiet(300, 20_000);
+    const clientMs: number[] = [];
+    for (let i = 0; i < TURNS; i++) {
+      const framesBefore = caller.frameTimes.length;
+      const start = performance.now();
+      for (let off = 0, k = 0; off < sentence.length; off += 320, k++) {
+        const f = new Int16Array(320);
+        f.set(sentence.subarray(off, off + 320));
+        caller.ws.send(Buffer.from(f.buffer));
+        const d = start + (k + 1) * 20 - performance.now();
+        if (d > 0) await new Promise((r) => setTimeout(r, d));
+      }
+      const endOfSpeech = performance.now();
+      const quiet = caller.silence(2000);
+      await until(() => caller.frameTimes.length > framesBefore, 15_000, 'reply audio');
+      clientMs.push(caller.frameTimes[framesBefore]! - endOfSpeech);
+      await quiet;
+      await caller.waitAgentQuiet(300, 20_000);
+    }
+    caller.close();
+    const row = await until(async () => {
+      const r = await getCallRow(db, callId);
+      return r.status === 'completed' ? r : null;
+    }, 15_000, 'latency call to end');
+    const fixed = STT_END_MS - 20;
+    const serverAdded = clientMs.map((x) => x - fixed);
+    // with the vendor's own end of turn the turn starts at that event (stt_ms is null) and the LLM request was
+    // usually sent earlier on the eager end of turn, so the in-pipeline figure is end of turn → first agent frame
+    const internal = ((row.logs?.latency ?? []) as Array<{ total_ms: number | null }>).map((l) => l.total_ms).filter((x): x is number => x !== null);
+    log(`vendor adapters against local fakes: STT ${STT} (real adapter, fake end of turn after ${STT_END_MS} ms of silence), LLM openai, TTS elevenlabs; Silero VAD on`);
+    log(`(a) per-turn latency, ${TURNS} turns: end of caller speech → first agent audio at the client p50 ${f1(pct(clientMs, 50))} ms, p99 ${f1(pct(clientMs, 99))} ms`);
+    log(`    server-added (client figure − ${fixed} ms fixed STT end-of-turn window): p50 ${f1(pct(serverAdded, 50))} ms, p99 ${f1(pct(serverAdded, 99))} ms; per turn: ${serverAdded.map((x) => x.toFixed(0)).join(' ')}`);
+    log(`    in-pipeline: vendor end of turn → first agent frame sent (logs.latency total_ms, includes the loopback LLM/TTS fakes): p50 ${f1(pct(internal, 50))} ms, p99 ${f1(pct(internal, 99))} ms`);
+
+    // ── (b) N simultaneous speaking callers ──────────────────────────────────────────────────────────
+    const runLoad = async (n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) ids.push(await insertPendingCall(db, { orgId: org.id, config: agent(`load-${i}`) }));
+      global.gc?.();
+      const rssBefore = process.memoryUsage().rss;
+      let rssPeak = rssBefore;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 500);
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: Buffer.from(sentence.buffer, sentence.byteOffset, sentence.byteLength).toString('base64') };
+      const r = await forkRole<SpeakingResult>('client', job).result;
+      const wall = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      clearInterval(sampler);
+      await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
+      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
+      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024 };
+    };
+    const base = await runLoad(1);
+    const load = await runLoad(CALLS);
+    for (const x of [base, load]) {
+      log(
+        `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
+          `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
+          `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call`,
+      );
+    }
+    log(`ratio vs 1 call: jitter p99 ×${f1(pct(load.r.jitter, 99) / Math.max(0.1, pct(base.r.jitter, 99)))}, reply p50 ×${f1(pct(load.r.replyMs, 50) / Math.max(0.1, pct(base.r.replyMs, 50)))}`);
+    log(`machine: ${os.cpus().length} cores, load average during the run ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
+    await combined.close();
+    await db.end();
+  } catch (err) {
+    exit = 1;
+    log(`bench failed: ${(err as Error).stack ?? String(err)}`);
+  } finally {
+    fakes.kill();
     await scratch.stop();
   }
   process.exit(exit);

@@ -51,30 +51,58 @@ export const PRICES: PriceTable = {
     local: { '*': { inputPer1K: 0, outputPer1K: 0 } },
   },
   tts: {
+    // elevenlabs.io/pricing/api: v3 is billed like Multilingual v2 (1 credit per character), turbo v4 like the
+    // Flash/Turbo v2.5 family (half that)
     elevenlabs: {
       '*': { perCharacter: 0.0003 },
       eleven_flash_v2_5: { perCharacter: 0.00015 },
       eleven_turbo_v2_5: { perCharacter: 0.00015 },
       eleven_multilingual_v2: { perCharacter: 0.0003 },
+      eleven_v3: { perCharacter: 0.0003 },
+      eleven_turbo_v4: { perCharacter: 0.00015 },
     },
-    cartesia: { '*': { perCharacter: 0.000038 } },
+    // cartesia.ai/pricing: 1 credit per character (Startup plan $49 / 1.25M credits)
+    cartesia: { '*': { perCharacter: 0.000038 }, 'sonic-3': { perCharacter: 0.000038 }, 'sonic-2': { perCharacter: 0.000038 } },
+    // openai.com/api/pricing: tts-1 $15, tts-1-hd $30 per 1M characters; gpt-4o-mini-tts ≈ $0.015 per minute
     openai: {
       '*': { perCharacter: 0.000015 },
       'tts-1': { perCharacter: 0.000015 },
       'tts-1-hd': { perCharacter: 0.00003 },
       'gpt-4o-mini-tts': { perCharacter: 0.000012 },
     },
-    sarvam: { '*': { perCharacter: 0.000018 } },
-    xai: { '*': { perCharacter: 0.00002 } },
-    inworld: { '*': { perCharacter: 0.000005 } },
+    // sarvam.ai/api-pricing: bulbul v2 ₹15 and v3 ₹30 per 10K characters (at ₹83 per USD)
+    sarvam: { '*': { perCharacter: 0.000018 }, 'bulbul:v2': { perCharacter: 0.000018 }, 'bulbul:v3': { perCharacter: 0.000036 } },
+    // docs.x.ai (TTS beta): $4.20 per 1M characters
+    xai: { '*': { perCharacter: 0.0000042 }, 'xai-tts': { perCharacter: 0.0000042 } },
+    // inworld.ai/pricing: TTS-1.5 Mini $5, TTS-1.5 Max $10, TTS-2 $35 per 1M characters
+    inworld: {
+      '*': { perCharacter: 0.00001 },
+      'inworld-tts-1.5-mini': { perCharacter: 0.000005 },
+      'inworld-tts-1.5-max': { perCharacter: 0.00001 },
+      'inworld-tts-2': { perCharacter: 0.000035 },
+    },
     local: { '*': { perCharacter: 0 } },
   },
   stt: {
-    soniox: { '*': { perSecond: 0.12 / 3600 } },
-    deepgram: { '*': { perSecond: 0.0077 / 60 } },
-    assemblyai: { '*': { perSecond: 0.15 / 3600 } },
-    sarvam: { '*': { perSecond: 0.36 / 3600 } },
-    cartesia: { '*': { perSecond: 0.13 / 3600 } },
+    // Soniox real-time: $0.12 per hour of audio streamed (soniox.com/pricing), v4 and v5 alike.
+    soniox: { '*': { perSecond: 0.12 / 3600 }, 'stt-rt-v5': { perSecond: 0.12 / 3600 }, 'stt-rt-v4': { perSecond: 0.12 / 3600 } },
+    // Deepgram Flux streaming: $0.0077 per minute pay-as-you-go (deepgram.com/pricing); multi priced as en until listed apart.
+    deepgram: { '*': { perSecond: 0.0077 / 60 }, 'flux-general-en': { perSecond: 0.0077 / 60 }, 'flux-general-multi': { perSecond: 0.0077 / 60 } },
+    // AssemblyAI streaming, billed on session duration: Universal-Streaming (English and multilingual) $0.15/h
+    // (assemblyai.com/blog/introducing-universal-streaming); Universal-3 Pro streaming $0.45/h (assemblyai.com/pricing);
+    // universal-3-5-pro priced as Universal-3 Pro.
+    assemblyai: {
+      '*': { perSecond: 0.15 / 3600 },
+      'universal-streaming-english': { perSecond: 0.15 / 3600 },
+      'universal-streaming-multilingual': { perSecond: 0.15 / 3600 },
+      'u3-rt-pro': { perSecond: 0.45 / 3600 },
+      'universal-3-5-pro': { perSecond: 0.45 / 3600 },
+    },
+    // Sarvam saaras streaming: ₹30 per hour ≈ $0.36/h (dashboard.sarvam.ai/pricing).
+    sarvam: { '*': { perSecond: 0.36 / 3600 }, 'saaras:v3': { perSecond: 0.36 / 3600 } },
+    // Cartesia STT (docs.cartesia.ai/pricing): ink-2 3 credits/s, ink-whisper 1 credit/s; a credit ≈ $0.000038
+    // (the TTS row above), so ≈ $0.41/h and $0.137/h.
+    cartesia: { '*': { perSecond: 0.13 / 3600 }, 'ink-2': { perSecond: 3 * 0.000038 }, 'ink-whisper': { perSecond: 0.000038 } },
     local: { '*': { perSecond: 0 } },
   },
 };

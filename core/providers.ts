@@ -18,9 +18,20 @@ export const ADAPTERS: Readonly<Record<Family, readonly string[]>> = {
   ],
   stt: [
     'local',
+    'soniox',
+    'deepgram',
+    'assemblyai',
+    'sarvam',
+    'cartesia',
   ],
   tts: [
     'local',
+    'elevenlabs',
+    'cartesia',
+    'inworld',
+    'xai',
+    'openai',
+    'sarvam',
   ],
 };
 

@@ -1,5 +1,9 @@
 // TTS stage: text chunks in, 24 kHz audio out, strictly in order (one synthesis at a time per call). An
-// interrupted utterance's queued chunks are dropped and its running synthesis is aborted.
+// interrupted utterance's queued chunks are dropped and its running synthesis is aborted. Chunks of one utterance
+// are synthesized as that utterance (vendors with contexts keep one context per utterance, closed at its flush);
+// word end times the vendor reports are kept on the chunk so an interruption cuts the text at the last word heard.
+// The engine's connection is opened as the stage is built (the call connecting), so the first reply pays no
+// handshake; a refusal there surfaces at the first synthesis like any engine error.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { TtsService } from '../services/types.ts';
@@ -27,6 +31,9 @@ export class TtsStage extends Processor {
     private readonly hooks: TtsStageHooks = {},
   ) {
     super();
+    // Open the engine's connection now (the call is connecting). A refusal here is not reported from the
+    // constructor (the session is not started yet): the adapter keeps it and the first synthesis throws it.
+    tts.connect?.().catch(() => {});
   }
 
   protected override process(frame: Frame): void {
@@ -63,6 +70,7 @@ export class TtsStage extends Processor {
       const job = this.queue.shift()!;
       const speech = job.speech;
       if (job.kind === 'flush') {
+        this.tts.endUtterance?.(speech);
         if (!speech.finished) {
           speech.textComplete = true;
           this.push({ type: 'flush', speech });
@@ -74,7 +82,8 @@ export class TtsStage extends Processor {
       this.hooks.onTextSent?.(speech, job.text);
       this.hooks.onCharacters?.(job.text.length);
       try {
-        for await (const pcm of this.tts.synthesize(job.text, speech.abort.signal)) {
+        const opts = { utterance: speech, onWords: (words: Array<{ endSample: number }>) => speech.addWordEnds(chunk, words.map((w) => w.endSample)) };
+        for await (const pcm of this.tts.synthesize(job.text, speech.abort.signal, opts)) {
           if (speech.finished || this.closed) break;
           if (pcm.length === 0) continue;
           if (!this.firstByteSeen.has(speech)) {

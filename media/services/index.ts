@@ -6,17 +6,31 @@
 //
 // Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
 // (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
-// STT local (PocketSphinx 5); TTS local (eSpeak NG). The vendor STT/TTS ids of providers.md have no adapter yet.
+// STT local (PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras), cartesia (Ink
+// turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG), elevenlabs
+// (multi-stream-input contexts; eleven_v3 over HTTP streaming), cartesia, inworld (contexts per reply), xai, sarvam
+// (one generation at a time), openai (HTTP speech endpoint), each in media/services/tts/<id>.ts.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
-import { llmEntry } from '../../core/catalog.ts';
+import { llmEntry, ttsEntry } from '../../core/catalog.ts';
 import { hasAdapter } from '../../core/providers.ts';
 import { OpenAiCompatLlm } from './llm/openai.ts';
 import { AnthropicLlm } from './llm/anthropic.ts';
 import { GoogleLlm } from './llm/google.ts';
 import { createLocalLlm } from './llm/local.ts';
 import { createLocalStt } from './stt/local.ts';
+import { SonioxStt } from './stt/soniox.ts';
+import { DeepgramStt, deepgramDefaultModel } from './stt/deepgram.ts';
+import { AssemblyAiStt, assemblyAiDefaultModel } from './stt/assemblyai.ts';
+import { SarvamStt } from './stt/sarvam.ts';
+import { CartesiaStt, cartesiaDefaultModel } from './stt/cartesia.ts';
 import { createLocalTts } from './tts/local.ts';
+import { ElevenLabsTts } from './tts/elevenlabs.ts';
+import { CartesiaTts } from './tts/cartesia.ts';
+import { InworldTts } from './tts/inworld.ts';
+import { XaiTts } from './tts/xai.ts';
+import { SarvamTts } from './tts/sarvam.ts';
+import { OpenAiTts } from './tts/openai.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -66,6 +80,22 @@ export function agentCorpus(agent: EngineAgentConfig): string[] {
 
 const llmModel = (agent: EngineAgentConfig) => agent.llm.model ?? llmEntry(agent.llm.provider)?.defaultModel ?? agent.llm.provider;
 const key = (k: string | undefined) => (k ? { apiKey: k } : {});
+/** The agent's STT tuning block for `provider` (empty when absent: adapters apply the spec's defaults). */
+function sttBlock<T extends object>(agent: EngineAgentConfig, provider: string): T {
+  const b = agent.stt[provider];
+  return (b && typeof b === 'object' ? b : {}) as T;
+}
+
+/** The agent's TTS tuning block for `provider` (empty when absent: adapters apply the spec's defaults). */
+function ttsBlock<T extends object>(agent: EngineAgentConfig, provider: string): T {
+  const b = agent.tts[provider];
+  return (b && typeof b === 'object' ? b : {}) as T;
+}
+/** Model and voice (the catalog's defaults when null) and languages of a TTS provider. */
+function ttsCommon(agent: EngineAgentConfig, provider: string): { model: string; voice: string; languages: string[] } {
+  const entry = ttsEntry(provider);
+  return { model: agent.tts.model ?? entry?.defaultModel ?? provider, voice: agent.tts.voice ?? entry?.defaultVoice ?? 'default', languages: agent.languages };
+}
 
 export const defaultFactories: EngineFactories = {
   llm: {
@@ -78,9 +108,32 @@ export const defaultFactories: EngineFactories = {
   stt: {
     local: ({ config, agent }) =>
       createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent), ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}) }),
+    soniox: ({ config, agent }) =>
+      new SonioxStt({ baseUrl: config.SONIOX_BASE_URL, model: agent.stt.model ?? 'stt-rt-v5', block: sttBlock(agent, 'soniox'), ...key(config.SONIOX_API_KEY) }),
+    deepgram: ({ config, agent }) =>
+      new DeepgramStt({ baseUrl: config.DEEPGRAM_BASE_URL, model: agent.stt.model ?? deepgramDefaultModel(agent.languages), block: sttBlock(agent, 'deepgram'), ...key(config.DEEPGRAM_API_KEY) }),
+    assemblyai: ({ config, agent }) =>
+      new AssemblyAiStt({ baseUrl: config.ASSEMBLYAI_BASE_URL, model: agent.stt.model ?? assemblyAiDefaultModel(agent.languages), block: sttBlock(agent, 'assemblyai'), ...key(config.ASSEMBLYAI_API_KEY) }),
+    sarvam: ({ config, agent }) =>
+      new SarvamStt({ baseUrl: config.SARVAM_BASE_URL, model: agent.stt.model ?? 'saaras:v3', block: sttBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
+    cartesia: ({ config, agent }) =>
+      new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? cartesiaDefaultModel(agent.languages), block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
   tts: {
     local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
+    elevenlabs: ({ config, agent }) =>
+      new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
+    cartesia: ({ config, agent }) =>
+      new CartesiaTts({ baseUrl: config.CARTESIA_BASE_URL, ...ttsCommon(agent, 'cartesia'), tuning: ttsBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
+    inworld: ({ config, agent }) =>
+      new InworldTts({ baseUrl: config.INWORLD_BASE_URL, ...ttsCommon(agent, 'inworld'), tuning: ttsBlock(agent, 'inworld'), ...key(config.INWORLD_API_KEY) }),
+    xai: ({ config, agent }) =>
+      new XaiTts({ baseUrl: config.XAI_BASE_URL, voice: ttsCommon(agent, 'xai').voice, languages: agent.languages, tuning: ttsBlock(agent, 'xai'), ...key(config.XAI_API_KEY) }),
+    openai: ({ config, agent }) =>
+      new OpenAiTts({ baseUrl: config.OPENAI_BASE_URL, ...ttsCommon(agent, 'openai'), tuning: ttsBlock(agent, 'openai'), ...key(config.OPENAI_API_KEY) }),
+    // a null voice is the model's own default speaker (bulbul v3 and v2 have different speaker sets)
+    sarvam: ({ config, agent }) =>
+      new SarvamTts({ baseUrl: config.SARVAM_BASE_URL, ...ttsCommon(agent, 'sarvam'), voice: agent.tts.voice, tuning: ttsBlock(agent, 'sarvam'), ...key(config.SARVAM_API_KEY) }),
   },
 };
 

@@ -96,15 +96,42 @@ export interface LlmService {
 }
 
 // ── TTS ─────────────────────────────────────────────────────────────────────────────────────────────────
+/** Where a spoken word ends, as the vendor's alignment/timestamps report it. */
+export interface TtsWordTiming {
+  /** the word as the vendor aligned it (may be normalized; callers count words, they do not match text) */
+  word: string;
+  /** end of the word in 24 kHz samples from the start of this chunk's audio */
+  endSample: number;
+}
+
+export interface TtsSynthesizeOptions {
+  /**
+   * The utterance (one reply, greeting, prompt) this chunk belongs to. Adapters with contexts keep one vendor
+   * context per utterance (prosody carries over between its chunks); a new utterance opens a new context.
+   * Absent: the chunk is its own utterance.
+   */
+  utterance?: object;
+  /** Called with word end times as the vendor reports them (vendors with alignment / word timestamps). */
+  onWords?(words: TtsWordTiming[]): void;
+}
+
 export interface TtsService {
   readonly provider: string;
   readonly model: string;
   readonly voice: string;
   /**
    * Synthesize one chunk of text (a sentence or clause) to 24 kHz mono s16le PCM, streamed as produced.
-   * Stops promptly when signal aborts (interruption).
+   * Stops promptly when signal aborts (interruption); a vendor context is cancelled so nothing stale follows.
+   * Throws an Error with `engineError: EngineError` on vendor failure (fatal for refusals: key, voice, quota).
    */
-  synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array>;
+  synthesize(text: string, signal: AbortSignal, opts?: TtsSynthesizeOptions): AsyncIterable<Int16Array>;
+  /** The utterance will get no more text: close its vendor context (adapters with contexts). */
+  endUtterance?(utterance: object): void;
+  /**
+   * Open the vendor connection now (called as the call connects) so the first reply pays no handshake.
+   * Rejects with an engine error when the vendor refuses (fatal) or cannot be reached (retryable).
+   */
+  connect?(): Promise<void>;
   close?(): Promise<void>;
 }
 

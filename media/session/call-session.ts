@@ -328,6 +328,9 @@ export class CallSession {
       case 'userStartedSpeaking':
         if (this.userSpeaking || this.ignoringSpeech) return;
         this.userSpeaking = true;
+        // a VAD stop from before this speech is not this turn's (an STT with its own end of turn often ends the
+        // turn before the VAD's stop window closes): the turn's latency must not start from it
+        this.pendingTurn = null;
         this.lastWordsAt = this.clock.now();
         this.armWatchdog();
         this.idleRetries = 0;

@@ -13,6 +13,11 @@ export interface SpeechChunk {
   played: number;
   /** the context message this text belongs to (LLM rounds); updated with what was played */
   owner: object | null;
+  /**
+   * Word end times (samples from the start of this chunk's audio) when the TTS vendor reports alignment or word
+   * timestamps; absent otherwise. With them an interrupted chunk is cut after the last word whose audio ended.
+   */
+  wordEnds?: number[];
 }
 
 let seq = 0;
@@ -51,15 +56,25 @@ export class SpeechHandle {
     return joinText(this.chunks.map((c) => c.text));
   }
 
-  /** Text the caller actually heard: whole chunks fully played plus the played share of a partial chunk. */
+  /**
+   * Text the caller actually heard: whole chunks fully played plus, of a partly played chunk, the words whose
+   * audio ended before playout stopped (when the TTS reported word timings) or else the played share of it.
+   */
   playedText(owner?: object): string {
     const parts: string[] = [];
     for (const c of this.chunks) {
       if (owner !== undefined && c.owner !== owner) continue;
       if (c.samples > 0 && c.played >= c.samples) parts.push(c.text);
-      else if (c.played > 0 && c.samples > 0) parts.push(cutWords(c.text, c.played / c.samples));
+      else if (c.played > 0 && c.samples > 0) parts.push(c.wordEnds?.length ? wordsPlayed(c.text, c.wordEnds, c.played) : cutWords(c.text, c.played / c.samples));
     }
     return joinText(parts);
+  }
+
+  /** Record word end times reported by the TTS for one chunk (offsets from the chunk's audio start). */
+  addWordEnds(chunk: number, ends: number[]): void {
+    const c = this.chunks[chunk];
+    if (!c || !ends.length) return;
+    (c.wordEnds ??= []).push(...ends);
   }
 
   onFinish(fn: (s: 'played' | 'interrupted') => void): void {
@@ -96,6 +111,17 @@ export class SpeechHandle {
 
 function joinText(parts: string[]): string {
   return parts.map((p) => p.trim()).filter(Boolean).join(' ');
+}
+
+/**
+ * The words of a chunk whose audio ended within the first `played` samples, by the vendor's word end times.
+ * Words are counted (the vendor may normalize their spelling), so the text keeps the chunk's own words.
+ */
+export function wordsPlayed(text: string, wordEnds: number[], played: number): string {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  let n = 0;
+  for (const end of wordEnds) if (end <= played) n++;
+  return words.slice(0, Math.min(n, words.length)).join(' ');
 }
 
 /** The first `share` (0..1) of a text, cut at a word boundary (at least one word when share > 0). */

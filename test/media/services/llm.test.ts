@@ -190,9 +190,11 @@ test('registry: local engines by default, unknown / adapter-less providers throw
   t.is(e.stt.provider, 'local');
   t.is(e.tts.provider, 'local');
   t.is(e.tts.voice, 'en-us');
-  const err = t.throws(() => createEngines(config, { ...agent, stt: { provider: 'soniox', model: 'stt-rt-v5' } }), { instanceOf: EngineUnavailableError });
-  t.is(err!.message, "provider 'soniox' is not available on this install");
-  t.throws(() => createEngines(config, { ...agent, tts: { provider: 'elevenlabs', model: null, voice: null } }), { message: "provider 'elevenlabs' is not available on this install" });
+  const err = t.throws(() => createEngines(config, { ...agent, stt: { provider: 'nosuch-stt', model: 'x' } }), { instanceOf: EngineUnavailableError });
+  t.is(err!.message, "provider 'nosuch-stt' is not available on this install");
+  t.throws(() => createEngines(config, { ...agent, tts: { provider: 'nosuch-tts', model: null, voice: null } }), { message: "provider 'nosuch-tts' is not available on this install" });
+  // the vendor ids have adapters now
+  t.is(createEngines(config, { ...agent, stt: { provider: 'soniox', model: 'stt-rt-v5' } }).stt.provider, 'soniox');
   t.is(createEngines(config, { ...agent, llm: { provider: 'anthropic', model: null } }).llm.model, 'claude-haiku-4-5');
   const fakeStt = { provider: 'soniox', model: 'x', hasTurnDetection: true, open: async () => { throw new Error('unused'); } };
   const withOverride = createEngines(config, { ...agent, stt: { provider: 'soniox', model: 'x' } }, { stt: { soniox: () => fakeStt } });

@@ -1,0 +1,177 @@
+// AssemblyAI Universal streaming v3 (vendors.md, STT `assemblyai`): wss://streaming.assemblyai.com/v3/ws with the
+// raw key in `Authorization`. Query: sample_rate, encoding=pcm_s16le, speech_model, format_turns=true,
+// keyterms_prompt (JSON array), and for the Universal-3 Pro family (u3-rt-pro, universal-3-5-pro) mode and
+// voice_focus + voice_focus_threshold. Binary audio must come in 50–1000 ms messages: 20 ms frames are gathered
+// into 100 ms messages (and the remainder padded to 50 ms on finalize). `{"type":"Terminate"}` ends the session.
+// The turn model is AssemblyAI's: finalize() only flushes our gathered audio (ForceEndpoint would override it).
+// Out: `Begin`, `SpeechStarted` → speech_started, `Turn{end_of_turn:false}` → interim, `Turn{end_of_turn:true}`
+// → turn_end (with format_turns the formatted copy that follows the unformatted one; if it never comes within
+// 800 ms the unformatted text ends the turn), `Termination`. Close codes 1008 (unauthorized) and 4001–4003 are
+// refusals (credentials, funds, free tier); 3005 (session expired) and the like reconnect.
+import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
+import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+
+export interface AssemblyAiBlock {
+  mode?: string;
+  keyterms?: string;
+  voiceFocus?: string;
+  voiceFocusThreshold?: number;
+}
+
+export interface AssemblyAiOptions {
+  apiKey?: string;
+  baseUrl: string;
+  model: string;
+  block?: AssemblyAiBlock;
+  /** silence after this long without caller audio (default 250) */
+  keepaliveMs?: number;
+}
+
+const U3_PRO = new Set(['u3-rt-pro', 'universal-3-5-pro']);
+const CHUNK = 1600; // 100 ms
+const MIN_CHUNK = 800; // 50 ms
+
+/** English-only agents get universal-streaming-english; en/es/fr/de/pt the multilingual model; else Universal-3.5 Pro. */
+export function assemblyAiDefaultModel(languages: string[]): string {
+  if (languages.every((l) => l === 'en')) return 'universal-streaming-english';
+  if (languages.every((l) => ['en', 'es', 'fr', 'de', 'pt'].includes(l))) return 'universal-streaming-multilingual';
+  return 'universal-3-5-pro';
+}
+
+export function assemblyAiQuery(model: string, block: AssemblyAiBlock, keyterms: string[]): Array<[string, string | number | boolean]> {
+  const q: Array<[string, string | number | boolean]> = [
+    ['sample_rate', 16000],
+    ['encoding', 'pcm_s16le'],
+    ['speech_model', model],
+    ['format_turns', true],
+  ];
+  // up to 100 terms of at most 50 characters each
+  const terms = termsOf(keyterms).filter((t) => t.length <= 50).slice(0, 100);
+  if (terms.length) q.push(['keyterms_prompt', JSON.stringify(terms)]);
+  if (U3_PRO.has(model)) {
+    const mode = ['balanced', 'min_latency', 'max_accuracy'].includes(block.mode ?? '') ? block.mode! : 'balanced';
+    q.push(['mode', mode]);
+    const focus = block.voiceFocus ?? 'near-field';
+    if (focus === 'near-field' || focus === 'far-field') {
+      q.push(['voice_focus', focus]);
+      q.push(['voice_focus_threshold', clamp(block.voiceFocusThreshold, 0, 1, 0.9)]);
+    }
+  }
+  return q;
+}
+
+export class AssemblyAiStt implements SttService {
+  readonly provider = 'assemblyai';
+  readonly model: string;
+  readonly hasTurnDetection = true;
+  constructor(private readonly o: AssemblyAiOptions) {
+    this.model = o.model;
+  }
+
+  async open(opts: SttOptions): Promise<SttStream> {
+    const emit = (ev: SttEvent) => opts.onEvent(ev);
+    if (!this.o.apiKey) return refusedStream(emit, 'assemblyai', 'ASSEMBLYAI_API_KEY is not set');
+    let lastInterim = '';
+    let inTurn = false;
+    let endedOrder = -1;
+    let pendingEnd: { order: number; text: string; timer: NodeJS.Timeout } | null = null;
+    const endTurn = (order: number, text: string) => {
+      if (pendingEnd) clearTimeout(pendingEnd.timer);
+      pendingEnd = null;
+      endedOrder = order;
+      inTurn = false;
+      lastInterim = '';
+      if (text) emit({ type: 'turn_end', text });
+    };
+    // gather 20 ms frames into 100 ms messages (the vendor refuses messages under 50 ms)
+    let acc = new Int16Array(CHUNK);
+    let n = 0;
+    const sock: SttSocket = new SttSocket({
+      vendor: 'assemblyai',
+      url: vendorWsUrl(this.o.baseUrl, '/v3/ws', assemblyAiQuery(this.model, this.o.block ?? {}, opts.keyterms)),
+      headers: { Authorization: this.o.apiKey },
+      emit,
+      onOpen: (_s, reconnect) => {
+        if (!reconnect) return;
+        if (pendingEnd) endTurn(pendingEnd.order, pendingEnd.text);
+        endedOrder = -1;
+        inTurn = false;
+        lastInterim = '';
+      },
+      // the gathered tail of the caller's audio goes first (padded), then silence
+      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => (n > 0 ? flush(true) : s.sendSilence(Math.max(50, this.o.keepaliveMs ?? 250))) },
+      closeMessage: () => JSON.stringify({ type: 'Terminate' }),
+      isFatalClose: (code) => code === 1008 || code === 4001 || code === 4002 || code === 4003 || code === 3006,
+      onMessage: (data, isBinary) => {
+        if (isBinary) return;
+        let msg: { type?: string; transcript?: string; end_of_turn?: boolean; turn_is_formatted?: boolean; turn_order?: number; error?: string };
+        try {
+          msg = JSON.parse(data.toString('utf8')) as typeof msg;
+        } catch {
+          return;
+        }
+        if (msg.error) {
+          if (/auth|credit|fund|quota|insufficient|forbidden|model|invalid/i.test(msg.error)) sock.refuse(msg.error);
+          return;
+        }
+        if (msg.type === 'SpeechStarted') {
+          if (!inTurn) emit({ type: 'speech_started' });
+          inTurn = true;
+          return;
+        }
+        if (msg.type !== 'Turn') return;
+        const order = msg.turn_order ?? 0;
+        if (order <= endedOrder) return; // the formatted copy of a turn already ended
+        const text = (msg.transcript ?? '').trim();
+        if (!msg.end_of_turn) {
+          if (pendingEnd && pendingEnd.order !== order) endTurn(pendingEnd.order, pendingEnd.text);
+          if (!inTurn && text) {
+            inTurn = true;
+            emit({ type: 'speech_started' });
+          }
+          if (text && text !== lastInterim) {
+            lastInterim = text;
+            emit({ type: 'interim', text });
+          }
+          return;
+        }
+        if (msg.turn_is_formatted) return endTurn(order, text);
+        // unformatted end of turn: the formatted copy follows
+        if (pendingEnd) clearTimeout(pendingEnd.timer);
+        const timer = setTimeout(() => {
+          if (pendingEnd?.order === order) endTurn(order, pendingEnd.text);
+        }, 800);
+        timer.unref?.();
+        pendingEnd = { order, text, timer };
+      },
+    });
+    const flush = (pad: boolean) => {
+      if (n === 0) return;
+      const len = pad ? Math.max(n, MIN_CHUNK) : n;
+      const out = new Int16Array(len);
+      out.set(acc.subarray(0, n));
+      sock.sendAudio(out);
+      acc = new Int16Array(CHUNK);
+      n = 0;
+    };
+    await openWithin(sock);
+    return {
+      write: (pcm) => {
+        let off = 0;
+        while (off < pcm.length) {
+          const take = Math.min(CHUNK - n, pcm.length - off);
+          acc.set(pcm.subarray(off, off + take), n);
+          n += take;
+          off += take;
+          if (n === CHUNK) flush(false);
+        }
+      },
+      finalize: () => flush(true),
+      close: async () => {
+        flush(true);
+        if (pendingEnd) clearTimeout(pendingEnd.timer);
+        await sock.close();
+      },
+    };
+  }
+}

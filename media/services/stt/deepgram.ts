@@ -1,0 +1,137 @@
+// Deepgram Flux STT (vendors.md, STT `deepgram`): wss://api.deepgram.com/v2/listen with `Authorization: Token
+// <key>`. Everything is in the query: model (flux-general-en, or flux-general-multi with repeated language_hint),
+// encoding=linear16, sample_rate, eot_threshold, eager_eot_threshold, eot_timeout_ms, keyterm (repeated). Binary
+// audio in; `{"type":"CloseStream"}` ends the stream. Flux needs audio to end a turn, so silence goes out when the
+// caller's audio stops (250 ms idle). Flux's own turn model decides the end of a turn: finalize() sends nothing
+// (ForceEndTurn would override the model with our VAD).
+// Out: `Connected`, then `TurnInfo{event, turn_index, transcript}` with event StartOfTurn → speech_started,
+// Update → interim, EagerEndOfTurn → eager_turn_end (the speculative reply starts), TurnResumed (only after an
+// EagerEndOfTurn) → turn_resumed, EndOfTurn → turn_end; `Error{code, description}`.
+// eager_eot_threshold is not in the agent's tuning block: it is set 0.2 below eot_threshold (floor 0.3, Flux's
+// minimum) so the speculative reply has a head start.
+import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
+import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+
+export interface DeepgramBlock {
+  eotThreshold?: number;
+  eotTimeoutMs?: number;
+  keyterms?: string;
+}
+
+export interface DeepgramOptions {
+  apiKey?: string;
+  baseUrl: string;
+  model: string;
+  block?: DeepgramBlock;
+  /** silence after this long without caller audio (default 250) */
+  keepaliveMs?: number;
+}
+
+const MULTI_LANGS = ['en', 'es', 'fr', 'de', 'hi', 'ru', 'pt', 'ja'];
+
+/** flux-general-en unless the agent speaks something else (then flux-general-multi). */
+export function deepgramDefaultModel(languages: string[]): string {
+  return languages.some((l) => l !== 'en') ? 'flux-general-multi' : 'flux-general-en';
+}
+
+export function deepgramQuery(model: string, block: DeepgramBlock, languages: string[], keyterms: string[]): Array<[string, string | number]> {
+  const eot = Math.round(clamp(block.eotThreshold, 0.5, 1.0, 0.7) * 100) / 100;
+  const eager = Math.round(Math.max(0.3, Math.min(eot, eot - 0.2)) * 100) / 100;
+  const q: Array<[string, string | number]> = [
+    ['model', model],
+    ['encoding', 'linear16'],
+    ['sample_rate', 16000],
+    ['eot_threshold', eot],
+    ['eager_eot_threshold', eager],
+    ['eot_timeout_ms', Math.round(clamp(block.eotTimeoutMs, 500, 60000, 2000))],
+  ];
+  for (const k of termsOf(keyterms)) q.push(['keyterm', k]);
+  if (model === 'flux-general-multi') for (const l of languages.filter((x) => MULTI_LANGS.includes(x))) q.push(['language_hint', l]);
+  return q;
+}
+
+export class DeepgramStt implements SttService {
+  readonly provider = 'deepgram';
+  readonly model: string;
+  readonly hasTurnDetection = true;
+  constructor(private readonly o: DeepgramOptions) {
+    this.model = o.model;
+  }
+
+  async open(opts: SttOptions): Promise<SttStream> {
+    const emit = (ev: SttEvent) => opts.onEvent(ev);
+    if (!this.o.apiKey) return refusedStream(emit, 'deepgram', 'DEEPGRAM_API_KEY is not set');
+    let inTurn = false;
+    let eager = false;
+    let lastInterim = '';
+    const sock = new SttSocket({
+      vendor: 'deepgram',
+      url: vendorWsUrl(this.o.baseUrl, '/v2/listen', deepgramQuery(this.model, this.o.block ?? {}, opts.languages, opts.keyterms)),
+      headers: { Authorization: `Token ${this.o.apiKey}` },
+      emit,
+      onOpen: (_s, reconnect) => {
+        if (reconnect) {
+          inTurn = false;
+          eager = false;
+          lastInterim = '';
+        }
+      },
+      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => s.sendSilence(this.o.keepaliveMs ?? 250) },
+      closeMessage: () => JSON.stringify({ type: 'CloseStream' }),
+      isFatalClose: (code) => code === 1008,
+      onMessage: (data, isBinary) => {
+        if (isBinary) return;
+        let msg: { type?: string; event?: string; transcript?: string; code?: string; description?: string };
+        try {
+          msg = JSON.parse(data.toString('utf8')) as typeof msg;
+        } catch {
+          return;
+        }
+        if (msg.type === 'Error') {
+          const reason = `${msg.code ?? ''} ${msg.description ?? ''}`.trim();
+          if (/auth|credit|quota|insufficient|permission|forbidden|model|invalid|unsupported/i.test(reason)) sock.refuse(reason || 'Error');
+          return; // other errors: the vendor closes next and the socket reconnects
+        }
+        if (msg.type !== 'TurnInfo') return;
+        const text = (msg.transcript ?? '').trim();
+        switch (msg.event) {
+          case 'StartOfTurn':
+            inTurn = true;
+            emit({ type: 'speech_started' });
+            if (text) emit({ type: 'interim', text });
+            return;
+          case 'Update':
+            if (!inTurn && text) {
+              inTurn = true;
+              emit({ type: 'speech_started' });
+            }
+            if (text && text !== lastInterim) {
+              lastInterim = text;
+              emit({ type: 'interim', text });
+            }
+            return;
+          case 'EagerEndOfTurn':
+            eager = true;
+            emit({ type: 'eager_turn_end', text });
+            return;
+          case 'TurnResumed':
+            if (eager) emit({ type: 'turn_resumed' });
+            eager = false;
+            return;
+          case 'EndOfTurn':
+            inTurn = false;
+            eager = false;
+            lastInterim = '';
+            if (text) emit({ type: 'turn_end', text });
+            return;
+        }
+      },
+    });
+    await openWithin(sock);
+    return {
+      write: (pcm) => sock.sendAudio(pcm),
+      finalize: () => {},
+      close: () => sock.close(),
+    };
+  }
+}
