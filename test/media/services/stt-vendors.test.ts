@@ -389,13 +389,14 @@ test('soniox: config first, then audio; finalize at end of speech brings the wor
 });
 
 test('soniox: keepalive messages through silence keep the session open past its idle timeout', async (t) => {
-  const fake = await startSonioxFake({ script: SCRIPT, idleCloseMs: 300 });
+  // the idle close is 15 keepalive periods: a loaded machine delaying timers does not close the socket by itself
+  const fake = await startSonioxFake({ script: SCRIPT, idleCloseMs: 1500 });
   t.teardown(() => fake.close());
   const svc = new SonioxStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'stt-rt-v5', keepaliveMs: 100 });
   const s = await open(svc);
   const c = fake.connections[0]!;
-  // no audio at all: keepalives go out; ten of them span well past the vendor's idle close
-  await until(() => c.messages.filter((m) => m.kind === 'json' && m.data.type === 'keepalive').length >= 10, 'ten keepalives');
+  // no audio at all: keepalives go out; twenty-five of them span well past the vendor's idle close
+  await until(() => c.messages.filter((m) => m.kind === 'json' && m.data.type === 'keepalive').length >= 25, 'twenty-five keepalives');
   t.false(c.closed);
   t.is(fake.connections.length, 1);
   t.false(s.events.some((e) => e.type === 'error'));
@@ -576,11 +577,11 @@ test('sarvam: base64 JSON audio; flush at end of speech gives the words now, END
 });
 
 test('sarvam: silence through quiet periods keeps the socket past the idle close', async (t) => {
-  const fake = await startSarvamFake({ script: SCRIPT, idleCloseMs: 300 });
+  const fake = await startSarvamFake({ script: SCRIPT, idleCloseMs: 1500 });
   t.teardown(() => fake.close());
   const s = await open(new SarvamStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'saaras:v3', keepaliveMs: 100 }));
   const c = fake.connections[0]!;
-  await until(() => c.messages.filter((m) => m.kind === 'json' && 'audio' in m.data).length >= 10, 'ten silent chunks');
+  await until(() => c.messages.filter((m) => m.kind === 'json' && 'audio' in m.data).length >= 25, 'twenty-five silent chunks');
   t.false(c.closed);
   t.is(fake.connections.length, 1);
   await s.stream.close();
