@@ -9,6 +9,7 @@ import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
 import { catalogRoutes } from './catalog.ts';
+import { campaignsRoutes } from './campaigns.ts';
 import { openApiRoutes } from '../openapi.ts';
 import '../openapi-paths.ts';
 
@@ -21,6 +22,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   agentsRoutes,
   toolsRoutes,
   catalogRoutes,
+  campaignsRoutes,
 ];
 
 /** Modules served under /api/v1 WITHOUT an API key (registered before auth). */

@@ -113,3 +113,6 @@ export interface CampaignLogEntry {
   message: string;
   details: Record<string, unknown>;
 }
+
+/** What an edit of a live campaign changes (the workflow's `edit` update). */
+export type EditableSettings = Partial<CampaignSettings>;
