@@ -9,9 +9,9 @@ import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
 import { catalogRoutes } from './catalog.ts';
+import { campaignsRoutes } from './campaigns.ts';
 import { telephonyRoutes } from './telephony.ts';
 import { carrierWebhookRoutes } from './carrier-webhooks.ts';
-import { campaignsRoutes } from './campaigns.ts';
 import { openApiRoutes } from '../openapi.ts';
 import '../openapi-paths.ts';
 
@@ -24,6 +24,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   agentsRoutes,
   toolsRoutes,
   catalogRoutes,
+  telephonyRoutes,
   campaignsRoutes,
 ];
 
