@@ -44,8 +44,8 @@ export async function telephonyCall(i: TelephonyCallInput): Promise<void> {
   const cc = body.callConfig!;
   const adapter = carrierFor(cc.provider);
   if (!adapter) {
-    const op = body.type === 'outbound' ? 'Outbound calls' : 'Inbound registration';
-    return reject('provider_not_supported', 501, `${op} with provider '${cc.provider}' is not implemented yet`);
+    const what = body.type === 'outbound' ? 'Outbound calls with provider' : 'Inbound registration with provider';
+    return reject('provider_not_supported', 501, `${what} '${cc.provider}' ${body.type === 'outbound' ? 'are' : 'is'} not implemented yet`);
   }
   if (!cc.phoneNumber) {
     return reject('schema_validation', 400, validationError([{ type: 'missing', path: ['callConfig', 'phoneNumber'], msg: 'Field required', input: undefined }]));

@@ -147,7 +147,24 @@ export function telephonyRoutes(router: Router, deps: ApiDeps): void {
   // ── configurations ───────────────────────────────────────────────────────────────────────────────────────────
   router.post('/organizations/telephony-configs', async (ctx) => {
     const orgId = requireOrg(ctx);
-    const body = parseOr422(configEnvelope, ctx.request.body ?? {});
+    const raw = ctx.request.body ?? {};
+    const env = configEnvelope.safeParse(raw);
+    const rawConfig = (raw as { config?: unknown }).config;
+    const rawProvider = rawConfig && typeof rawConfig === 'object' ? (rawConfig as { provider?: unknown }).provider : undefined;
+    if (!env.success) {
+      // All failures together: the envelope's and, when the carrier is known, its credentials'.
+      const items = zodToItems(env.error, raw);
+      const adapter = typeof rawProvider === 'string' ? carrierFor(rawProvider) : null;
+      if (adapter) {
+        try {
+          parseCredentials(adapter, rawConfig as Record<string, unknown>);
+        } catch (err) {
+          if (err instanceof HttpError && Array.isArray(err.detail)) throw new HttpError(422, [...to422(items, 'body'), ...err.detail]);
+        }
+      }
+      throw new HttpError(422, to422(items, 'body'));
+    }
+    const body = env.data;
     const adapter = adapterOrThrow(body.config.provider);
     const { creds, amd } = parseCredentials(adapter, body.config);
     const clash = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`

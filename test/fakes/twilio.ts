@@ -126,7 +126,7 @@ export class FakeTwilio extends EventEmitter {
   readonly recordings = new Map<string, { accountSid: string; wav: Buffer }>();
   /** Every REST request: method, path, form params (auth header reduced to whether it was valid). */
   readonly requests: Array<{ method: string; path: string; params: URLSearchParams; authorized: boolean }> = [];
-  private dialFailures: Array<{ status: number; code: number; message: string }> = [];
+  private dialFailures = new Map<string, Array<{ status: number; code: number; message: string }>>();
   private server: { port: number; close(): Promise<void> } | null = null;
   origin = '';
 
@@ -153,9 +153,11 @@ export class FakeTwilio extends EventEmitter {
     return n;
   }
 
-  /** The next Calls.json create answers this error instead of 201. */
-  failNextDial(status: number, code: number, message: string): void {
-    this.dialFailures.push({ status, code, message });
+  /** The account's next Calls.json create answers this error instead of 201. */
+  failNextDial(accountSid: string, status: number, code: number, message: string): void {
+    const list = this.dialFailures.get(accountSid) ?? [];
+    list.push({ status, code, message });
+    this.dialFailures.set(accountSid, list);
   }
 
   // ── REST ──────────────────────────────────────────────────────────────────────────────────────────────────
@@ -213,7 +215,7 @@ export class FakeTwilio extends EventEmitter {
       return this.json(res, 200, { sid: n.sid, phone_number: n.phoneNumber, voice_url: n.voiceUrl, voice_method: n.voiceMethod, status_callback: n.statusCallback });
     }
     if (rest === '/Calls.json' && req.method === 'POST') {
-      const failure = this.dialFailures.shift();
+      const failure = this.dialFailures.get(acc.sid)?.shift();
       if (failure) return this.error(res, failure.status, failure.code, failure.message);
       const to = params.get('To');
       const from = params.get('From');
