@@ -23,6 +23,8 @@ import type { Config } from '../core/config.ts';
 import { sql, type Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Storage } from '../core/storage/index.ts';
+import { GateRefused, OutboundInvalid, ProviderRejected } from '../core/telephony/errors.ts';
+import { placeOutboundCall, type OutboundDeps } from '../core/telephony/outbound.ts';
 
 export interface CampaignDeps {
   config: Config;
@@ -63,6 +65,44 @@ export type DialOutcome =
   | { kind: 'wait'; waitFor: 'organization slot' | 'caller_id' }
   | { kind: 'refused'; reason: string; message: string }
   | { kind: 'failed'; callId: string | null; connectionStatus: string; message: string };
+
+/**
+ * The real dialer: placeOutboundCall with the campaign's agent, configuration and caller ID. Its typed errors become
+ * DialRefusedError: an organization slot full → wait; wallet/quota → refused (the campaign pauses); a carrier
+ * rejection → failed with the dial_failed row; an invalid agent/configuration → failed (initiation_failed).
+ */
+export function outboundDialer(deps: OutboundDeps): Dialer {
+  return async (req) => {
+    try {
+      const placed = await placeOutboundCall(deps, {
+        orgId: req.orgId,
+        agentUuid: req.agentUuid,
+        telephonyConfigId: req.telephonyConfigId,
+        fromNumber: req.fromNumber,
+        toNumber: req.toNumber,
+        contextVariables: req.contextVariables,
+        campaignId: req.campaignId,
+        dialKey: req.dialKey,
+        callSource: 'api_outbound',
+        tags: ['outbound', 'campaign'],
+      });
+      return { callId: placed.callId, existing: placed.existing };
+    } catch (err) {
+      if (err instanceof GateRefused) {
+        if (err.slotFull) throw new DialRefusedError({ kind: 'wait', waitFor: 'organization slot' });
+        const message = typeof err.detail === 'string' ? err.detail : String((err.detail as { error_message?: unknown }).error_message ?? err.message);
+        throw new DialRefusedError({ kind: 'refused', reason: err.reason, message });
+      }
+      if (err instanceof ProviderRejected) {
+        throw new DialRefusedError({ kind: 'failed', callId: err.callId, connectionStatus: 'dial_failed', message: `Carrier rejected the dial: ${err.detail.message}` });
+      }
+      if (err instanceof OutboundInvalid) {
+        throw new DialRefusedError({ kind: 'failed', callId: null, connectionStatus: 'initiation_failed', message: `Call could not be started: ${err.message}` });
+      }
+      throw err;
+    }
+  };
+}
 
 export const dialKey = (campaignId: number, contactId: number, attempt: number) => `${campaignId}:${contactId}:${attempt}`;
 

@@ -69,7 +69,7 @@ function campaignId(ctx: ParameterizedContext & { params: Record<string, string>
 
 const csvCell = (v: unknown) => {
   const s = v === null || v === undefined ? '' : String(v);
-  return /[",\r\n]/.test(s) || /^[=+\-@]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
 export function campaignsRoutes(router: Router, deps: ApiDeps): void {
@@ -87,8 +87,9 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
   }
 
   /** Checks max_concurrency against the caller-number count of the config and the organization ceiling. */
-  async function checkConcurrency(orgId: string, configId: number, configName: string, x: number) {
-    const [numbers, ceiling] = await Promise.all([callerIdCount(db, orgId, configId), orgCeiling(db, config, orgId)]);
+  async function checkConcurrency(q: Pick<typeof db, 'oneFirst' | 'maybeOneFirst'>, orgId: string, configId: number, configName: string, x: number) {
+    const numbers = await callerIdCount(q, orgId, configId);
+    const ceiling = await orgCeiling(q, config, orgId);
     if (x > numbers) throw new HttpError(400, callerLimitMessage(x, numbers, configName));
     if (x > ceiling) throw new HttpError(400, orgLimitMessage(x, ceiling));
   }
@@ -128,7 +129,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       throw new HttpError(409, NO_TELEPHONY_CONFIG);
     }
     const maxConcurrency = body.max_concurrency ?? DEFAULT_MAX_CONCURRENCY;
-    await checkConcurrency(orgId, tconf.id, tconf.name, maxConcurrency);
+    await checkConcurrency(db, orgId, tconf.id, tconf.name, maxConcurrency);
 
     // The CSV is validated before anything is saved.
     let sourceKey: string;
@@ -177,7 +178,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       if (locked.state === 'completed' || locked.state === 'failed') throw new HttpError(400, COMPLETED_CAMPAIGN);
       if (body.max_concurrency !== undefined) {
         const tconf = await findTelephonyConfig(tx, orgId, locked.telephony_configuration_id);
-        await checkConcurrency(orgId, locked.telephony_configuration_id, tconf?.name ?? String(locked.telephony_configuration_id), body.max_concurrency);
+        await checkConcurrency(tx, orgId, locked.telephony_configuration_id, tconf?.name ?? String(locked.telephony_configuration_id), body.max_concurrency);
       }
       const sets = [sql.fragment`updated_at = now()`];
       if (body.name !== undefined) sets.push(sql.fragment`name = ${body.name}`);

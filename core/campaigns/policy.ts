@@ -118,7 +118,8 @@ export function isInsideSlot(schedule: ScheduleConfig | null, nowMs: number): bo
 /**
  * The next instant (ms) at which a slot starts, strictly after `nowMs`, in the schedule's zone; null when the
  * schedule has no slot (never for a valid one). A start that falls in a DST gap moves forward with the clock
- * (02:30 on a spring-forward day starts at 03:30 local); an ambiguous one (fall-back) takes the earlier instant.
+ * (02:30 on a spring-forward day starts at 03:30 local); an ambiguous one (fall-back) takes luxon's choice, the
+ * later (standard-time) instant.
  */
 export function nextSlotStart(schedule: ScheduleConfig, nowMs: number): number | null {
   const today = DateTime.fromMillis(nowMs, { zone: schedule.timezone }).startOf('day');

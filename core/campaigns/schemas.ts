@@ -39,10 +39,11 @@ export function minutesOf(hhmm: string, allowEndOfDay = false): number | null {
 export const slotSchema = z
   .object({ day_of_week: int(0, 6), start_time: time, end_time: time })
   .superRefine((s, ctx) => {
+    const shaped = (v: string) => /^\d{2}:\d{2}$/.test(v); // otherwise the pattern error already says it
     const start = minutesOf(s.start_time);
     const end = minutesOf(s.end_time, true);
-    if (start === null) ctx.addIssue({ code: 'custom', path: ['start_time'], message: 'Value error, start_time must be a 24-hour time HH:MM (00:00 to 23:59)', input: s.start_time });
-    if (end === null) ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'Value error, end_time must be a 24-hour time HH:MM (00:00 to 24:00)', input: s.end_time });
+    if (start === null && shaped(s.start_time)) ctx.addIssue({ code: 'custom', path: ['start_time'], message: 'Value error, start_time must be a 24-hour time HH:MM (00:00 to 23:59)', input: s.start_time });
+    if (end === null && shaped(s.end_time)) ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'Value error, end_time must be a 24-hour time HH:MM (00:00 to 24:00)', input: s.end_time });
     if (start !== null && end !== null && end <= start) {
       ctx.addIssue({ code: 'custom', path: ['end_time'], message: `Value error, end_time (${s.end_time}) must be after start_time (${s.start_time})`, input: s.end_time });
     }

@@ -5,20 +5,9 @@ import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 
-export const CAMPAIGN_WORKFLOW_TYPE = 'campaignWorkflow';
-export const campaignWorkflowId = (campaignId: number | string) => `campaign-${campaignId}`;
+import { CALL_OUTCOME_SIGNAL, campaignWorkflowId, type CallOutcomeSignal } from './names.ts';
 
-/** Signal names (workflows/campaign/messages.ts defines the typed handles with these). */
-export const CALL_OUTCOME_SIGNAL = 'campaignCallOutcome';
-
-/** Payload of the call-outcome signal: the final state of one campaign call row. */
-export interface CallOutcomeSignal {
-  callId: string;
-  status: string;
-  connectionStatus: string | null;
-  endedReason: string | null;
-  durationSeconds: number | null;
-}
+export { CALL_OUTCOME_SIGNAL, campaignWorkflowId, type CallOutcomeSignal };
 
 /** Signals `campaign-<id>` that a call ended. A workflow that is gone (completed, never started) is not an error. */
 export async function signalCampaignOutcome(temporal: Client | null, o: CallOutcomeSignal & { campaignId: number }, logger?: Logger): Promise<boolean> {

@@ -2,11 +2,11 @@
 // the progress query; media/telephony: the call-outcome signal through core/campaigns/signal.ts).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import { CALL_OUTCOME_SIGNAL, type CallOutcomeSignal } from '../../core/campaigns/signal.ts';
+import { CALL_OUTCOME_SIGNAL, type CallOutcomeSignal } from '../../core/campaigns/names.ts';
 import type { BreakerEvent } from '../../core/campaigns/policy.ts';
 import type { CampaignSettings, CampaignState } from '../../core/campaigns/schemas.ts';
 
-export { CAMPAIGN_WORKFLOW_TYPE, campaignWorkflowId } from '../../core/campaigns/signal.ts';
+export { CAMPAIGN_WORKFLOW_TYPE, campaignWorkflowId } from '../../core/campaigns/names.ts';
 export type { CallOutcomeSignal };
 
 /** One dial the workflow is waiting on: the contact, its attempt number and (once dialed) the call id. */

@@ -204,11 +204,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
         entry.callId = r.callId;
         const signalled = early.get(r.callId);
         if (r.ended || signalled) {
-          early.delete(r.callId);
           inFlight.delete(key);
           finished.push({ entry, outcome: r.ended ?? toOutcome(signalled!) });
         }
-        if (pendingDials <= 1) early.clear();
         break;
       }
       case 'wait': {
@@ -236,6 +234,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
         break;
       }
     }
+    if ((r.kind === 'dialed' || r.kind === 'failed') && r.callId) early.delete(r.callId);
+    // No other dial is returning: an unmatched early signal can only be a duplicate.
+    if (pendingDials <= 1) early.clear();
     wake++;
   };
 
