@@ -239,6 +239,22 @@ export class CarrierStreamTransport implements LiveTransport {
     else this.closeCbs.push(cb);
   }
 
+  /** Resolves once every mark sent so far has been echoed (the carrier played it all), or after timeoutMs. */
+  whenPlayed(timeoutMs: number): Promise<void> {
+    if (!this.pendingMarks.length || this.gone) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, timeoutMs);
+      const check = setInterval(() => {
+        if (!this.pendingMarks.length || this.gone) done();
+      }, 20);
+      function done() {
+        clearTimeout(t);
+        clearInterval(check);
+        resolve();
+      }
+    });
+  }
+
   /**
    * End the stream. A normal end first lets the carrier play what was sent (the last partial frame goes out,
    * then we wait for its mark, at most drainMs): closing the socket makes the carrier move on (Twilio continues
