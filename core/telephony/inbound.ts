@@ -12,7 +12,7 @@ import type { CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import type { PhoneEndDeps } from './ended.ts';
-import { sameNumber } from './numbers.ts';
+import { sameNumber, toE164 } from './numbers.ts';
 import { parseCustomIdentifier } from './signing.ts';
 import { bindingRow, BINDING_COLS, getConfigById, numberRow, openCredentials, type BindingRow, type ConfigRow, type NumberRow } from './store.ts';
 import type { Credentials } from './types.ts';
@@ -118,8 +118,11 @@ export async function admitInbound(
 ): Promise<InboundAdmission> {
   const agent = await agentOf(deps, route);
   if (!agent) return { ok: false, reason: 'agent_not_found', message: refusalMessage('no_route'), orgId: route.orgId, callId: null };
+  // The platform number as stored on the route; the caller in E.164 when it can be read as one.
+  const platform = route.kind === 'binding' ? route.binding.address_normalized : route.number.address_normalized;
+  const customer = toE164(call.from) ?? (/^\d{8,15}$/.test(call.from) ? toE164(`+${call.from}`) : null) ?? call.from;
   const savedVariables = agent.config.contextVariables ?? {};
-  const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: { userNumber: call.from, agentNumber: call.to } });
+  const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: { userNumber: customer, agentNumber: platform } });
   const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true });
   const base = {
     organizationId: route.orgId,
@@ -128,8 +131,8 @@ export async function admitInbound(
     tags: ['api', 'inbound'],
     agent: agent.ref,
     contextVariables: null,
-    platformNumber: call.to,
-    customerNumber: call.from,
+    platformNumber: platform,
+    customerNumber: customer,
     telephonyProvider: call.provider,
   };
   if (!checked.ok) {
