@@ -22,6 +22,7 @@ import { parseOr422 } from '../guard.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import { bakeBindingSnapshot } from '../../core/telephony/bindings.ts';
+import '../openapi-telephony.ts';
 
 export const CONFIG_NOT_FOUND = 'Telephony configuration not found';
 export const NUMBER_NOT_FOUND = 'Phone number not found';
