@@ -98,3 +98,20 @@ test('absent recording → call.transfer_recording.failed (no_recording); forged
   const failed = await until(() => receiver.events.map((e) => e.json as { event: string; reason?: string; callId: string }).find((e) => e.event === 'call.transfer_recording.failed'), 60_000, 'call.transfer_recording.failed');
   t.like(failed, { callId, reason: 'no_recording' });
 });
+
+test('a never-connected phone call still gets call.completed from the post-call workflow, after call.ended', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => void receiver.close());
+  const { apiKey: key } = await s.createOrg();
+  const acc = twilio.addAccount();
+  const r = await s.request('POST', '/call', {
+    key,
+    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: '+14155550100', auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: '+14155550199', agent: inlineAgent({ webhook: { url: receiver.url } }) },
+  });
+  t.is(r.status, 200);
+  await twilio.finish(r.body.carrierCallId, 'busy');
+  const events = await receiver.waitFor(2, 60_000);
+  const names = events.map((e) => (e.json as { event: string }).event);
+  t.deepEqual(names, ['call.ended', 'call.completed']);
+  t.like(events[1]!.json, { callId: r.body.callId, endedReason: null, connectionStatus: 'busy', recordingUrl: null });
+});
