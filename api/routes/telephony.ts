@@ -189,11 +189,10 @@ export function telephonyRoutes(router: Router, deps: ApiDeps): void {
     const orgId = requireOrg(ctx);
     const page = parseOr422(paginationQuery(), ctx.query, 'query');
     const { limit, offset } = pageWindow(page);
-    const all = await listConfigs(db, orgId);
-    const rows = all.slice(offset, offset + limit);
+    const { rows, total } = await listConfigs(db, orgId, limit, offset);
     const counts = new Map((await db.any(sql.type(z.object({ id: z.number(), c: z.number() }))`
       SELECT telephony_config_id AS id, count(*)::int AS c FROM phone_numbers WHERE organization_id = ${orgId} GROUP BY 1`)).map((r) => [r.id, r.c]));
-    ctx.body = envelope(rows.map((r) => configView(config, r, counts.get(r.id) ?? 0)), all.length, page);
+    ctx.body = envelope(rows.map((r) => configView(config, r, counts.get(r.id) ?? 0)), total, page);
   });
 
   const getDetail = async (ctx: Parameters<Parameters<typeof router.get>[1]>[0]) => {
