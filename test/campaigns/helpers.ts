@@ -44,13 +44,17 @@ export async function startEnv(queue: string, opts: { worker?: boolean; env?: Re
 export async function runWorker(s: TestServer, taskQueue: string) {
   const { worker, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue });
   const run = worker.run();
+  let closing: Promise<void> | null = null;
   return {
     worker,
     run,
-    async close() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await run.catch(() => undefined);
-      await connection.close();
+    close() {
+      closing ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await run.catch(() => undefined);
+        await connection.close();
+      })();
+      return closing;
     },
   };
 }

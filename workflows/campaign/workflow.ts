@@ -303,7 +303,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
       await reconcile();
       continue;
     }
-    continueRequested ||= workflowInfo().continueAsNewSuggested;
+    const info = workflowInfo();
+    continueRequested ||= info.continueAsNewSuggested || (input.continueAfterEvents !== undefined && info.historyLength >= input.continueAfterEvents);
     if (continueRequested) {
       if (pendingDials === 0 && finished.length === 0) break;
       await wait('in-flight dials to settle', RECONCILE_MS, () => pendingDials === 0);
