@@ -225,8 +225,9 @@ export class FakeCarrierStream {
     }
   }
 
-  /** Queue caller speech (s16 at `rate`, converted to 8 kHz µ-law); resolves when it has all been sent. */
+  /** Queue caller speech (s16 at `rate`, converted to 8 kHz µ-law); resolves when it has all been sent (or the stream ended). */
   say(pcm: Int16Array, rate = 8000): Promise<void> {
+    if (this.closeCode !== null || this.stopped) return Promise.resolve();
     const bytes = encodeMulaw(rate === 8000 ? pcm : resample(pcm, rate, 8000));
     const rest = this.script.subarray(this.scriptOff);
     const next = new Uint8Array(rest.length + bytes.length);
@@ -270,9 +271,11 @@ export class FakeCarrierStream {
     this.stop('callended');
   }
 
+  /** The stream is over: the clock stops, and whatever waits for caller audio to be sent is released. */
   private halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const w of this.scriptDone.splice(0)) w.resolve();
   }
 
   /** agent audio buffered but not yet played (ms) */
