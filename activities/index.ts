@@ -6,12 +6,15 @@ import type { Storage } from '../core/storage/index.ts';
 import { createPostCallActivities } from './post-call.ts';
 import { createTransferRecordingActivities } from './transfer-recording.ts';
 import { createIngestionActivities } from './ingestion.ts';
+import { createCampaignActivities, outboundDialer, type Dialer } from './campaign.ts';
 
 export interface ActivityDeps {
   config: Config;
   db: Db;
   logger: Logger;
   storage: Storage;
+  /** Campaign dials; default: core/telephony placeOutboundCall. */
+  dialer?: Dialer;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -19,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPostCallActivities(deps),
     ...createTransferRecordingActivities(deps),
     ...createIngestionActivities(deps),
+    ...createCampaignActivities({ ...deps, dialer: deps.dialer ?? outboundDialer({ db: deps.db, config: deps.config, logger: deps.logger, temporal: null }) }),
   };
 }
 export type Activities = ReturnType<typeof createActivities>;

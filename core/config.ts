@@ -70,6 +70,13 @@ export const configSchema = z.object({
   EMBEDDING_API_KEY: z.string().optional(),
   EMBEDDING_MODEL: z.string().default('text-embedding-3-small'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10000),
+  /** Carrier REST endpoints: each override replaces scheme, host and port only (core/telephony/urls.ts withBase). */
+  TWILIO_API_BASE_URL: url.default('https://api.twilio.com'),
+  SMARTFLO_API_BASE_URL: url.default('https://api-smartflo.tatateleservices.com'),
+  /** AES-256-GCM key for carrier credentials at rest (64 hex chars, or a passphrase); derived from the signing secret when unset. */
+  TELEPHONY_ENCRYPTION_KEY: z.string().min(16).optional(),
+  /** A phone call still pending this long after creation (no media stream, no carrier status) ends as never connected. */
+  PHONE_PENDING_TIMEOUT_S: z.coerce.number().int().min(30).max(3600).default(180),
 });
 
 export type Config = z.infer<typeof configSchema> & {

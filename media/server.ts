@@ -21,6 +21,7 @@ import {
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
+import { createTelephonyStreams } from './telephony-streams.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
@@ -43,6 +44,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const pendingSetups = new Set<Promise<void>>();
   let draining = false;
   let closed = false;
+  const phone = createTelephonyStreams(deps, runner, () => draining || closed);
 
   // heartbeat + reconciliation of calls orphaned by a crashed media process
   const reconcile = async () => {
@@ -110,7 +112,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   }
 
   return {
-    upgrade: [upgrade],
+    upgrade: [upgrade, phone.upgrade],
     http: [],
     activeCalls: () => live.size,
     async drain(graceMs: number) {
@@ -126,6 +128,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await started;
       await Promise.allSettled([...pendingSetups]);
       await Promise.allSettled([...live].map((s) => s.end('cancelled')));
+      await phone.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
     },

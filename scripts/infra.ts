@@ -93,7 +93,7 @@ export function findTemporalCli(): string | null {
   return candidates.find((c) => existsSync(c)) ?? null;
 }
 
-export const SEARCH_ATTRIBUTES = ['OrganizationId=Keyword', 'AgentId=Keyword', 'CampaignId=Keyword', 'CallId=Keyword'];
+export const SEARCH_ATTRIBUTES = ['OrganizationId=Keyword', 'AgentId=Keyword', 'CampaignId=Keyword', 'CampaignState=Keyword', 'CallId=Keyword'];
 
 export interface TemporalDev {
   address: string;

@@ -2,3 +2,4 @@
 export { postCallWorkflow } from './post-call/workflow.ts';
 export { transferRecordingWorkflow } from './transfer-recording/workflow.ts';
 export { ingestDocument } from './document-ingestion/workflow.ts';
+export { campaignWorkflow } from './campaign/workflow.ts';

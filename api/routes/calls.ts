@@ -23,6 +23,7 @@ import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
 import { parseOr422 } from '../guard.ts';
+import { telephonyCall } from './telephony-calls.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 
@@ -225,10 +226,11 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     if (!runnable.ok) return reject(ctx, rejectedRow(), runnable.reason, runnable.status, runnable.detail);
 
     if (body.type) {
-      // The telephony branches (dial, inbound registration) are not wired yet: the body rules above are enforced,
-      // the operation itself answers 501 naming it.
-      const op = body.type === 'outbound' ? 'Outbound calls' : 'Inbound registration';
-      return reject(ctx, rejectedRow(), 'provider_not_supported', 501, `${op} with provider '${body.callConfig!.provider}' is not implemented yet`);
+      // Phone calls: outbound dial / inbound registration (api/routes/telephony-calls.ts).
+      return telephonyCall({
+        ctx, deps, orgId, body, agentConfig, agentRef: agentRef!, redacted,
+        reject: (reason, status, detail) => reject(ctx, rejectedRow(), reason, status, detail),
+      });
     }
 
     const callVariables = body.contextVariables ?? null;

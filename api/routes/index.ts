@@ -9,6 +9,9 @@ import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
 import { catalogRoutes } from './catalog.ts';
+import { campaignsRoutes } from './campaigns.ts';
+import { telephonyRoutes } from './telephony.ts';
+import { carrierWebhookRoutes } from './carrier-webhooks.ts';
 import { openApiRoutes } from '../openapi.ts';
 import '../openapi-paths.ts';
 
@@ -21,9 +24,12 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   agentsRoutes,
   toolsRoutes,
   catalogRoutes,
+  telephonyRoutes,
+  campaignsRoutes,
 ];
 
 /** Modules served under /api/v1 WITHOUT an API key (registered before auth). */
 export const publicRouteModules: Array<(router: Router, deps: ApiDeps) => void> = [
   openApiRoutes,
+  carrierWebhookRoutes, // carrier callbacks: signature-verified, no API key, not rate limited
 ];

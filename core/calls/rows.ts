@@ -26,6 +26,16 @@ export interface NewCall {
   customerNumber?: string | null;
   telephonyProvider?: string | null;
   logs?: Record<string, unknown>;
+  /** Carrier columns of a phone call (written on admitted rows only; rejected rows never carry them). */
+  telephony?: {
+    configId?: number | null;
+    /** Encrypted inline credentials (core/telephony/crypto.ts). */
+    credentials?: Buffer | null;
+    bindingId?: number | null;
+    carrierCallId?: string | null;
+    /** Business key for exactly-once dials (UNIQUE). */
+    dialKey?: string | null;
+  };
 }
 
 const created = z.object({ id: z.string(), created_at: z.string() });
@@ -53,16 +63,20 @@ export function jsonSafe(v: unknown, depth = 0): unknown {
 }
 
 function insertCall(q: Queryable, c: NewCall, status: 'pending' | 'error', connectionStatus: string | null) {
+  const t = status === 'pending' ? c.telephony : undefined;
   return q.one(sql.type(created)`
     INSERT INTO calls (organization_id, agent_id, agent_uuid, agent_name, transport, status, connection_status,
                        call_source, tags, config_snapshot, context_variables, logs, telephony_sim, campaign_id,
-                       platform_number, customer_number, telephony_provider)
+                       platform_number, customer_number, telephony_provider,
+                       telephony_config_id, carrier_credentials, inbound_binding_id, carrier_call_id, dial_key)
     VALUES (${c.organizationId}, ${c.agent?.id ?? null}, ${c.agent?.uuid ?? null}, ${c.agent?.name == null ? null : (jsonSafe(c.agent.name) as string)},
             ${c.transport}, ${status}, ${connectionStatus}, ${c.callSource}, ${sql.array(tagSet(c.tags), 'text')},
             ${c.configSnapshot === undefined ? null : sql.jsonb(jsonSafe(c.configSnapshot) as never)},
             ${sql.jsonb(jsonSafe(c.contextVariables ?? {}) as never)}, ${sql.jsonb(jsonSafe(c.logs ?? {}) as never)},
             ${c.telephonySim ?? false}, ${c.campaignId ?? null}, ${c.platformNumber ?? null},
-            ${c.customerNumber ?? null}, ${c.telephonyProvider ?? null})
+            ${c.customerNumber ?? null}, ${c.telephonyProvider ?? null},
+            ${t?.configId ?? null}, ${t?.credentials ? sql.binary(t.credentials) : null}, ${t?.bindingId ?? null},
+            ${t?.carrierCallId ?? null}, ${t?.dialKey ?? null})
     RETURNING id, created_at`);
 }
 

@@ -17,6 +17,13 @@ export interface PacerOptions {
   leadMs: number;
   clock: FrameClock;
   mixer: Mixer | null;
+  /**
+   * Milliseconds into the audio handed to `send` that the far end has confirmed playing (carrier marks). When
+   * given, a frame counts as played once confirmed (instead of once its playout time has passed); frames never
+   * confirmed within `confirmWithinMs` of their playout time fall back to the clock.
+   */
+  playedMs?: () => number;
+  confirmWithinMs: number;
   /** a frame leaves for the transport; `at` is its playout time on the clock */
   send(pcm: Int16Array, at: number): void;
   onSpeechStart?(speech: SpeechHandle, now: number): void;
@@ -29,7 +36,9 @@ export class Pacer extends Processor implements Tickable {
   private readonly queue: Item[] = [];
   private playhead = 0;
   /** sent frames not yet counted as played */
-  private readonly inFlight: Array<{ at: number; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> }> = [];
+  private readonly inFlight: Array<{ at: number; end: number; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> }> = [];
+  /** ms of audio handed to `send` so far (the coordinate of opts.playedMs) */
+  private sentMs = 0;
   private readonly ends: Array<{ speech: SpeechHandle; at: number }> = [];
   private readonly frameSamples: number;
   private readonly opts: PacerOptions;
@@ -39,7 +48,7 @@ export class Pacer extends Processor implements Tickable {
 
   constructor(opts: Partial<PacerOptions> & Pick<PacerOptions, 'send'>) {
     super();
-    this.opts = { sampleRate: 24000, frameMs: 20, leadMs: 100, clock: sharedClock, mixer: null, ...opts };
+    this.opts = { sampleRate: 24000, frameMs: 20, leadMs: 100, clock: sharedClock, mixer: null, confirmWithinMs: 1500, ...opts };
     this.frameSamples = Math.round((this.opts.sampleRate * this.opts.frameMs) / 1000);
   }
 
@@ -115,8 +124,9 @@ export class Pacer extends Processor implements Tickable {
             this.opts.onChunkStart?.(p.speech, p.chunk);
           }
         }
-        this.inFlight.push({ at, parts: taken.parts });
       }
+      this.sentMs += (pcm.length / this.opts.sampleRate) * 1000;
+      if (taken) this.inFlight.push({ at, end: this.sentMs, parts: taken.parts });
       this.opts.send(pcm, at);
       this.playhead += frameMs;
     }
@@ -125,9 +135,12 @@ export class Pacer extends Processor implements Tickable {
 
   /** Count frames whose playout has started as played; finish utterances whose audio has fully played. */
   private settle(now: number, all: boolean): void {
-    while (this.inFlight.length && (this.inFlight[0]!.at <= now || all)) {
+    const confirmed = this.opts.playedMs?.();
+    const heard = (f: { at: number; end: number }) =>
+      confirmed === undefined ? f.at <= now : f.end <= confirmed + 0.5 || f.at + this.opts.confirmWithinMs <= now;
+    while (this.inFlight.length && (heard(this.inFlight[0]!) || all)) {
       const f = this.inFlight.shift()!;
-      if (f.at > now) continue; // interruption: sent but not yet playing → not heard
+      if (!heard(f)) continue; // interruption: sent but not yet played → not heard
       for (const p of f.parts) {
         const c = p.speech.chunks[p.chunk];
         if (c) c.played += p.n;

@@ -20,15 +20,37 @@ import { SpeechHandle, type SpeechSource } from './speech.ts';
 import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
 import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
 
-export type EndedReason = 'user_hangup' | 'agent_hangup' | 'silence_timeout' | 'max_duration' | 'pipeline_error' | 'cancelled' | 'unknown';
+export type EndedReason =
+  | 'user_hangup'
+  | 'agent_hangup'
+  | 'silence_timeout'
+  | 'max_duration'
+  | 'voicemail'
+  | 'transferred'
+  | 'pipeline_error'
+  | 'cancelled'
+  | 'unknown';
 
-import type { Transport } from '../transports/types.ts';
+import type { Transport, TransportEvent } from '../transports/types.ts';
 export type { Transport } from '../transports/types.ts';
 
 export type TranscriptEntry =
   | { role: 'user'; content: string; timestamp: string }
   | { role: 'assistant'; content: string; timestamp: string; interrupted?: boolean }
-  | { role: 'tool'; name: string; status: ToolStatus; durationMs: number; t_ms: number; timestamp: string };
+  | { role: 'tool'; name: string; status: ToolStatus; durationMs: number; t_ms: number; timestamp: string }
+  /** a key the caller pressed on a phone call (one entry per key; `content` repeats the digit for readers of role/content) */
+  | { role: 'dtmf'; digit: string; content: string; t_ms: number; timestamp: string };
+
+/** Collaborators that watch a call (voicemail detection, …) without living inside the session. */
+export interface SessionObserver {
+  /** the pipeline is running */
+  started?(session: CallSession): void;
+  /** VAD: the caller started (true) / stopped (false) speaking */
+  userSpeech?(speaking: boolean): void;
+  /** a completed caller turn (final transcript) */
+  userTurn?(text: string): void;
+  ended?(reason: EndedReason): void;
+}
 
 export interface Usage {
   llm?: { provider: string; model: string; prompt_tokens: number; completion_tokens: number; cache_read_tokens?: number; cache_creation_tokens?: number };
@@ -65,6 +87,7 @@ export interface SessionOptions {
    * caller counts as silent again, so idle prompts and finally silence_timeout apply. Default 30 s.
    */
   holdMusicMs?: number;
+  observers?: SessionObserver[];
   /** called once when the session has ended (row writes, webhooks, closing the transport) */
   onEnd(result: SessionResult): Promise<void>;
 }
@@ -171,6 +194,8 @@ export class CallSession {
     this.pacer = new Pacer({
       clock: this.clock,
       mixer: this.mixer,
+      // carriers confirm playout with marks: truncation of interrupted replies then follows what was really heard
+      ...(o.transport.playedMs ? { playedMs: () => o.transport.playedMs!() } : {}),
       send: (pcm, at) => {
         if (this.ended) return;
         this.recorder.addAgent(pcm, at);
@@ -229,6 +254,17 @@ export class CallSession {
         if (!this.userSpeaking) this.greet();
       });
     }
+    for (const ob of this.o.observers ?? []) ob.started?.(this);
+  }
+
+  /** Out-of-band events of the transport: DTMF keys go on the transcript (and the call's logs with it). */
+  noteEvent(ev: TransportEvent): void {
+    if (this.ended) return;
+    if (ev.type === 'dtmf') {
+      const t_ms = Math.round(this.clock.now() - this.t0);
+      this.transcript.push({ role: 'dtmf', digit: ev.digit, content: ev.digit, t_ms, timestamp: new Date().toISOString() });
+      this.log.info({ digit: ev.digit, t_ms }, 'dtmf');
+    }
   }
 
   /** Caller audio from the transport: 16 kHz mono s16le. */
@@ -247,6 +283,7 @@ export class CallSession {
     if (this.ended) return;
     this.ended = true;
     this.ending = true;
+    for (const ob of this.o.observers ?? []) ob.ended?.(reason);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.clearIdle();
@@ -331,6 +368,7 @@ export class CallSession {
         // a VAD stop from before this speech is not this turn's (an STT with its own end of turn often ends the
         // turn before the VAD's stop window closes): the turn's latency must not start from it
         this.pendingTurn = null;
+        for (const ob of this.o.observers ?? []) ob.userSpeech?.(true);
         this.lastWordsAt = this.clock.now();
         this.armWatchdog();
         this.idleRetries = 0;
@@ -344,6 +382,7 @@ export class CallSession {
           return;
         }
         this.userSpeaking = false;
+        for (const ob of this.o.observers ?? []) ob.userSpeech?.(false);
         this.clearWatchdog();
         this.clearAck();
         this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
@@ -438,6 +477,7 @@ export class CallSession {
   private onUserTurn(text: string): void {
     const now = this.clock.now();
     this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
+    for (const ob of this.o.observers ?? []) ob.userTurn?.(text);
     if (this.ending) return;
     const turn = this.pendingTurn ?? { turn: this.turnCount + 1 };
     this.pendingTurn = null;
@@ -609,10 +649,10 @@ export class CallSession {
       msg.toolCalls = calls;
       const results = await this.runTools(calls, s);
       if (s.finished || this.ended) return;
-      const farewell = results.find((r) => r.farewell !== undefined)?.farewell;
-      if (farewell !== undefined) {
+      const ending = results.find((r) => r.farewell !== undefined);
+      if (ending?.farewell !== undefined) {
         this.output.push({ type: 'flush', speech: s });
-        await this.hangUp(farewell, s);
+        await this.hangUp(ending.farewell, s, ending.reason);
         return;
       }
     }
@@ -620,7 +660,7 @@ export class CallSession {
     if (this.reply === s) this.reply = null;
   }
 
-  private async runTools(calls: ToolCall[], s: SpeechHandle): Promise<Array<{ farewell?: string }>> {
+  private async runTools(calls: ToolCall[], s: SpeechHandle): Promise<Array<{ farewell?: string; reason?: EndedReason }>> {
     this.activeTools++;
     this.startTaskSound();
     try {
@@ -639,6 +679,7 @@ export class CallSession {
           this.transcript.push(entry);
           let content: string;
           let farewell: string | undefined;
+          let reason: EndedReason | undefined;
           if (!tool) {
             content = `Unknown tool '${call.name}'.`;
           } else {
@@ -655,16 +696,18 @@ export class CallSession {
               content = 'The tool arguments were not a valid JSON object.';
             } else {
               const message = this.o.tools.pickMessage(tool);
-              if (message && !this.ending) this.say(message, 'tool_message', true, false);
-              const r = await tool.run(args, s.abort.signal);
+              // a transfer's message is said in full before the caller is moved
+              const spoken = message && !this.ending ? this.say(message, 'tool_message', tool.kind !== 'transferCall', false) : null;
+              const r = await tool.run(args, s.abort.signal, { spoken: spoken ? spoken.done.then(() => undefined) : Promise.resolve() });
               entry.status = r.status;
               content = r.content;
               farewell = r.endCall?.farewell;
+              reason = r.endCall?.reason;
             }
           }
           entry.durationMs = Math.round(this.clock.now() - startedAt);
           this.ctx.addToolResult(call.id, call.name, content);
-          return farewell !== undefined ? { farewell } : {};
+          return farewell !== undefined ? { farewell, ...(reason ? { reason } : {}) } : {};
         }),
       );
     } finally {
@@ -673,15 +716,17 @@ export class CallSession {
     }
   }
 
-  /** endCall: let the current reply play out, speak the farewell (not interruptible), then hang up. */
-  private async hangUp(farewell: string, reply: SpeechHandle): Promise<void> {
+  /** endCall: let the current reply play out, speak the farewell (not interruptible), then hang up (after a transfer: end). */
+  private async hangUp(farewell: string, reply: SpeechHandle, reason: EndedReason = 'agent_hangup'): Promise<void> {
     this.ending = true;
     this.clearIdle();
     await reply.done;
     if (this.ended) return;
-    const bye = this.say(farewell, 'farewell', false);
-    await bye.done;
-    await this.end('agent_hangup');
+    if (farewell) {
+      const bye = this.say(farewell, 'farewell', false);
+      await bye.done;
+    }
+    await this.end(reason);
   }
 
   private addUsage(u: LlmUsage): void {

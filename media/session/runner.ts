@@ -12,10 +12,10 @@ import type { EngineFactory, MediaDeps } from '../deps.ts';
 import { createNoiseGate } from '../noise/index.ts';
 import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
-import { buildToolSet } from '../tools/runtime.ts';
-import type { LiveTransport } from '../transports/types.ts';
+import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
+import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
-import { CallSession, type SessionOptions, type SessionResult } from './call-session.ts';
+import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
 import { parseCallConfig, type CallConfig } from './config.ts';
 import {
   cancelCallRow,
@@ -34,7 +34,11 @@ export interface RunOptions {
   /** Row already claimed (status active) by the caller; the runner then skips its own claim. */
   claimed?: boolean;
   /** Extra session options (e.g. hooks a carrier needs); merged over the runner's. */
-  session?: Partial<Pick<SessionOptions, 'holdMusicMs'>> & Record<string, unknown>;
+  session?: Partial<Pick<SessionOptions, 'holdMusicMs' | 'observers'>> & Record<string, unknown>;
+  /** Extra tool capabilities of this transport (carrier transfer). */
+  tools?: Pick<ToolRunContext, 'transfer'>;
+  /** Why the call ended when the far end goes away (default user_hangup; a carrier stream stops after a transfer). */
+  hangupReason?(): EndedReason;
   /** Called after the row is finished and before call.ended is sent (carrier hang-up, …). */
   onFinished?(row: CallRow, result: SessionResult): Promise<void>;
 }
@@ -60,7 +64,12 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     });
     transport.onClose(() => {
       clientGone = true;
-      if (session) void session.end('user_hangup');
+      if (session) void session.end(opts.hangupReason?.() ?? 'user_hangup');
+    });
+    const earlyEvents: TransportEvent[] = [];
+    transport.onEvent?.((ev) => {
+      if (session) session.noteEvent(ev);
+      else if (earlyEvents.length < 100) earlyEvents.push(ev);
     });
 
     const row = opts.claimed ? pending : await claimCall(deps.db, pending.id, pending.organization_id);
@@ -84,7 +93,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
         // the caller hung up while the engines were opening: the pipeline did start, it ends as a hang-up
         live.add(built);
         session = built;
-        await built.end('user_hangup');
+        await built.end(opts.hangupReason?.() ?? 'user_hangup');
         return built;
       }
       session = built;
@@ -92,6 +101,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       activeCallsGauge.set(live.size);
       startedHook = sendLifecycleWebhook(deps, row, startedPayload(row, row.started_at ?? new Date().toISOString()));
       for (const pcm of early.splice(0)) built.pushAudio(pcm);
+      for (const ev of earlyEvents.splice(0)) built.noteEvent(ev);
       return built;
     } catch (err) {
       if (session) return session; // started; the session's own end handling runs
@@ -132,6 +142,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
           policy: policyFromConfig(deps.config),
           logger: log,
           searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
+          ...(opts.tools ?? {}),
         },
         config.tools,
       ),

@@ -15,8 +15,8 @@ export interface ToolOutcome {
   status: ToolStatus;
   /** what the LLM reads back */
   content: string;
-  /** endCall: the farewell to speak before hanging up */
-  endCall?: { farewell: string };
+  /** endCall: the farewell to speak before hanging up; `reason` transferred when a transfer ends the call (no farewell) */
+  endCall?: { farewell: string; reason?: 'transferred' };
 }
 
 export interface ToolRunContext {
@@ -30,6 +30,15 @@ export interface ToolRunContext {
   logger: Logger;
   /** search interface of core/retrieval.ts (optional until it exists) */
   searchKnowledge?: SearchKnowledge;
+  /** Phone calls: move the caller to `destination` through the carrier. Absent on web calls (provider_not_supported). */
+  transfer?: CarrierTransfer;
+}
+
+export type CarrierTransfer = (req: { destination: string; timeoutS: number; recordTransfer: boolean }) => Promise<{ ok: true } | { ok: false; error: string }>;
+
+/** What a running tool may wait on: `spoken` resolves when the message said for this invocation has played. */
+export interface ToolLive {
+  spoken: Promise<void>;
 }
 
 export type SearchKnowledge = (
@@ -47,7 +56,7 @@ export interface RuntimeTool {
   /** messages spoken while it runs */
   messages: string[];
   messagesOrder: 'random' | 'in-order';
-  run(args: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutcome>;
+  run(args: Record<string, unknown>, signal: AbortSignal, live?: ToolLive): Promise<ToolOutcome>;
 }
 
 export const BUILTIN_FAREWELL = 'Thank you for calling. Goodbye!';
@@ -155,7 +164,7 @@ function fromInline(ctx: ToolRunContext, e: Record<string, unknown>): RuntimeToo
       return endCallTool(str(e.name) || 'end_call', description, messageType, messageType === 'custom' ? (custom.length ? custom : ['Goodbye!']) : [], str(config.audioRecordingId) || null);
     }
     case 'transferCall':
-      return transferTool(ctx, str(e.name), description, str(config.destination));
+      return transferTool(ctx, str(e.name), description, transferSettings(config, true));
     case 'query': {
       const kbs = Array.isArray(config.knowledgeBases) ? config.knowledgeBases.map(obj) : [];
       return queryTool(ctx, str(e.name), description, kbs, strs(config.messages), order(config.messagesOrder), typeof config.timeout === 'number' ? config.timeout : 5);
@@ -203,7 +212,7 @@ function fromSaved(ctx: ToolRunContext, row: z.infer<typeof savedToolRow>): Runt
       return endCallTool(row.function_name, row.description, messageType, custom ? [custom] : [], str(config.audioRecordingId) || null);
     }
     case 'transferCall':
-      return transferTool(ctx, row.function_name, row.description, str(config.destination));
+      return transferTool(ctx, row.function_name, row.description, transferSettings(config, false));
     case 'calculator':
       return calculatorTool(row.description);
     case 'query': {
@@ -313,19 +322,44 @@ function endCallTool(name: string, description: string, messageType: string, cus
   };
 }
 
-function transferTool(ctx: ToolRunContext, name: string, description: string, destination: string): RuntimeTool {
+interface TransferSettings {
+  destination: string;
+  message: string | null;
+  timeoutS: number;
+  recordTransfer: boolean;
+}
+
+/** transferCall config (saved: messageType none/custom/audio + customMessage; inline: customMessage). */
+function transferSettings(config: Record<string, unknown>, inline: boolean): TransferSettings {
+  const custom = str(config.customMessage).trim();
+  // an 'audio' pre-transfer message needs the recording store, which the service does not have: nothing is said
+  const message = custom && (inline || str(config.messageType, 'none') === 'custom') ? custom : null;
+  const timeout = typeof config.timeout === 'number' && Number.isFinite(config.timeout) ? Math.round(config.timeout) : 30;
+  return { destination: str(config.destination).trim(), message, timeoutS: timeout, recordTransfer: config.recordTransfer !== false };
+}
+
+function transferTool(ctx: ToolRunContext, name: string, description: string, t: TransferSettings): RuntimeTool {
+  const refuse = (reason: string) => ({
+    status: 'failed' as const,
+    content: JSON.stringify({ error: 'provider_not_supported', message: `${reason} Tell the caller you cannot transfer them and keep helping.` }),
+  });
   return {
-    spec: { name, description: description || `Transfer the caller to ${destination || 'a human agent'}.`, parameters: { type: 'object', properties: {} } },
+    spec: { name, description: description || `Transfer the caller to ${t.destination || 'a human agent'}.`, parameters: { type: 'object', properties: {} } },
     kind: 'transferCall',
-    messages: [],
+    messages: ctx.transfer && t.destination && t.message ? [t.message] : [],
     messagesOrder: 'random',
-    async run() {
+    async run(_args, _signal, live) {
       const web = ['websocket', 'webrtc', 'web'].includes(ctx.transport);
-      const reason = web ? 'Call transfer is not possible on a web call.' : 'Carrier transfer is not configured for this call.';
-      return {
-        status: 'failed',
-        content: JSON.stringify({ error: 'provider_not_supported', message: `${reason} Tell the caller you cannot transfer them and keep helping.` }),
-      };
+      if (web) return refuse('Call transfer is not possible on a web call.');
+      if (!ctx.transfer) return refuse('Carrier transfer is not configured for this call.');
+      if (!t.destination) return { status: 'failed', content: 'This transfer tool has no destination configured. Tell the caller you cannot transfer them and keep helping.' };
+      await live?.spoken; // the caller hears the whole transfer message first
+      const r = await ctx.transfer({ destination: t.destination, timeoutS: t.timeoutS, recordTransfer: t.recordTransfer });
+      if (!r.ok) {
+        ctx.logger.warn({ tool: name, error: r.error }, 'carrier transfer failed');
+        return { status: 'failed', content: `The transfer failed: ${r.error}. Tell the caller you could not transfer them and keep helping.` };
+      }
+      return { status: 'success', content: `The call was transferred to ${t.destination}.`, endCall: { farewell: '', reason: 'transferred' } };
     },
   };
 }

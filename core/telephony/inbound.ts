@@ -1,0 +1,200 @@
+// Inbound phone calls: which agent answers a dialled number, the call-start gates, and the pending inbound row.
+//  - Twilio: the number's VoiceUrl webhook (api) calls `admitTwilioInbound` and answers <Connect><Stream> or a
+//    spoken refusal.
+//  - Smartflo: the static signed stream (media) calls `resolveInboundStream`: a signed custom_identifier means a
+//    call we originated; otherwise the binding for the dialled number, else the number's inbound agent.
+// Routing order for a number: an inbound binding wins over the number's saved-agent attachment; across
+// organizations the most recent assignment wins.
+import { z } from 'zod';
+import { liveCallBuiltins, loadAgent, resolveSnapshot, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { admitCall } from '../calls/gates.ts';
+import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
+import { sql } from '../db/pool.ts';
+import { policyFromConfig } from '../net/ssrf.ts';
+import type { PhoneEndDeps } from './ended.ts';
+import { sameNumber, toE164 } from './numbers.ts';
+import { parseCustomIdentifier } from './signing.ts';
+import { bindingRow, BINDING_COLS, getConfigById, numberRow, openCredentials, type BindingRow, type ConfigRow, type NumberRow } from './store.ts';
+import type { Credentials } from './types.ts';
+
+export type InboundRoute =
+  | { kind: 'binding'; orgId: string; binding: BindingRow; config: ConfigRow | null; credentials: Credentials | null }
+  | { kind: 'number'; orgId: string; number: NumberRow; config: ConfigRow; credentials: Credentials };
+
+export type InboundAdmission =
+  | { ok: true; callId: string; orgId: string; direction: 'inbound' | 'outbound' }
+  | { ok: false; reason: string; message: string; orgId: string | null; callId: string | null };
+
+export const REFUSAL_MESSAGES: Record<string, string> = {
+  concurrency_limit_reached: 'We are sorry, all of our lines are busy right now. Please call again later. Goodbye.',
+  no_route: 'We are sorry, this number is not in service. Goodbye.',
+  default: 'We are sorry, this service is not available right now. Goodbye.',
+};
+export const refusalMessage = (reason: string) => REFUSAL_MESSAGES[reason] ?? REFUSAL_MESSAGES.default!;
+
+const NUMBER_WITH_CONFIG = sql.fragment`
+  SELECT n.id, n.organization_id::text, n.telephony_config_id, n.address, n.address_normalized, n.address_type, n.label,
+         n.inbound_agent_id, a.uuid::text AS inbound_agent_uuid, a.name AS inbound_agent_name, n.inbound_assigned_at,
+         n.is_active, n.is_default_caller_id, n.extra_metadata, n.carrier_ref, n.created_at, n.updated_at
+  FROM phone_numbers n
+  JOIN telephony_configs c ON c.id = n.telephony_config_id
+  JOIN agents a ON a.id = n.inbound_agent_id AND a.status = 'active'`;
+
+function pickRoute(deps: PhoneEndDeps, bindings: readonly BindingRow[], numbers: ReadonlyArray<{ n: NumberRow; c: ConfigRow }>): Promise<InboundRoute | null> | InboundRoute | null {
+  // The organization with the most recent assignment wins; inside it a binding beats a number attachment.
+  const stamps: Array<{ org: string; at: string }> = [
+    ...bindings.map((b) => ({ org: b.organization_id, at: b.updated_at })),
+    ...numbers.map(({ n }) => ({ org: n.organization_id, at: n.inbound_assigned_at ?? n.updated_at })),
+  ].sort((a, b) => b.at.localeCompare(a.at));
+  const org = stamps[0]?.org;
+  if (!org) return null;
+  const b = bindings.filter((x) => x.organization_id === org).sort((x, y) => y.updated_at.localeCompare(x.updated_at))[0];
+  if (b) return routeOfBinding(deps, b);
+  const hit = numbers.filter(({ n }) => n.organization_id === org)[0]!;
+  return { kind: 'number', orgId: org, number: hit.n, config: hit.c, credentials: openCredentials(deps.config, hit.c.credentials) };
+}
+
+async function routeOfBinding(deps: PhoneEndDeps, b: BindingRow): Promise<InboundRoute> {
+  const config = b.telephony_config_id !== null ? await getConfigById(deps.db, b.telephony_config_id) : null;
+  const blob = b.credentials ?? config?.credentials ?? null;
+  return { kind: 'binding', orgId: b.organization_id, binding: b, config, credentials: blob ? openCredentials(deps.config, blob) : null };
+}
+
+/** Every Twilio route for (AccountSid, To) — each carries the credentials to verify the webhook with. */
+export async function twilioRoutes(deps: PhoneEndDeps, accountSid: string, to: string): Promise<InboundRoute[]> {
+  const bindings = await deps.db.any(sql.type(bindingRow)`
+    SELECT ${BINDING_COLS} FROM inbound_bindings WHERE provider = 'twilio' AND address_normalized = ${to} AND account_ref = ${accountSid}
+    ORDER BY updated_at DESC`);
+  const pairs = await twilioNumberRoutes(deps, accountSid, to);
+  const first = await pickRoute(deps, bindings, pairs);
+  const all: InboundRoute[] = first ? [first] : [];
+  for (const b of bindings) if (!(first?.kind === 'binding' && first.binding.id === b.id)) all.push(await routeOfBinding(deps, b));
+  for (const { n, c } of pairs) if (!(first?.kind === 'number' && first.number.id === n.id)) all.push({ kind: 'number', orgId: n.organization_id, number: n, config: c, credentials: openCredentials(deps.config, c.credentials) });
+  return all;
+}
+
+async function twilioNumberRoutes(deps: PhoneEndDeps, accountSid: string, to: string) {
+  const rows = await deps.db.any(sql.type(numberRow)`${NUMBER_WITH_CONFIG}
+    WHERE c.provider = 'twilio' AND c.account_ref = ${accountSid} AND n.address_normalized = ${to} AND n.is_active`);
+  const out: Array<{ n: NumberRow; c: ConfigRow }> = [];
+  for (const n of rows) {
+    const c = await getConfigById(deps.db, n.telephony_config_id);
+    if (c) out.push({ n, c });
+  }
+  return out;
+}
+
+/** Smartflo routes of one configuration's organization for a dialled number (format-tolerant). */
+async function smartfloRoute(deps: PhoneEndDeps, cfg: ConfigRow, to: string): Promise<InboundRoute | null> {
+  const bindings = (await deps.db.any(sql.type(bindingRow)`
+    SELECT ${BINDING_COLS} FROM inbound_bindings WHERE provider = 'smartflo' AND organization_id = ${cfg.organization_id}
+    ORDER BY updated_at DESC`)).filter((b) => sameNumber(to, b.address_normalized));
+  const numbers = (await deps.db.any(sql.type(numberRow)`${NUMBER_WITH_CONFIG}
+    WHERE c.provider = 'smartflo' AND n.organization_id = ${cfg.organization_id} AND n.is_active`)).filter((n) => sameNumber(to, n.address_normalized));
+  const pairs: Array<{ n: NumberRow; c: ConfigRow }> = [];
+  for (const n of numbers) {
+    const c = n.telephony_config_id === cfg.id ? cfg : await getConfigById(deps.db, n.telephony_config_id);
+    if (c) pairs.push({ n, c });
+  }
+  return pickRoute(deps, bindings, pairs);
+}
+
+/** The agent config and reference a route runs with (null when the attached agent is gone). */
+async function agentOf(deps: PhoneEndDeps, route: InboundRoute): Promise<{ config: AgentConfig; ref: CallAgentRef } | null> {
+  if (route.kind === 'binding') {
+    const b = route.binding;
+    return { config: b.agent_snapshot as unknown as AgentConfig, ref: { id: b.agent_id, uuid: b.agent_uuid, name: b.agent_name } };
+  }
+  const uuid = route.number.inbound_agent_uuid;
+  const agent = uuid ? await loadAgent(deps.db, route.orgId, uuid) : null;
+  return agent ? { config: agent.config, ref: { id: agent.id, uuid: agent.uuid, name: agent.name } } : null;
+}
+
+/** Gates + the pending inbound row for a routed call (or a rejected row). */
+export async function admitInbound(
+  deps: PhoneEndDeps,
+  route: InboundRoute,
+  call: { provider: string; from: string; to: string; carrierCallId: string | null },
+): Promise<InboundAdmission> {
+  const agent = await agentOf(deps, route);
+  const attempt = { type: 'inbound', provider: call.provider, from: call.from, to: call.to, carrierCallId: call.carrierCallId };
+  if (!agent) {
+    const callId = await insertRejectedCall(deps.db, {
+      organizationId: route.orgId, transport: 'inbound', callSource: 'api_inbound', tags: ['api', 'inbound'], agent: null,
+      configSnapshot: attempt, platformNumber: call.to, customerNumber: call.from, telephonyProvider: call.provider,
+      reason: 'agent_not_found', payload: 'agent_not_found',
+    });
+    return { ok: false, reason: 'agent_not_found', message: refusalMessage('no_route'), orgId: route.orgId, callId };
+  }
+  // The platform number as stored on the route; the caller in E.164 when it can be read as one.
+  const platform = route.kind === 'binding' ? route.binding.address_normalized : route.number.address_normalized;
+  const customer = toE164(call.from) ?? (/^\d{8,15}$/.test(call.from) ? toE164(`+${call.from}`) : null) ?? call.from;
+  const savedVariables = agent.config.contextVariables ?? {};
+  const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: liveCallBuiltins({ customerNumber: customer, platformNumber: platform }) });
+  const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true });
+  const base = {
+    organizationId: route.orgId,
+    transport: 'inbound' as const,
+    callSource: 'api_inbound' as const,
+    tags: ['api', 'inbound'],
+    agent: agent.ref,
+    contextVariables: null,
+    platformNumber: platform,
+    customerNumber: customer,
+    telephonyProvider: call.provider,
+  };
+  if (!checked.ok) {
+    deps.logger.warn({ orgId: route.orgId, to: call.to }, 'inbound call refused: the agent snapshot does not validate');
+    const payload = checked.kind === 'schema' ? { error: 'Agent configuration validation failed', details: checked.items.map((i) => ({ path: i.path.join('.'), message: i.msg, type: i.type })) } : checked.message;
+    const callId = await insertRejectedCall(deps.db, { ...base, configSnapshot: attempt, reason: 'snapshot_validation', payload });
+    return { ok: false, reason: 'snapshot_validation', message: refusalMessage('default'), orgId: route.orgId, callId };
+  }
+  const bindingCreds = route.kind === 'binding' && route.binding.credentials ? route.binding.credentials : null;
+  const admission = await admitCall(deps, {
+    ...base,
+    configSnapshot: checked.config,
+    telephony: {
+      configId: route.kind === 'number' ? route.config.id : (route.binding.telephony_config_id ?? null),
+      credentials: bindingCreds,
+      bindingId: route.kind === 'binding' ? route.binding.id : null,
+      carrierCallId: call.carrierCallId,
+    },
+  }, { configSnapshot: attempt });
+  if (!admission.ok) {
+    return { ok: false, reason: admission.rejection.reason, message: refusalMessage(admission.rejection.reason), orgId: route.orgId, callId: null };
+  }
+  return { ok: true, callId: admission.callId, orgId: route.orgId, direction: 'inbound' };
+}
+
+const outboundRow = z.object({ id: z.string(), organization_id: z.string(), status: z.string(), telephony_config_id: z.number().nullable() });
+
+/**
+ * A Smartflo media stream arrived on the static URL of configuration `configId` (its signature already checked by
+ * the caller with verifySmartfloStreamSig). Resolution order: signed custom_identifier → our outbound call (still
+ * pending); else the inbound binding of the dialled number; else the number's inbound agent. Runs the gates and
+ * creates the pending inbound row (or a rejected row).
+ */
+export async function resolveInboundStream(
+  deps: PhoneEndDeps,
+  s: { configId: number; customParameters: Record<string, unknown>; from: string; to: string; carrierCallId: string | null },
+): Promise<InboundAdmission> {
+  const signed = Object.entries(s.customParameters)
+    .filter(([k]) => /custom_?identifier/i.test(k))
+    .map(([, v]) => parseCustomIdentifier(deps.config, v))
+    .find((v): v is string => v !== null)
+    ?? Object.values(s.customParameters).map((v) => parseCustomIdentifier(deps.config, v)).find((v): v is string => v !== null);
+  if (signed) {
+    const row = await deps.db.maybeOne(sql.type(outboundRow)`
+      UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${s.carrierCallId}), updated_at = now()
+      WHERE id = ${signed} AND transport = 'outbound' AND telephony_provider = 'smartflo'
+      RETURNING id::text, organization_id::text, status, telephony_config_id`);
+    if (!row) return { ok: false, reason: 'call_not_found', message: refusalMessage('default'), orgId: null, callId: null };
+    if (row.status !== 'pending') return { ok: false, reason: 'call_not_pending', message: refusalMessage('default'), orgId: row.organization_id, callId: row.id };
+    return { ok: true, callId: row.id, orgId: row.organization_id, direction: 'outbound' };
+  }
+  const cfg = await getConfigById(deps.db, s.configId);
+  if (!cfg || cfg.provider !== 'smartflo') return { ok: false, reason: 'config_not_found', message: refusalMessage('no_route'), orgId: null, callId: null };
+  const route = await smartfloRoute(deps, cfg, s.to);
+  if (!route) return { ok: false, reason: 'no_route', message: refusalMessage('no_route'), orgId: cfg.organization_id, callId: null };
+  return admitInbound(deps, route, { provider: 'smartflo', from: s.from, to: s.to, carrierCallId: s.carrierCallId });
+}

@@ -1,0 +1,211 @@
+// Placing an outbound phone call — the one path POST /call type=outbound and campaign dials share:
+// resolve the agent and freeze its snapshot (built-ins user_number / agent_number known), run the call-start gates,
+// insert the pending row (exactly once per dialKey), dial the carrier with answer / status / stream URLs built from
+// PUBLIC_URL, store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
+import { z } from 'zod';
+import { liveCallBuiltins, loadAgent, resolveSnapshot, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { admitCall } from '../calls/gates.ts';
+import type { CallSource } from '../calls/model.ts';
+import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
+import { sql } from '../db/pool.ts';
+import { policyFromConfig } from '../net/ssrf.ts';
+import { onPhoneCallEnded, sendUnconnectedEnded, type PhoneEndDeps } from './ended.ts';
+import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
+import { carrierFor } from './registry.ts';
+import { customIdentifier, streamToken } from './signing.ts';
+import { getConfig, openCredentials, sealCredentials } from './store.ts';
+import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
+import { smartfloStreamUrl, twilioAmdUrl, twilioAnswerUrl, twilioStatusUrl, twilioStreamUrl } from './urls.ts';
+
+export type OutboundDeps = PhoneEndDeps;
+
+export interface OutboundRequest {
+  orgId: string;
+  /** Saved agent (public uuid), or an already validated config with its reference (inline agents). */
+  agentUuid?: string;
+  agent?: { config: AgentConfig; ref: CallAgentRef };
+  /** A saved configuration of the organization, or inline credentials of `provider`. */
+  telephonyConfigId?: number;
+  inline?: { provider: string; credentials: Credentials };
+  fromNumber: string;
+  toNumber: string;
+  contextVariables?: Record<string, string> | null;
+  campaignId?: number | null;
+  /** Business key: a second request with the same key returns the first call instead of dialling again. */
+  dialKey?: string | null;
+  callSource?: CallSource;
+  tags?: string[];
+  /** What a rejected row stores as configSnapshot (the redacted request). */
+  rejectedSnapshot?: unknown;
+  /** Twilio ring timeout (seconds, default 30). */
+  ringTimeoutS?: number;
+}
+
+export interface PlacedCall {
+  callId: string;
+  carrierCallId: string | null;
+  provider: string;
+  /** true when dialKey matched an earlier call: nothing was dialled. */
+  existing: boolean;
+  status: string;
+}
+
+const existingRow = z.object({ id: z.string(), carrier_call_id: z.string().nullable(), telephony_provider: z.string().nullable(), status: z.string() });
+
+async function byDialKey(deps: OutboundDeps, orgId: string, dialKey: string) {
+  return deps.db.maybeOne(sql.type(existingRow)`
+    SELECT id::text, carrier_call_id, telephony_provider, status FROM calls WHERE dial_key = ${dialKey} AND organization_id = ${orgId}`);
+}
+
+const isUniqueViolation = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return (e.code ?? e.cause?.code) === '23505';
+};
+
+export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest): Promise<PlacedCall> {
+  const { db, config } = deps;
+  if (req.dialKey) {
+    const prior = await byDialKey(deps, req.orgId, req.dialKey);
+    if (prior) return { callId: prior.id, carrierCallId: prior.carrier_call_id, provider: prior.telephony_provider ?? '', existing: true, status: prior.status };
+  }
+
+  // Carrier and credentials.
+  let adapter: CarrierAdapter | null;
+  let creds: Credentials;
+  let configId: number | null = null;
+  let amdEnabled = false;
+  if (req.telephonyConfigId !== undefined) {
+    const row = await getConfig(db, req.orgId, req.telephonyConfigId);
+    if (!row) throw new OutboundInvalid(400, 'telephony_configuration_not_found', 'missing_credentials');
+    adapter = carrierFor(row.provider);
+    if (!adapter) throw new OutboundInvalid(501, `Outbound calls with provider '${row.provider}' are not implemented yet`, 'provider_not_supported');
+    creds = openCredentials(config, row.credentials);
+    configId = row.id;
+    amdEnabled = row.amd_enabled;
+  } else if (req.inline) {
+    adapter = carrierFor(req.inline.provider);
+    if (!adapter) throw new OutboundInvalid(501, `Outbound calls with provider '${req.inline.provider}' are not implemented yet`, 'provider_not_supported');
+    creds = req.inline.credentials;
+  } else {
+    throw new OutboundInvalid(400, 'missing_credentials: no telephony configuration or inline credentials given', 'missing_credentials');
+  }
+  if (!adapter.canDial(creds)) {
+    throw new OutboundInvalid(400, `phone_number_not_configured: the ${adapter.id} configuration has no outbound (click-to-call) credentials`, 'missing_credentials');
+  }
+
+  // The agent and its frozen snapshot.
+  let agentRef: CallAgentRef;
+  let agentConfig: AgentConfig;
+  if (req.agent) {
+    agentRef = req.agent.ref;
+    agentConfig = req.agent.config;
+  } else {
+    const agent = req.agentUuid ? await loadAgent(db, req.orgId, req.agentUuid.toLowerCase()) : null;
+    if (!agent) throw new OutboundInvalid(400, 'agent_not_found', 'agent_not_found');
+    agentRef = { id: agent.id, uuid: agent.uuid, name: agent.name };
+    agentConfig = agent.config;
+  }
+  const callVariables = req.contextVariables ?? null;
+  const resolved = resolveSnapshot(agentConfig, {
+    savedVariables: agentConfig.contextVariables ?? {},
+    callVariables,
+    builtins: liveCallBuiltins({ customerNumber: req.toNumber, platformNumber: req.fromNumber }),
+  });
+  const checked = await validateAgentConfig(resolved, { db, orgId: req.orgId, policy: policyFromConfig(config), partialModelCheck: true });
+
+  const base: Omit<NewCall, 'configSnapshot'> = {
+    organizationId: req.orgId,
+    transport: 'outbound',
+    callSource: req.callSource ?? 'api_outbound',
+    tags: req.tags ?? ['api', 'outbound'],
+    agent: agentRef,
+    contextVariables: callVariables,
+    campaignId: req.campaignId ?? null,
+    platformNumber: req.fromNumber,
+    customerNumber: req.toNumber,
+    telephonyProvider: adapter.id,
+  };
+  if (!checked.ok) {
+    const items = checked.kind === 'schema' ? checked.items : [{ type: 'value_error', path: checked.path, msg: checked.message, input: null }];
+    const detail = { error: 'Agent configuration validation failed', details: items.map((i) => ({ path: i.path.join('.'), message: i.msg, type: i.type })) };
+    await insertRejectedCall(db, { ...base, configSnapshot: req.rejectedSnapshot ?? null, reason: 'snapshot_validation', payload: detail });
+    throw new OutboundInvalid(400, detail, 'snapshot_validation');
+  }
+
+  // Gates + the pending row (exactly once per dialKey).
+  let admission;
+  try {
+    admission = await admitCall(deps, {
+      ...base,
+      configSnapshot: checked.config,
+      telephony: {
+        configId,
+        credentials: configId === null ? sealCredentials(config, creds) : null,
+        dialKey: req.dialKey ?? null,
+      },
+    }, { configSnapshot: req.rejectedSnapshot ?? null });
+  } catch (err) {
+    if (req.dialKey && isUniqueViolation(err)) {
+      const prior = await byDialKey(deps, req.orgId, req.dialKey);
+      if (prior) return { callId: prior.id, carrierCallId: prior.carrier_call_id, provider: prior.telephony_provider ?? '', existing: true, status: prior.status };
+    }
+    throw err;
+  }
+  if (!admission.ok) throw new GateRefused(admission.rejection.status, admission.rejection.detail, admission.rejection.reason);
+  const callId = admission.callId;
+
+  // Dial.
+  const amd = adapter.id === 'twilio' && (amdEnabled || agentWantsVoicemailDetection(checked.config));
+  try {
+    const result = await adapter.dial({ config, logger: deps.logger }, creds, {
+      callId,
+      from: req.fromNumber,
+      to: req.toNumber,
+      answerUrl: twilioAnswerUrl(config, callId),
+      statusCallbackUrl: twilioStatusUrl(config, callId),
+      streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId) : twilioStreamUrl(config, callId),
+      streamParameters: { token: streamToken(config, callId), callId },
+      amd: amd ? { callbackUrl: twilioAmdUrl(config, callId) } : null,
+      timeoutS: req.ringTimeoutS ?? 30,
+      customIdentifier: customIdentifier(config, callId),
+    });
+    if (result.carrierCallId) {
+      await db.query(sql.unsafe`UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${result.carrierCallId}), updated_at = now() WHERE id = ${callId}`);
+    }
+    return { callId, carrierCallId: result.carrierCallId, provider: adapter.id, existing: false, status: 'pending' };
+  } catch (err) {
+    if (!(err instanceof CarrierHttpError)) {
+      await markDialFailed(deps, callId, 0, (err as Error).message);
+      throw err;
+    }
+    const providerStatus = err.status === 0 ? 502 : err.status;
+    await markDialFailed(deps, callId, providerStatus, err.message, err.carrierCode);
+    throw new ProviderRejected({ code: 'provider_rejected', provider: adapter.id, providerStatus, callId, message: err.message });
+  }
+}
+
+/** The agent asks for voicemail detection (AgentConfig.voicemailDetection, when the schema has it). */
+function agentWantsVoicemailDetection(config: AgentConfig): boolean {
+  const v = (config as unknown as { voicemailDetection?: unknown }).voicemailDetection;
+  if (v === true) return true;
+  return !!v && typeof v === 'object' && (v as { enabled?: unknown }).enabled === true;
+}
+
+const failedRow = z.object({
+  id: z.string(), organization_id: z.string(), agent_id: z.number().nullable(), agent_uuid: z.string().nullable(),
+  campaign_id: z.number().nullable(), connection_status: z.string().nullable(), ended_at: z.string(), webhook: z.unknown(),
+});
+
+/** The dial never left: status error, connectionStatus dial_failed, logs.dial_error; call.ended; the end hook. */
+async function markDialFailed(deps: OutboundDeps, callId: string, providerStatus: number, message: string, carrierCode?: number | string): Promise<void> {
+  const dialError = { message, providerStatus, ...(carrierCode !== undefined ? { carrierCode } : {}) };
+  const row = await deps.db.maybeOne(sql.type(failedRow)`
+    UPDATE calls SET status = 'error', connection_status = 'dial_failed', ended_reason = NULL, ended_at = now(), updated_at = now(),
+      tags = (SELECT array_agg(DISTINCT t) FROM unnest(tags || ARRAY['not_connected']::text[]) AS t),
+      logs = logs || jsonb_build_object('dial_error', ${JSON.stringify(dialError)}::jsonb)
+    WHERE id = ${callId} AND status = 'pending'
+    RETURNING id::text, organization_id::text, agent_id, agent_uuid::text, campaign_id, connection_status, ended_at, config_snapshot->'webhook' AS webhook`);
+  if (!row) return;
+  void sendUnconnectedEnded(deps, row);
+  await onPhoneCallEnded(deps, callId).catch((err: unknown) => deps.logger.warn({ err, callId }, 'phone-call end hook failed'));
+}

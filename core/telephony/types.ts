@@ -1,0 +1,120 @@
+// The carrier adapter contract (REST/webhook half of a carrier). One file per carrier in core/telephony/<id>.ts
+// implements `CarrierAdapter`; `carrierFor(id)` (registry.ts) returns it. The media-stream half of a carrier lives in
+// media/transports/<id>.ts. Adding a carrier touches its adapter file, its transport file, its fake and its tests.
+// See README.md beside this file for the whole contract (URLs, signing, call rows, hook points).
+import type { z } from 'zod';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+
+/** Carriers built so far. `callConfig.provider` values outside this set but in core/calls/request.ts CARRIERS → 501. */
+export type CarrierId = 'twilio' | 'smartflo';
+
+/** What an adapter needs from the process: config (base URLs, OUTBOUND_ALLOW_HOSTS) and a logger. */
+export interface CarrierContext {
+  config: Config;
+  logger?: Logger;
+}
+
+/** Credentials of one carrier account, decrypted. Adapter-specific shape (validated by `credentialsSchema`). */
+export type Credentials = Record<string, unknown>;
+
+/** A carrier answered a REST request with an error status, or could not be reached (status 0). */
+export class CarrierHttpError extends Error {
+  constructor(
+    readonly provider: string,
+    /** HTTP status of the carrier's answer; 0 when unreachable (network error, timeout, refused by the SSRF guard). */
+    readonly status: number,
+    message: string,
+    /** The carrier's own error code when it gave one (Twilio `code`, e.g. 20003). */
+    readonly carrierCode?: number | string,
+  ) {
+    super(message);
+    this.name = 'CarrierHttpError';
+  }
+}
+
+export type ProbeResult = { ok: true } | { ok: false; reason: string };
+
+/** Number ownership on the carrier account. `ref` is the carrier's id of the number (Twilio PhoneNumberSid). */
+export type OwnershipResult = { owned: true; ref: string | null } | { owned: false };
+
+export interface SyncResult {
+  ok: boolean;
+  message: string | null;
+}
+
+export interface DialRequest {
+  /** Our call id (calls.id). */
+  callId: string;
+  from: string;
+  to: string;
+  /** Twilio: the answer webhook (Url); it replies with <Connect><Stream>. */
+  answerUrl: string;
+  statusCallbackUrl: string;
+  /** The media stream URL the carrier should connect to (already signed where the carrier keeps query strings). */
+  streamUrl: string;
+  /** Parameters handed to the stream (Twilio <Parameter>, arriving in start.customParameters). */
+  streamParameters: Record<string, string>;
+  /** Ask the carrier for answering-machine detection (async) with results posted to amdCallbackUrl. */
+  amd: { callbackUrl: string } | null;
+  /** Ring timeout in seconds. */
+  timeoutS: number;
+  /** Smartflo: the signed custom identifier correlating the returning stream (signing.ts customIdentifier). */
+  customIdentifier: string;
+}
+
+/** Carrier call id when the carrier returns one synchronously (Twilio CallSid); null for Smartflo (async). */
+export interface DialResult {
+  carrierCallId: string | null;
+}
+
+export interface TransferRequest {
+  /** E.164 number or SIP URI. */
+  destination: string;
+  /** Ring timeout of the transferred leg, seconds. */
+  timeoutS: number;
+  /** When set, the transferred leg is recorded and the carrier posts recording status here. */
+  recordingCallbackUrl: string | null;
+  /** Caller id to present on the transferred leg (null: carrier default). */
+  callerId: string | null;
+}
+
+/** A carrier webhook as received (form fields parsed). `url` is the public URL the carrier requested (PUBLIC_URL based). */
+export interface WebhookRequest {
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  params: Record<string, string>;
+}
+
+export interface CarrierAdapter {
+  readonly id: CarrierId;
+  /** Credentials of a saved telephony configuration: the `config` body minus `provider` (and minus `amd_enabled`). */
+  readonly credentialsSchema: z.ZodType<Credentials>;
+  /** Inline `callConfig.auth` of POST /call; null when inline credentials are forbidden (smartflo). */
+  readonly inlineAuthSchema: z.ZodType<Credentials> | null;
+  /** Which credential fields are secrets (masked in every response, encrypted at rest). */
+  readonly secretFields: readonly string[];
+  /** Can dial outbound through `dial` (smartflo needs click_to_call_api_key: checked by `canDial`). */
+  canDial(creds: Credentials): boolean;
+  /** Credential probe (Twilio: GET Accounts/{sid}.json; Smartflo: authenticated GET). */
+  probeCredentials(ctx: CarrierContext, creds: Credentials): Promise<ProbeResult>;
+  /** Is this E.164 number on the account? Throws CarrierHttpError when the carrier cannot answer. */
+  probeNumber(ctx: CarrierContext, creds: Credentials, e164: string): Promise<OwnershipResult>;
+  /**
+   * Point the number's inbound voice webhook at us (Twilio VoiceUrl/StatusCallback) or, with `voiceUrl` null, leave
+   * it. Carriers with no per-number webhook (smartflo) answer ok with a message saying so. Never throws.
+   */
+  syncInbound(ctx: CarrierContext, creds: Credentials, e164: string, urls: { voiceUrl: string; statusCallbackUrl: string } | null): Promise<SyncResult>;
+  /** Place the call. Throws CarrierHttpError on a carrier 4xx/5xx or when unreachable. */
+  dial(ctx: CarrierContext, creds: Credentials, req: DialRequest): Promise<DialResult>;
+  /** End a live call (Twilio: Status=completed). */
+  hangup(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
+  /** Move the live call to `destination` (Twilio: call update with <Dial> TwiML). The media stream then stops. */
+  transfer(ctx: CarrierContext, creds: Credentials, carrierCallId: string, req: TransferRequest): Promise<void>;
+  /** Webhook authenticity (Twilio X-Twilio-Signature). Carriers without signed webhooks return false. */
+  verifyWebhook(creds: Credentials, req: WebhookRequest): boolean;
+  /** Raw carrier call status → the spec's connectionStatus (busy, no_answer, connection_failed, cancelled, completed, telephony_<raw>). */
+  mapStatus(raw: string): string;
+  /** Carrier REST base (env override replaces scheme/host/port). */
+  apiBase(config: Config): string;
+}
