@@ -15,6 +15,7 @@ import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { FakeCarrierStream, type FakeStreamOptions } from '../fakes/twilio-media.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/calls.ts';
+import { VENDOR_TEST_KEYS } from './rest-helpers.ts';
 
 export class Scenarios {
   private readonly map = new Map<string, FakeScenario>();
@@ -58,7 +59,7 @@ export async function startPhoneRig(queue: string, env: Record<string, string> =
   const twilio = await FakeTwilio.start();
   const scenarios = new Scenarios();
   const s = await startTestServer({
-    env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: twilio.origin, ...env },
+    env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: twilio.origin, ...VENDOR_TEST_KEYS, ...env },
     media: { engines: scenarios.factory },
   });
   let worker: { w: Worker; run: Promise<void>; close(): Promise<void> } | null = null;

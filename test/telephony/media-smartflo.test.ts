@@ -57,6 +57,8 @@ async function inboundCall(): Promise<{ agentUuid: string | null; callId: string
   const row = await callBySid(sid);
   t0Check(row.transport === 'inbound', 'inbound row');
   await until(async () => (await getCallRow(rig.s.db, row.id)).status !== 'pending', 15_000, 'claimed');
+  // hang up once the pipeline runs (the greeting is heard): a hang-up before that is a cancelled call, not this test's
+  await until(() => m.heardMs > 0, 15_000, 'greeting audio');
   m.hangup();
   await endedRow(rig.s.db, row.id);
   return { agentUuid: row.agent_uuid, callId: row.id };

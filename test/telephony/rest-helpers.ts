@@ -42,8 +42,18 @@ export function fakeEnv(twilio: FakeTwilio, smartfloOrigin?: string): Record<str
     TWILIO_API_BASE_URL: twilio.origin,
     ...(smartfloOrigin ? { SMARTFLO_API_BASE_URL: smartfloOrigin } : {}),
     OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
+    // The agents of these tests name vendor engines (never reached: no pipeline runs here); a key must be set for
+    // POST /call to admit them (core/providers.ts).
+    ...VENDOR_TEST_KEYS,
   };
 }
+
+export const VENDOR_TEST_KEYS: Record<string, string> = {
+  OPENAI_API_KEY: 'sk-test-unused',
+  SONIOX_API_KEY: 'soniox-test-unused',
+  DEEPGRAM_API_KEY: 'dg-test-unused',
+  ELEVENLABS_API_KEY: 'el-test-unused',
+};
 
 export const callRow = z.object({
   id: z.string(),

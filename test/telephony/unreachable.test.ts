@@ -6,14 +6,14 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { freePort } from '../../scripts/infra.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { callById, inlineAgent } from './rest-helpers.ts';
+import { callById, inlineAgent, VENDOR_TEST_KEYS } from './rest-helpers.ts';
 
 let open: TestServer;
 let guarded: TestServer;
 test.before(async () => {
   const closed = `http://127.0.0.1:${await freePort()}`; // nothing listens there
-  open = await startTestServer({ temporal: false, env: { TWILIO_API_BASE_URL: closed, OUTBOUND_ALLOW_HOSTS: '127.0.0.1' } });
-  guarded = await startTestServer({ temporal: false, env: { TWILIO_API_BASE_URL: closed } });
+  open = await startTestServer({ temporal: false, env: { TWILIO_API_BASE_URL: closed, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', ...VENDOR_TEST_KEYS } });
+  guarded = await startTestServer({ temporal: false, env: { TWILIO_API_BASE_URL: closed, ...VENDOR_TEST_KEYS } });
 });
 test.after.always(async () => {
   await open?.close();

@@ -14,6 +14,8 @@ const SAMPLE_PATHS: Record<string, string> = {
   '/api/v1/ws/*': `/api/v1/ws/audio/${CALL}`,
   '/api/v1/webrtc/*': `/api/v1/webrtc/offer/${CALL}`,
   '/api/v1/telephony/stream/*': `/api/v1/telephony/stream/${CALL}`,
+  '/api/v1/telephony/twilio/stream/*': `/api/v1/telephony/twilio/stream/${CALL}`,
+  '/api/v1/telephony/smartflo/stream/*': `/api/v1/telephony/smartflo/stream/1`,
 };
 
 function mediaMatchers(): string[] {
