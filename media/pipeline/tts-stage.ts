@@ -1,19 +1,47 @@
-// TTS stage: text chunks in, 24 kHz audio out, strictly in order (one synthesis at a time per call). An
-// interrupted utterance's queued chunks are dropped and its running synthesis is aborted. Chunks of one utterance
-// are synthesized as that utterance (vendors with contexts keep one context per utterance, closed at its flush);
-// word end times the vendor reports are kept on the chunk so an interruption cuts the text at the last word heard.
+// TTS stage: text chunks in, 24 kHz audio out, strictly in order. Chunks of one utterance are synthesized as that
+// utterance (vendors with contexts keep one context per utterance, closed at its flush); word end times the vendor
+// reports are kept on the chunk so an interruption cuts the text at the last word heard.
+//
+// Synthesis ahead of playout: a chunk's text is handed to the engine as soon as the chunker releases it, up to the
+// engine's `lookahead` (chunks it may synthesize beyond the one whose audio is being passed on), while audio still
+// comes out strictly in order: a chunk's audio waits (in the adapter's bounded per-chunk channel) until every
+// earlier chunk's audio has gone out. What each engine allows:
+// - ElevenLabs (multi-stream-input), Cartesia (continue:true), Inworld (contexts): the next chunk's text goes into
+//   the same vendor context right away, so the vendor generates it while the previous chunk's audio streams and
+//   there is no first-byte gap between the sentences of one reply (lookahead 8).
+// - OpenAI (one HTTP request per chunk): the next chunk's request runs in parallel with the current one, one chunk
+//   ahead (lookahead 1, a second pooled connection).
+// - xAI and Sarvam (one generation at a time on a socket without ids, Sarvam without a cancel message) and the
+//   local engine: strictly one chunk at a time (lookahead 0), as their protocols require.
+// An interruption aborts the utterance's signal: every chunk of it, playing or synthesized ahead, is dropped (its
+// vendor context cancelled), and its queued chunks are never sent. Per-chunk bookkeeping happens as a chunk is handed
+// to the engine (speech chunk, onTextSent, characters) and as its audio goes out (samples, onFirstByte).
 // The engine's connection is opened as the stage is built (the call connecting), so the first reply pays no
-// handshake; a refusal there surfaces at the first synthesis like any engine error.
+// handshake; `connectFailure` resolves with the error when that connection is refused, so the session can end the
+// call at once instead of at the first synthesis.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { TtsService } from '../services/types.ts';
 import type { SpeechHandle } from '../session/speech.ts';
 
-type Job = { kind: 'text'; text: string; speech: SpeechHandle; owner: object | null } | { kind: 'flush'; speech: SpeechHandle };
+/** chunks handed to the engine ahead of the one playing, at most (whatever the engine says) */
+const MAX_LOOKAHEAD = 8;
+
+interface Started {
+  chunk: number;
+  iter: AsyncIterator<Int16Array>;
+  /** the first next(), called as the chunk is handed over (that is what sends its text) */
+  first: Promise<IteratorResult<Int16Array>>;
+}
+
+type Job =
+  | { kind: 'text'; text: string; speech: SpeechHandle; owner: object | null; started: Started | null }
+  | { kind: 'flush'; speech: SpeechHandle };
 
 export interface TtsStageHooks {
   /** first audio bytes of an utterance came back from the engine */
   onFirstByte?(speech: SpeechHandle): void;
+  /** a chunk's text was handed to the engine */
   onTextSent?(speech: SpeechHandle, text: string): void;
   /** characters synthesized (usage) */
   onCharacters?(n: number): void;
@@ -25,22 +53,28 @@ export class TtsStage extends Processor {
   private running = false;
   private readonly firstByteSeen = new WeakSet<SpeechHandle>();
   private closed = false;
+  private readonly lookahead: number;
+  /** The engine's early connect() failure (undefined: connected, or the engine has no connect). */
+  readonly connectFailure: Promise<unknown>;
 
   constructor(
     private readonly tts: TtsService,
     private readonly hooks: TtsStageHooks = {},
   ) {
     super();
-    // Open the engine's connection now (the call is connecting). A refusal here is not reported from the
-    // constructor (the session is not started yet): the adapter keeps it and the first synthesis throws it.
-    tts.connect?.().catch(() => {});
+    this.lookahead = Math.max(0, Math.min(MAX_LOOKAHEAD, Math.floor(tts.lookahead ?? 0)));
+    // Open the engine's connection now (the call is connecting). The constructor cannot report a failure (the
+    // session is not started yet): it is kept in connectFailure for the session, and the adapter keeps a refusal
+    // so a synthesis throws it too.
+    this.connectFailure = tts.connect ? tts.connect().then(() => undefined, (err: unknown) => err ?? new Error('TTS connect failed')) : Promise.resolve(undefined);
   }
 
   protected override process(frame: Frame): void {
     switch (frame.type) {
       case 'ttsText':
         if (frame.speech.finished) return;
-        this.queue.push({ kind: 'text', text: frame.text, speech: frame.speech, owner: frame.owner ?? null });
+        this.queue.push({ kind: 'text', text: frame.text, speech: frame.speech, owner: frame.owner ?? null, started: null });
+        this.fill();
         this.kick();
         return;
       case 'flush':
@@ -48,12 +82,52 @@ export class TtsStage extends Processor {
         this.kick();
         return;
       case 'interrupt':
-        for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i]!.speech.finished) this.queue.splice(i, 1);
+        // the one being played out (queue[0]) is dropped by run() itself
+        for (let i = this.queue.length - 1; i >= 1; i--) {
+          const job = this.queue[i]!;
+          if (job.speech.finished) {
+            this.queue.splice(i, 1);
+            this.dispose(job);
+          }
+        }
         this.push(frame);
         return;
       default:
         this.push(frame);
     }
+  }
+
+  /** Hand chunk texts to the engine in order, up to `lookahead` beyond the one playing. */
+  private fill(): void {
+    if (this.closed) return;
+    let inFlight = 0;
+    for (const job of this.queue) {
+      if (job.kind !== 'text' || job.speech.finished) continue;
+      if (!job.started) {
+        if (inFlight > this.lookahead) return;
+        this.start(job);
+      }
+      inFlight++;
+    }
+  }
+
+  private start(job: Extract<Job, { kind: 'text' }>): void {
+    const { speech, text } = job;
+    const chunk = speech.addText(text, job.owner);
+    this.hooks.onTextSent?.(speech, text);
+    this.hooks.onCharacters?.(text.length);
+    const opts = { utterance: speech, onWords: (words: Array<{ endSample: number }>) => speech.addWordEnds(chunk, words.map((w) => w.endSample)) };
+    const iter = this.tts.synthesize(text, speech.abort.signal, opts)[Symbol.asyncIterator]();
+    const first = iter.next();
+    first.catch(() => {}); // reported when its turn comes (or dropped with an interrupted utterance)
+    job.started = { chunk, iter, first };
+  }
+
+  /** A chunk that will not be played: let the adapter's generator finish (its signal is aborted or closing). */
+  private dispose(job: Job): void {
+    if (job.kind !== 'text' || !job.started) return;
+    const { iter, first } = job.started;
+    void first.then(() => iter.return?.(), () => {}).catch(() => {});
   }
 
   private kick(): void {
@@ -67,9 +141,10 @@ export class TtsStage extends Processor {
 
   private async run(): Promise<void> {
     while (this.queue.length && !this.closed) {
-      const job = this.queue.shift()!;
+      const job = this.queue[0]!;
       const speech = job.speech;
       if (job.kind === 'flush') {
+        this.queue.shift();
         this.tts.endUtterance?.(speech);
         if (!speech.finished) {
           speech.textComplete = true;
@@ -77,32 +152,41 @@ export class TtsStage extends Processor {
         }
         continue;
       }
-      if (speech.finished) continue;
-      const chunk = speech.addText(job.text, job.owner);
-      this.hooks.onTextSent?.(speech, job.text);
-      this.hooks.onCharacters?.(job.text.length);
-      try {
-        const opts = { utterance: speech, onWords: (words: Array<{ endSample: number }>) => speech.addWordEnds(chunk, words.map((w) => w.endSample)) };
-        for await (const pcm of this.tts.synthesize(job.text, speech.abort.signal, opts)) {
-          if (speech.finished || this.closed) break;
-          if (pcm.length === 0) continue;
-          if (!this.firstByteSeen.has(speech)) {
-            this.firstByteSeen.add(speech);
-            this.hooks.onFirstByte?.(speech);
-          }
-          speech.chunks[chunk]!.samples += pcm.length;
-          this.push({ type: 'audioOut', pcm, speech, chunk });
-        }
-      } catch (err) {
-        if (speech.finished || this.closed) continue; // aborted by an interruption
-        this.onError(err, this.name);
+      if (speech.finished) {
+        this.queue.shift();
+        this.dispose(job);
+        continue;
       }
+      if (!job.started) this.start(job);
+      this.fill();
+      const { chunk, iter, first } = job.started!;
+      try {
+        let r = await first;
+        while (!r.done) {
+          if (speech.finished || this.closed) break;
+          const pcm = r.value;
+          if (pcm.length > 0) {
+            if (!this.firstByteSeen.has(speech)) {
+              this.firstByteSeen.add(speech);
+              this.hooks.onFirstByte?.(speech);
+            }
+            speech.chunks[chunk]!.samples += pcm.length;
+            this.push({ type: 'audioOut', pcm, speech, chunk });
+          }
+          r = await iter.next();
+        }
+        if (!r.done) void iter.return?.().catch(() => {});
+      } catch (err) {
+        if (!speech.finished && !this.closed) this.onError(err, this.name);
+        // else: aborted by an interruption
+      }
+      if (this.queue[0] === job) this.queue.shift();
+      this.fill();
     }
   }
 
   override close(): void {
     this.closed = true;
-    this.queue.length = 0;
+    for (const job of this.queue.splice(0)) this.dispose(job);
   }
 }
-

@@ -125,6 +125,13 @@ export interface TtsService {
    * Throws an Error with `engineError: EngineError` on vendor failure (fatal for refusals: key, voice, quota).
    */
   synthesize(text: string, signal: AbortSignal, opts?: TtsSynthesizeOptions): AsyncIterable<Int16Array>;
+  /**
+   * How many chunks beyond the one being played out may be in synthesis at once (default 0: one at a time). The
+   * TTS stage starts a chunk's synthesize() (which sends its text) as soon as the chunker releases it, within this
+   * bound, and reads the audio strictly in order; concurrent synthesize() calls must keep each chunk's audio apart
+   * (contexts: the chunks of one utterance go into its context in call order).
+   */
+  readonly lookahead?: number;
   /** The utterance will get no more text: close its vendor context (adapters with contexts). */
   endUtterance?(utterance: object): void;
   /**

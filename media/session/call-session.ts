@@ -162,6 +162,8 @@ export class CallSession {
   private watchdog: NodeJS.Timeout | null = null;
   /** VAD keeps reporting speech that the watchdog decided is not speech (music, noise) */
   private ignoringSpeech = false;
+  /** the TTS engine's early connect(): its failure, if any */
+  private readonly ttsConnect: Promise<unknown>;
 
   constructor(private readonly o: SessionOptions) {
     this.cfg = o.config;
@@ -219,6 +221,7 @@ export class CallSession {
       onCharacters: (n) => (this.ttsChars += n),
     });
     this.output = new Pipeline([new SentenceChunker(), tts, this.pacer], onError);
+    this.ttsConnect = tts.connectFailure;
   }
 
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────
@@ -234,6 +237,10 @@ export class CallSession {
     this.stt.attach(stream);
     if (this.ended) return;
     this.pacer.start();
+    // a refusal found by the TTS engine's early connect ends the call now, not when the agent first speaks
+    void this.ttsConnect.then((err) => {
+      if (err && !this.ended && (err as { engineError?: { fatal: boolean } }).engineError?.fatal) this.onStageError(err, 'tts');
+    });
     if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
       this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
     }

@@ -3,6 +3,8 @@
 // `flushCompleted`) ends that chunk's audio. Barge-in (the utterance's signal aborting) cancels the context on
 // the vendor and drops whatever still arrives for it. A chunk that got no audio because the socket dropped is sent
 // again once on the reopened socket; a refusal fails everything and sticks. Subclasses speak the messages.
+// A reply's chunks are sent into its context as soon as the TTS stage releases them (lookahead), each with its own
+// audio channel: the vendor generates a context's chunks in order, so audio is routed to the oldest unfinished one.
 import type WebSocket from 'ws';
 import type { TtsService, TtsSynthesizeOptions, TtsWordTiming } from '../types.ts';
 import { AudioChannel, PcmDecoder, VendorSocket, transient, type VendorError, type VendorSocketOptions } from './vendor.ts';
@@ -11,8 +13,9 @@ export interface PendingChunk {
   channel: AudioChannel;
   decoder: PcmDecoder;
   onWords: TtsSynthesizeOptions['onWords'];
-  /** where this chunk's audio starts within its context (samples) */
-  startInContext: number;
+  /** where this chunk's audio starts within its context (samples); set when it becomes the chunk being generated
+   *  (chunks are sent ahead, before the audio of the ones before them has come) */
+  startInContext: number | null;
 }
 
 export interface VendorContext {
@@ -29,6 +32,8 @@ export abstract class ContextTts implements TtsService {
   abstract readonly provider: string;
   abstract readonly model: string;
   abstract readonly voice: string;
+  /** the chunks of a reply go into its context as soon as they are released (the vendor generates ahead) */
+  readonly lookahead = 8;
   protected readonly contexts = new Map<string, VendorContext>();
   private readonly byUtterance = new WeakMap<object, VendorContext>();
   private seq = 0;
@@ -81,7 +86,7 @@ export abstract class ContextTts implements TtsService {
       this.contexts.set(id, ctx);
       if (!own) this.byUtterance.set(opts.utterance!, ctx);
     }
-    const chunk: PendingChunk = { channel: new AudioChannel(), decoder: new PcmDecoder(), onWords: opts.onWords, startInContext: ctx.produced };
+    const chunk: PendingChunk = { channel: new AudioChannel(), decoder: new PcmDecoder(), onWords: opts.onWords, startInContext: null };
     ctx.chunks.push(chunk);
     if (!this.socket.isOpen) chunk.channel.fail(transient(this.vendorName, 'connection lost'));
     else this.sendText(ctx, text, first);
@@ -118,7 +123,9 @@ export abstract class ContextTts implements TtsService {
   }
 
   private pending(ctx: VendorContext): PendingChunk | undefined {
-    return ctx.chunks.find((c) => !c.channel.done);
+    const chunk = ctx.chunks.find((c) => !c.channel.done);
+    if (chunk && chunk.startInContext === null) chunk.startInContext = ctx.produced;
+    return chunk;
   }
 
   protected audio(ctx: VendorContext, bytes: Buffer): void {
@@ -138,7 +145,7 @@ export abstract class ContextTts implements TtsService {
     if (!chunk?.onWords) return;
     const out: TtsWordTiming[] = [];
     for (let i = 0; i < words.length; i++) {
-      const end = Math.round((endsS[i] ?? 0) * 24000) - (fromChunk ? 0 : chunk.startInContext);
+      const end = Math.round((endsS[i] ?? 0) * 24000) - (fromChunk ? 0 : (chunk.startInContext ?? 0));
       out.push({ word: words[i] ?? '', endSample: Math.max(0, end) });
     }
     if (out.length) chunk.onWords(out);

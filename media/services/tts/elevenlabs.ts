@@ -70,6 +70,8 @@ export class ElevenLabsTts implements TtsService {
   readonly model: string;
   readonly voice: string;
   private readonly socket: VendorSocket | null;
+  /** WebSocket: a reply's chunks go into its context at once (8 ahead); HTTP (eleven_v3): one request ahead */
+  readonly lookahead: number;
   private readonly contexts = new Map<string, Context>();
   private readonly byUtterance = new WeakMap<object, Context>();
   private seq = 0;
@@ -107,6 +109,7 @@ export class ElevenLabsTts implements TtsService {
           },
           ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
         });
+    this.lookahead = this.socket ? 8 : 1;
   }
 
   /** voice_settings as ElevenLabs reads them for this model */

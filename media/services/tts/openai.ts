@@ -2,8 +2,10 @@
 // `{model, input, voice, response_format:"pcm", speed}` (+ `instructions` naming the language for gpt-4o-mini-tts
 // when the agent's primary language is not English; tts-1* take no instructions); the answer is a chunked body of
 // raw 24 kHz s16le PCM, streamed as it arrives. One request per chunk: the request is the context (barge-in aborts
-// it). The connection is opened as the call connects (`GET /models`, which also checks the key) and kept in a
-// keep-alive pool that an idle-time `GET /models` keeps warm. A request reset before any audio is retried once;
+// it). The next chunk's request runs while the current one streams (lookahead 1: OpenAI takes parallel requests and
+// has no context to carry, so one chunk ahead on a second pooled connection). Both connections are opened as the
+// call connects (two `GET /models`, which also check the key) and kept in a keep-alive pool that idle-time
+// `GET /models` keep warm. A request reset before any audio is retried once;
 // 401/403/404 (key, model, voice) are fatal, 429/5xx transient. Tuning: speed (0.5–2.0; OpenAI 0.25–4.0) → speed.
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { TtsService } from '../types.ts';
@@ -33,8 +35,10 @@ export class OpenAiTts implements TtsService {
   readonly provider = 'openai';
   readonly model: string;
   readonly voice: string;
-  // one connection per call: requests of a call queue on it (the stage sends one chunk at a time anyway)
-  private readonly agent = new Agent({ keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000, connections: 1 });
+  /** the next chunk's request runs while the current one streams (one chunk ahead) */
+  readonly lookahead = 1;
+  // two connections per call: the chunk being played and the one synthesized ahead of it
+  private readonly agent = new Agent({ keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000, connections: 2 });
   private readonly root: string;
   private keepTimer: NodeJS.Timeout | null = null;
   private lastUse = 0;
@@ -66,16 +70,22 @@ export class OpenAiTts implements TtsService {
   }
 
   async connect(): Promise<void> {
-    await this.warm();
+    await this.warmBoth();
     if (!this.keepTimer && !this.closed) {
       this.keepTimer = setInterval(() => {
-        if (Date.now() - this.lastUse >= (this.o.keepaliveMs ?? 50_000) / 2) void this.warm().catch(() => {});
+        if (Date.now() - this.lastUse >= (this.o.keepaliveMs ?? 50_000) / 2) void this.warmBoth().catch(() => {});
       }, this.o.keepaliveMs ?? 50_000);
       this.keepTimer.unref();
     }
   }
 
-  /** GET /models on the pooled connection: opens (or keeps) it, and checks the key. */
+  /** Two GET /models at once: open (or keep) both pooled connections, the second one being for the chunk
+   *  synthesized ahead, so no chunk pays a handshake. */
+  private async warmBoth(): Promise<void> {
+    await Promise.all([this.warm(), this.warm()]);
+  }
+
+  /** GET /models on a pooled connection: opens (or keeps) it, and checks the key. */
   private async warm(): Promise<void> {
     if (this.fatal) throw this.fatal;
     let res: Awaited<ReturnType<typeof undiciFetch>>;

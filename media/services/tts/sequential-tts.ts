@@ -3,6 +3,8 @@
 // by the vendor's completion marker (xAI `audio.done`, Sarvam `final` event). Barge-in cancels the generation in
 // flight (xAI `text.clear`; Sarvam has no cancel message) and everything up to its completion marker is dropped as
 // stale; should the next request come before that marker, the socket is replaced rather than risk stale audio.
+// No synthesis ahead (lookahead 0): without ids a request sent early could not be cancelled apart from the one
+// playing (xAI's text.clear clears both, Sarvam has no cancel), so the stage sends a chunk once the previous ended.
 import type WebSocket from 'ws';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import { AudioChannel, PcmDecoder, VendorSocket, transient, type VendorError, type VendorSocketOptions } from './vendor.ts';
@@ -19,6 +21,8 @@ export abstract class SequentialTts implements TtsService {
   abstract readonly provider: string;
   abstract readonly model: string;
   abstract readonly voice: string;
+  /** one generation at a time on a socket without ids: no chunk is sent before the previous one's audio ended */
+  readonly lookahead = 0;
   protected abstract readonly vendorName: string;
   protected socket!: VendorSocket;
   private busy: Request | null = null;

@@ -5,7 +5,7 @@
 // `continue:false` generates what is left and answers `done`; `{cancel:true}` stops the context (two pieces
 // already in flight still arrive, like the real service). An unknown model → `error` (model_not_found, 404).
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor } from './common.ts';
+import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor, waitUntil } from './common.ts';
 
 interface Ctx {
   id: string;
@@ -24,7 +24,8 @@ export class FakeCartesia {
   readonly generated: Array<{ context: string; text: string }> = [];
   private chain = Promise.resolve();
 
-  constructor(private readonly o: { apiKey?: string; gapMs?: number } = {}) {
+  /** `firstByteMs`: time to first byte of a generation from its flush's arrival (bench; default 0) */
+  constructor(private readonly o: { apiKey?: string; gapMs?: number; firstByteMs?: number } = {}) {
     const key = o.apiKey ?? 'ca-test-key';
     this.server = new FakeServer({
       authorized: (h) => (h['x-api-key'] === key || h.authorization === `Bearer ${key}`) && typeof h['cartesia-version'] === 'string',
@@ -38,7 +39,8 @@ export class FakeCartesia {
           return;
         }
         // requests are handled in order, each after the previous one's audio went out
-        this.chain = this.chain.then(() => this.onMessage(ws, msg)).catch(() => {});
+        const readyAt = Date.now() + (o.firstByteMs ?? 0);
+        this.chain = this.chain.then(() => this.onMessage(ws, msg, readyAt)).catch(() => {});
       },
     });
   }
@@ -48,7 +50,7 @@ export class FakeCartesia {
     return this;
   }
 
-  private async onMessage(ws: WebSocket, msg: any): Promise<void> {
+  private async onMessage(ws: WebSocket, msg: any, readyAt: number): Promise<void> {
     const id: string = msg.context_id;
     if (msg.model_id !== 'sonic-3' && msg.model_id !== 'sonic-2') {
       ws.send(JSON.stringify({ type: 'error', done: true, status_code: 404, error_code: 'model_not_found', title: 'Invalid model', message: 'The model is not valid', context_id: id }));
@@ -62,6 +64,7 @@ export class FakeCartesia {
     if (ctx.cancelled) return;
     ctx.buffer += msg.transcript ?? '';
     if (msg.flush || msg.continue === false) {
+      if (ctx.buffer) await waitUntil(readyAt);
       await this.generate(ws, ctx, msg.add_timestamps === true);
       if (msg.flush && !ctx.cancelled) ws.send(JSON.stringify({ type: 'flush_done', done: false, flush_done: true, flush_id: ++ctx.flushId, status_code: 206, context_id: id }));
       if (msg.continue === false && !ctx.cancelled) {

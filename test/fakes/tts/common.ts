@@ -28,6 +28,12 @@ export function toneFor(text: string, rate = 24000): Int16Array {
 
 export const pcmBytes = (pcm: Int16Array): Buffer => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
 
+/** Wait until `at` (a Date.now() time): the vendor's time to first byte, counted from when the text arrived. */
+export async function waitUntil(at: number): Promise<void> {
+  const ms = at - Date.now();
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+}
+
 /** Split audio into pieces of `ms` (the vendor streams it). */
 export function pieces(pcm: Int16Array, ms = 100, rate = 24000): Int16Array[] {
   const step = Math.round((rate * ms) / 1000);

@@ -19,6 +19,8 @@ interface Job {
   text: string;
   pieces: Int16Array[];
   sent: number;
+  /** when its first audio may go out (arrival + firstByteMs) */
+  readyAt: number;
 }
 
 export interface FakeElevenLabsOptions {
@@ -27,6 +29,8 @@ export interface FakeElevenLabsOptions {
   refuseWith?: string;
   /** ms between audio pieces */
   gapMs?: number;
+  /** time to first byte of each text's audio, from its arrival (bench: a vendor's generation latency; default 0) */
+  firstByteMs?: number;
 }
 
 export class FakeElevenLabs {
@@ -80,7 +84,7 @@ export class FakeElevenLabs {
     this.generated.push({ context: id, text: msg.text });
     const q = this.queues.get(ws) ?? [];
     this.queues.set(ws, q);
-    q.push({ ctx, text: msg.text, pieces: pieces(toneFor(msg.text)), sent: 0 });
+    q.push({ ctx, text: msg.text, pieces: pieces(toneFor(msg.text)), sent: 0, readyAt: Date.now() + (this.o.firstByteMs ?? 0) });
     this.pump(ws);
   }
 
@@ -99,6 +103,10 @@ export class FakeElevenLabs {
       const job = q[0];
       if (!job || ws.readyState !== ws.OPEN) {
         this.pumping.delete(ws);
+        return;
+      }
+      if (job.sent === 0 && Date.now() < job.readyAt) {
+        setTimeout(step, job.readyAt - Date.now());
         return;
       }
       const pcm = job.pieces[job.sent]!;

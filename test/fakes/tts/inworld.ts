@@ -6,7 +6,7 @@
 // (which, as documented, first synthesizes what is left: after a barge-in the adapter must drop that audio). `{send_text:{text:""}}` is a keepalive. An unknown model or
 // voice answers `status{code:5, message}`.
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor } from './common.ts';
+import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor, waitUntil } from './common.ts';
 
 interface Ctx {
   id: string;
@@ -40,12 +40,14 @@ export class FakeInworld {
   keepalives = 0;
   private chain = Promise.resolve();
 
-  constructor(private readonly o: { apiKey?: string; gapMs?: number } = {}) {
+  /** `firstByteMs`: time to first byte of a generation from its flush's arrival (bench; default 0) */
+  constructor(private readonly o: { apiKey?: string; gapMs?: number; firstByteMs?: number } = {}) {
     const key = o.apiKey ?? 'iw-test-key';
     this.server = new FakeServer({
       authorized: (h) => h.authorization === `Basic ${key}`,
       onMessage: (ws, msg) => {
-        this.chain = this.chain.then(() => this.onMessage(ws, msg)).catch(() => {});
+        const readyAt = Date.now() + (o.firstByteMs ?? 0);
+        this.chain = this.chain.then(() => this.onMessage(ws, msg, readyAt)).catch(() => {});
       },
     });
   }
@@ -59,7 +61,7 @@ export class FakeInworld {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ result: { contextId, ...body, status } }));
   }
 
-  private async onMessage(ws: WebSocket, msg: any): Promise<void> {
+  private async onMessage(ws: WebSocket, msg: any, readyAt: number): Promise<void> {
     const id: string | undefined = msg.contextId;
     if (msg.create) {
       const c = msg.create;
@@ -82,6 +84,7 @@ export class FakeInworld {
     const ctx = id ? this.contexts.get(id) : undefined;
     if (!ctx) return;
     if (msg.flush_context) {
+      if (ctx.buffer) await waitUntil(readyAt);
       await this.generate(ws, ctx);
       this.send(ws, id, { flushCompleted: {} });
       return;

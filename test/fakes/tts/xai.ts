@@ -4,7 +4,7 @@
 // drops the buffer and stops the generation in flight (two pieces already sent still arrive) and ends it with
 // `audio.done`. Refuses voices other than ara, eve, leo, rex, sal and codecs other than pcm/mp3/... at upgrade.
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, toneFor } from './common.ts';
+import { FakeServer, pcmBytes, pieces, toneFor, waitUntil } from './common.ts';
 
 export class FakeXai {
   readonly server: FakeServer;
@@ -13,7 +13,8 @@ export class FakeXai {
   private current: { cleared: boolean; grace: number } | null = null;
   private chain = Promise.resolve();
 
-  constructor(private readonly o: { apiKey?: string; gapMs?: number } = {}) {
+  /** `firstByteMs`: time to first byte of a generation from its `text.done` (bench; default 0) */
+  constructor(private readonly o: { apiKey?: string; gapMs?: number; firstByteMs?: number } = {}) {
     const key = o.apiKey ?? 'xai-test-key';
     this.server = new FakeServer({
       authorized: (h) => h.authorization === `Bearer ${key}`,
@@ -35,7 +36,8 @@ export class FakeXai {
         if (msg.type === 'text.done') {
           const text = this.buffer;
           this.buffer = '';
-          this.chain = this.chain.then(() => this.generate(ws, text)).catch(() => {});
+          const readyAt = Date.now() + (o.firstByteMs ?? 0);
+          this.chain = this.chain.then(() => waitUntil(readyAt)).then(() => this.generate(ws, text)).catch(() => {});
         }
       },
     });

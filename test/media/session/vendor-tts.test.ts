@@ -101,3 +101,25 @@ test('a refused TTS key ends the call pipeline_error naming the vendor and the r
   t.false(logs.includes('sk-cartesia-wrong-secret'));
   t.false(caller.events.some((e) => JSON.stringify(e).includes('sk-cartesia-wrong-secret')));
 });
+
+test('a TTS key refused at connect ends a caller-speaks-first call at once, before the caller is ever answered', async (t) => {
+  const name = 'vendor-tts-refused-user-first';
+  const greeting = { firstMessages: ['Hello, how can I help?'], interruptible: false, speakFirst: 'user', agentDelayS: 0, userTimeoutS: 5 };
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } }, greeting }) });
+  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
+  await caller.waitOpen();
+  // the caller talks first (the stream stops as soon as the call is closed)
+  await caller.speak(600);
+  await caller.silence(800);
+  const closed = await caller.closed;
+  t.is(closed.code, 1011);
+  const row = await endedRow(s.db, callId);
+  t.is(row.status, 'error');
+  t.is(row.ended_reason, 'pipeline_error');
+  const logs = JSON.stringify(row.logs);
+  t.regex(logs, /Cartesia TTS refused: HTTP 401/);
+  t.false(logs.includes('sk-cartesia-wrong-secret'));
+  t.false(caller.events.some((e) => JSON.stringify(e).includes('sk-cartesia-wrong-secret')));
+  t.is(llms.get(name)?.requests.length ?? 0, 0, 'the call ended at connect: the agent was never asked to answer the caller');
+  t.false(row.transcript.some((e: { role: string }) => e.role === 'user'), 'no caller turn was taken');
+});
