@@ -1,0 +1,11 @@
+// Media-stream transports of the carriers on the generic stream path `/api/v1/telephony/{carrier}/stream/{callId}`
+// (media/telephony-streams.ts). Twilio and Smartflo have their own paths. One line per carrier.
+import type { WebSocket } from 'ws';
+import type { CarrierStreamTransport } from './carrier-stream.ts';
+
+const TRANSPORTS: Record<string, (ws: WebSocket) => CarrierStreamTransport> = {
+};
+
+export function carrierTransportFor(carrier: string): ((ws: WebSocket) => CarrierStreamTransport) | null {
+  return Object.hasOwn(TRANSPORTS, carrier) ? TRANSPORTS[carrier]! : null;
+}
