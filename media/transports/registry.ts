@@ -2,8 +2,10 @@
 // (media/telephony-streams.ts). Twilio and Smartflo have their own paths. One line per carrier.
 import type { WebSocket } from 'ws';
 import type { CarrierStreamTransport } from './carrier-stream.ts';
+import { PlivoStreamTransport } from './plivo.ts';
 
 const TRANSPORTS: Record<string, (ws: WebSocket) => CarrierStreamTransport> = {
+  plivo: (ws) => new PlivoStreamTransport(ws),
 };
 
 export function carrierTransportFor(carrier: string): ((ws: WebSocket) => CarrierStreamTransport) | null {

@@ -1,0 +1,104 @@
+// One driver per carrier on the generic adapter contract: how the table-driven test (carriers.test.ts) works each
+// carrier's local fake — accounts and numbers, the dial as the carrier received it, answering and opening the media
+// stream the way that carrier does, terminal callbacks (genuine, forged, unsigned) and inbound calls.
+import type { ExecutionContext } from 'ava';
+import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
+import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts';
+
+export type Signing = 'forged' | 'unsigned' | undefined;
+
+export interface CarrierDriver {
+  id: string;
+  /** the carrier's name in error strings */
+  name: string;
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** env pointing the service at the fake (<CARRIER>_API_BASE_URL) */
+  env(): Record<string, string>;
+  account(): unknown;
+  addNumber(acc: unknown, e164: string): void;
+  creds(acc: unknown): Record<string, unknown>;
+  wrongCreds(acc: unknown): Record<string, unknown>;
+  secrets(acc: unknown): string[];
+  /** the carrier answers `e164` with this voice webhook */
+  inboundPointsAt(acc: unknown, e164: string, voiceUrl: string): boolean;
+  dialCount(): number;
+  dialAt(i: number): unknown;
+  checkDial(t: ExecutionContext, call: unknown, baseUrl: string, callId: string): void;
+  checkMedia(t: ExecutionContext, phone: FakePhoneStream): void;
+  answerAndConnect(acc: unknown, call: unknown): Promise<FakePhoneStream>;
+  /** the carrier reports the connected call completed */
+  completed(acc: unknown, call: unknown, durationS: number): Promise<void>;
+  /** [raw carrier status, expected connectionStatus] of never-connected calls */
+  terminal: Array<[string, string]>;
+  finish(acc: unknown, call: unknown, raw: string, signing?: Signing): Promise<{ status: number }>;
+  /** a caller dials `to`: the webhook's answer, and the stream when the answer bridges to one */
+  inbound(acc: unknown, to: string, from: string, signing?: Signing): Promise<{ status: number; phone: FakePhoneStream | null }>;
+}
+
+function plivoDriver(): CarrierDriver {
+  let fake: FakePlivo;
+  const dials: PlivoCall[] = [];
+  const sign = (s: Signing) => (s === 'forged' ? 'not-the-token' : s === 'unsigned' ? null : undefined);
+  let voiceUrl = '';
+  return {
+    id: 'plivo',
+    name: 'Plivo',
+    async start() {
+      fake = await FakePlivo.start();
+      fake.on('dial', (c: PlivoCall) => dials.push(c));
+    },
+    close: () => fake.close(),
+    env: () => ({ PLIVO_API_BASE_URL: fake.origin }),
+    account: () => fake.addAccount(),
+    addNumber: (acc, e164) => fake.addNumber((acc as PlivoAccount).authId, e164),
+    creds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: (acc as PlivoAccount).token }),
+    wrongCreds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: 'wrong-token' }),
+    secrets: (acc) => [(acc as PlivoAccount).token],
+    inboundPointsAt(acc, e164, url) {
+      const a = acc as PlivoAccount;
+      voiceUrl = url;
+      const n = a.numbers.get(e164.replace(/^\+/, ''));
+      return !!n?.appId && a.apps.get(n.appId)?.answerUrl === url;
+    },
+    dialCount: () => dials.length,
+    dialAt: (i) => dials[i],
+    checkDial(t, c, baseUrl, callId) {
+      const call = c as PlivoCall;
+      t.is(call.from, '14155550100');
+      t.is(call.to, '14155550199');
+      t.is(call.body.answer_url, `${baseUrl}/telephony/plivo/answer/${callId}`);
+      t.is(call.body.hangup_url, `${baseUrl}/telephony/plivo/status/${callId}`);
+      t.is(call.body.machine_detection, undefined, 'no AMD when the agent turns voicemail detection off');
+    },
+    checkMedia(t, phone) {
+      t.true(phone.payloadSizes.length > 0 && phone.payloadSizes.every((n) => n === 160), 'playAudio in 20 ms µ-law payloads');
+      t.true(phone.echoed.filter((e) => e.played).length > 5, 'checkpoints answered with playedStream');
+    },
+    async answerAndConnect(acc, c) {
+      const call = c as PlivoCall;
+      await fake.ring(call.callUuid);
+      const xml = await fake.answer(call.callUuid);
+      if (!xml.streamUrl) throw new Error(`answer XML without <Stream>: ${xml.body}`);
+      if (xml.streamAttrs.bidirectional !== 'true' || xml.streamAttrs.contentType !== 'audio/x-mulaw;rate=8000') throw new Error(`stream attributes: ${xml.body}`);
+      return fake.connect(xml.streamUrl, call);
+    },
+    async completed(_acc, c, durationS) {
+      await fake.finish((c as PlivoCall).callUuid, 'completed', durationS);
+    },
+    terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['timeout', 'no_answer'], ['failed', 'connection_failed']],
+    async finish(_acc, c, raw, signing) {
+      const r = await fake.finish((c as PlivoCall).callUuid, raw, 0, sign(signing));
+      return { status: r?.status ?? 0 };
+    },
+    async inbound(acc, to, from, signing) {
+      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), voiceUrl || undefined);
+      return { status: r.status, phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
+    },
+  };
+}
+
+export function carrierDrivers(): CarrierDriver[] {
+  const only = process.env.CARRIERS?.split(',');
+  return [plivoDriver()].filter((d) => !only || only.includes(d.id));
+}
