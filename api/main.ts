@@ -6,6 +6,7 @@ import { startServer } from '../core/http-server.ts';
 import { createApiApp } from './app.ts';
 import { createStorage } from '../core/storage/index.ts';
 import { startExpirySweeper } from '../core/calls/expiry.ts';
+import { startStalePhoneCallSweeper } from '../core/telephony/ended.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
@@ -22,9 +23,11 @@ const api = createApiApp({
 const running = await startServer({ http: [], upgrade: [], fallback: api.app.callback() }, config.PORT, config.HOST);
 logger.info({ port: running.port, baseUrl: config.baseUrl }, 'api listening');
 const sweeper = startExpirySweeper({ config, db, logger }); // abandoned pending calls, safe on every replica
+const phoneSweeper = startStalePhoneCallSweeper({ config, db, logger, temporal: temporal?.client ?? null }); // phone calls no carrier ended
 onShutdown(logger, async () => {
   api.setDraining(true);
   await sweeper.stop();
+  await phoneSweeper.stop();
   await running.close(config.SHUTDOWN_GRACE_MS);
   await temporal?.close();
   await db.end();

@@ -72,6 +72,8 @@ export const configSchema = z.object({
   EXOTEL_API_BASE_URL: url.optional(),
   /** AES-256-GCM key for carrier credentials at rest (64 hex chars, or a passphrase); derived from the signing secret when unset. */
   TELEPHONY_ENCRYPTION_KEY: z.string().min(16).optional(),
+  /** A phone call still pending this long after creation (no media stream, no carrier status) ends as never connected. */
+  PHONE_PENDING_TIMEOUT_S: z.coerce.number().int().min(30).max(3600).default(180),
 });
 
 export type Config = z.infer<typeof configSchema> & {

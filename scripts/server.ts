@@ -12,6 +12,7 @@ import { createStorage, type Storage } from '../core/storage/index.ts';
 import { createMediaService, type MediaService } from '../media/server.ts';
 import type { MediaDeps } from '../media/deps.ts';
 import { startExpirySweeper } from '../core/calls/expiry.ts';
+import { startStalePhoneCallSweeper } from '../core/telephony/ended.ts';
 
 export interface Combined {
   running: RunningServer;
@@ -38,6 +39,7 @@ export async function startCombined(
   const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, storage, temporal: deps.temporal, ...parts.media });
   const running = await startServer({ http: media.http, upgrade: media.upgrade, fallback: api.app.callback() }, port, host);
   const sweeper = startExpirySweeper({ config: parts.config, db: parts.db, logger: parts.logger }); // abandoned pending calls
+  const phoneSweeper = startStalePhoneCallSweeper({ config: parts.config, db: parts.db, logger: parts.logger, temporal: deps.temporal }); // phone calls no carrier ended
   return {
     running,
     media,
@@ -45,6 +47,7 @@ export async function startCombined(
     async close() {
       api.setDraining(true);
       await sweeper.stop();
+      await phoneSweeper.stop();
       await media.drain(parts.config.SHUTDOWN_GRACE_MS);
       await running.close(parts.config.SHUTDOWN_GRACE_MS);
       await media.close();

@@ -22,6 +22,7 @@ import { parseOr422 } from '../guard.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import { bakeBindingSnapshot } from '../../core/telephony/bindings.ts';
+import '../openapi-telephony.ts';
 
 export const CONFIG_NOT_FOUND = 'Telephony configuration not found';
 export const NUMBER_NOT_FOUND = 'Phone number not found';
@@ -187,10 +188,12 @@ export function telephonyRoutes(router: Router, deps: ApiDeps): void {
 
   router.get('/organizations/telephony-configs', async (ctx) => {
     const orgId = requireOrg(ctx);
-    const rows = await listConfigs(db, orgId);
+    const page = parseOr422(paginationQuery(), ctx.query, 'query');
+    const { limit, offset } = pageWindow(page);
+    const { rows, total } = await listConfigs(db, orgId, limit, offset);
     const counts = new Map((await db.any(sql.type(z.object({ id: z.number(), c: z.number() }))`
       SELECT telephony_config_id AS id, count(*)::int AS c FROM phone_numbers WHERE organization_id = ${orgId} GROUP BY 1`)).map((r) => [r.id, r.c]));
-    ctx.body = { items: rows.map((r) => configView(config, r, counts.get(r.id) ?? 0)), total: rows.length };
+    ctx.body = envelope(rows.map((r) => configView(config, r, counts.get(r.id) ?? 0)), total, page);
   });
 
   const getDetail = async (ctx: Parameters<Parameters<typeof router.get>[1]>[0]) => {

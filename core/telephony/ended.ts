@@ -80,3 +80,50 @@ export async function onPhoneCallEnded(deps: PhoneEndDeps, callId: string): Prom
   await notifyCampaignOfCall({ db: deps.db, temporal: deps.temporal ?? null, logger: deps.logger }, callId)
     .catch((err: unknown) => deps.logger.warn({ err, callId }, 'campaign outcome signal failed'));
 }
+
+const staleRow = z.object({ id: z.string(), telephony_provider: z.string().nullable(), transport: z.string() });
+
+/**
+ * Phone calls still `pending` PHONE_PENDING_TIMEOUT_S after creation never connected and no carrier status will
+ * end them (Smartflo reports nothing for an unanswered click-to-call; a Twilio callback may be lost when PUBLIC_URL
+ * is unreachable). They end like any never-connected call: Smartflo outbound as `no_answer`, others as
+ * `telephony_no_status`. Each row is finished by one UPDATE … WHERE status='pending', so replicas never double up.
+ */
+export async function expireStalePhoneCalls(deps: PhoneEndDeps): Promise<number> {
+  const stale = await deps.db.any(sql.type(staleRow)`
+    SELECT id::text, telephony_provider, transport FROM calls
+    WHERE status = 'pending' AND transport IN ('outbound', 'inbound')
+      AND created_at < now() - make_interval(secs => ${deps.config.PHONE_PENDING_TIMEOUT_S})
+    LIMIT 500`);
+  let n = 0;
+  for (const c of stale) {
+    const reason = c.telephony_provider === 'smartflo' && c.transport === 'outbound' ? 'no_answer' : 'telephony_no_status';
+    const ended = await finishUnconnected(deps.db, c.id, reason, { not_started: `no media stream within ${deps.config.PHONE_PENDING_TIMEOUT_S} s` });
+    if (!ended) continue;
+    n += 1;
+    await sendUnconnectedEnded(deps, ended);
+    await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => deps.logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
+  }
+  if (n) deps.logger.info({ count: n }, 'stale pending phone calls ended');
+  return n;
+}
+
+/** Run expireStalePhoneCalls every 15 s (api process); stop() waits for a sweep in progress. */
+export function startStalePhoneCallSweeper(deps: PhoneEndDeps): { stop(): Promise<void> } {
+  let running: Promise<unknown> | null = null;
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (running || stopped) return;
+    running = expireStalePhoneCalls(deps)
+      .catch((err: unknown) => deps.logger.warn({ err }, 'stale phone-call sweep failed'))
+      .finally(() => { running = null; });
+  }, 15_000);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

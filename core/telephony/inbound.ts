@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { loadAgent, resolveSnapshot, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
-import type { CallAgentRef } from '../calls/rows.ts';
+import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import type { PhoneEndDeps } from './ended.ts';
@@ -140,7 +140,15 @@ export async function admitInbound(
   call: { provider: string; from: string; to: string; carrierCallId: string | null },
 ): Promise<InboundAdmission> {
   const agent = await agentOf(deps, route);
-  if (!agent) return { ok: false, reason: 'agent_not_found', message: refusalMessage('no_route'), orgId: route.orgId, callId: null };
+  const attempt = { type: 'inbound', provider: call.provider, from: call.from, to: call.to, carrierCallId: call.carrierCallId };
+  if (!agent) {
+    const callId = await insertRejectedCall(deps.db, {
+      organizationId: route.orgId, transport: 'inbound', callSource: 'api_inbound', tags: ['api', 'inbound'], agent: null,
+      configSnapshot: attempt, platformNumber: call.to, customerNumber: call.from, telephonyProvider: call.provider,
+      reason: 'agent_not_found', payload: 'agent_not_found',
+    });
+    return { ok: false, reason: 'agent_not_found', message: refusalMessage('no_route'), orgId: route.orgId, callId };
+  }
   // The platform number as stored on the route; the caller in E.164 when it can be read as one.
   const platform = route.kind === 'binding' ? route.binding.address_normalized : route.number.address_normalized;
   const customer = toE164(call.from) ?? (/^\d{8,15}$/.test(call.from) ? toE164(`+${call.from}`) : null) ?? call.from;
@@ -160,7 +168,9 @@ export async function admitInbound(
   };
   if (!checked.ok) {
     deps.logger.warn({ orgId: route.orgId, to: call.to }, 'inbound call refused: the agent snapshot does not validate');
-    return { ok: false, reason: 'snapshot_validation', message: refusalMessage('default'), orgId: route.orgId, callId: null };
+    const payload = checked.kind === 'schema' ? { error: 'Agent configuration validation failed', details: checked.items.map((i) => ({ path: i.path.join('.'), message: i.msg, type: i.type })) } : checked.message;
+    const callId = await insertRejectedCall(deps.db, { ...base, configSnapshot: attempt, reason: 'snapshot_validation', payload });
+    return { ok: false, reason: 'snapshot_validation', message: refusalMessage('default'), orgId: route.orgId, callId };
   }
   const bindingCreds = route.kind === 'binding' && route.binding.credentials ? route.binding.credentials : null;
   const admission = await admitCall(deps, {
@@ -172,7 +182,7 @@ export async function admitInbound(
       bindingId: route.kind === 'binding' ? route.binding.id : null,
       carrierCallId: call.carrierCallId,
     },
-  }, { configSnapshot: { type: 'inbound', provider: call.provider, from: call.from, to: call.to, carrierCallId: call.carrierCallId } });
+  }, { configSnapshot: attempt });
   if (!admission.ok) {
     return { ok: false, reason: admission.rejection.reason, message: refusalMessage(admission.rejection.reason), orgId: route.orgId, callId: null };
   }

@@ -48,8 +48,11 @@ export async function getConfigById(db: Q, id: number): Promise<ConfigRow | null
   return db.maybeOne(sql.type(configRow)`SELECT ${CONFIG_COLS} FROM telephony_configs WHERE id = ${id}`);
 }
 
-export async function listConfigs(db: Q, orgId: string): Promise<readonly ConfigRow[]> {
-  return db.any(sql.type(configRow)`SELECT ${CONFIG_COLS} FROM telephony_configs WHERE organization_id = ${orgId} ORDER BY id`);
+export async function listConfigs(db: Q, orgId: string, limit = 1000, offset = 0): Promise<{ rows: readonly ConfigRow[]; total: number }> {
+  const rows = await db.any(sql.type(configRow)`
+    SELECT ${CONFIG_COLS} FROM telephony_configs WHERE organization_id = ${orgId} ORDER BY id LIMIT ${limit} OFFSET ${offset}`);
+  const total = await db.oneFirst(sql.type(z.object({ c: z.number() }))`SELECT count(*)::int AS c FROM telephony_configs WHERE organization_id = ${orgId}`);
+  return { rows, total };
 }
 
 export async function defaultConfig(db: Q, orgId: string): Promise<ConfigRow | null> {

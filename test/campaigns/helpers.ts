@@ -44,13 +44,17 @@ export async function startEnv(queue: string, opts: { worker?: boolean; env?: Re
 export async function runWorker(s: TestServer, taskQueue: string) {
   const { worker, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue });
   const run = worker.run();
+  let closing: Promise<void> | null = null;
   return {
     worker,
     run,
-    async close() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await run.catch(() => undefined);
-      await connection.close();
+    close() {
+      closing ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await run.catch(() => undefined);
+        await connection.close();
+      })();
+      return closing;
     },
   };
 }
@@ -163,9 +167,11 @@ export type Script = (call: FakeCall) => { status: 'busy' | 'no-answer' | 'faile
  * Drives every dial on the fake carrier: `script` decides how each call ends (after `afterMs`). Counts calls in
  * flight at the carrier (dialled and not yet ended) and records the maximum, per `from` caller ID too.
  */
-export function carrierScript(fake: FakeTwilio, script: Script) {
+export function carrierScript(fake: FakeTwilio, accountSid: string, script: Script) {
   const state = {
     dials: [] as FakeCall[],
+    /** When each dial reached the carrier (ms). */
+    dialTimes: [] as number[],
     live: 0,
     maxLive: 0,
     liveFrom: new Map<string, number>(),
@@ -174,7 +180,9 @@ export function carrierScript(fake: FakeTwilio, script: Script) {
     errors: [] as string[],
   };
   const onDial = (call: FakeCall) => {
+    if (call.accountSid !== accountSid) return;
     state.dials.push(call);
+    state.dialTimes.push(Date.now());
     state.live++;
     state.maxLive = Math.max(state.maxLive, state.live);
     const f = (state.liveFrom.get(call.from) ?? 0) + 1;

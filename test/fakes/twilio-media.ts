@@ -26,9 +26,11 @@ export interface FakeStreamOptions {
   /** Smartflo: who says `connected` ('carrier' sends it; 'bot' waits for ours first) */
   connected?: 'carrier' | 'bot';
   headers?: Record<string, string>;
+  /** network + jitter-buffer latency: agent audio becomes playable this long after it arrived */
+  playoutDelayMs?: number;
 }
 
-type Queued = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string };
+type Queued = { kind: 'audio'; bytes: Uint8Array; at: number } | { kind: 'mark'; name: string };
 
 export class FakeCarrierStream {
   readonly flavour: 'twilio' | 'smartflo';
@@ -62,6 +64,7 @@ export class FakeCarrierStream {
   private ticks = 0;
   private stopped = false;
   private readonly payloadBytes: number;
+  private readonly playoutDelayMs: number;
 
   constructor(
     url: string,
@@ -69,6 +72,7 @@ export class FakeCarrierStream {
     opts: FakeStreamOptions = {},
   ) {
     this.flavour = opts.flavour ?? 'twilio';
+    this.playoutDelayMs = opts.playoutDelayMs ?? 0;
     this.payloadBytes = Math.round(((opts.payloadMs ?? (this.flavour === 'smartflo' ? 100 : 20)) * 8000) / 1000);
     this.streamSid = start.streamSid ?? `MZ${Math.random().toString(16).slice(2, 18).padEnd(16, '0')}`;
     this.ws = new WebSocket(url, opts.headers ? { headers: opts.headers } : {});
@@ -140,7 +144,7 @@ export class FakeCarrierStream {
         const payload = String((m.media as { payload?: unknown } | undefined)?.payload ?? '');
         const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
         this.payloadSizes.push(bytes.length);
-        this.queue.push({ kind: 'audio', bytes });
+        this.queue.push({ kind: 'audio', bytes, at: performance.now() });
         return;
       }
       case 'mark': {
@@ -190,6 +194,7 @@ export class FakeCarrierStream {
         this.echoReady();
         continue;
       }
+      if (q.at + this.playoutDelayMs > performance.now()) break; // not playable yet
       const take = Math.min(left, q.bytes.length);
       this.heard.push(q.bytes.subarray(0, take));
       this.heardBytes += take;

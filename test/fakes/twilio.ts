@@ -129,6 +129,8 @@ export class FakeTwilio extends EventEmitter {
   private dialFailures = new Map<string, Array<{ status: number; code: number; message: string }>>();
   private server: { port: number; close(): Promise<void> } | null = null;
   origin = '';
+  /** A reverse proxy in front of the service: maps the public URL Twilio requests (and signs) to where it is delivered. */
+  proxy: ((url: string) => string) | null = null;
 
   static async start(): Promise<FakeTwilio> {
     const fake = new FakeTwilio();
@@ -273,7 +275,7 @@ export class FakeTwilio extends EventEmitter {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'TwilioProxy/1.1' };
     const token = signWith === undefined ? acc.token : signWith;
     if (token !== null) headers['x-twilio-signature'] = signTwilio(token, url, params);
-    const res = await fetch(url, { method: 'POST', headers, body: new URLSearchParams(params).toString() });
+    const res = await fetch(this.proxy ? this.proxy(url) : url, { method: 'POST', headers, body: new URLSearchParams(params).toString() });
     return { status: res.status, body: await res.text() };
   }
 

@@ -41,7 +41,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
     ...opts.env,
   };
   const port = await freePort();
-  const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+  const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: opts.env?.PUBLIC_URL ?? `http://127.0.0.1:${port}` });
   const temporal = opts.temporal === false || !config.TEMPORAL_ADDRESS ? null : await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
   const storage = createStorage(config);

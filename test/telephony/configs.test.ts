@@ -227,3 +227,12 @@ test('inbound agent attachment: VoiceUrl synced to Twilio (provider_sync ok), PU
   const del2 = await s.request('DELETE', `/organizations/telephony-configs/${cfg.id}/phone-numbers/${r.body.id}`, { key });
   t.deepEqual([del2.status, del2.body.detail], [404, 'Phone number not found']);
 });
+
+test('the OpenAPI document lists the telephony endpoints and carrier webhooks', async (t) => {
+  const r = await s.request('GET', '/openapi.json', { key: null });
+  t.is(r.status, 200);
+  for (const p of ['/organizations/telephony-configs', '/organizations/telephony-configs/{config_id}/phone-numbers', '/telephony-configs/{config_id}', '/telephony/inbound/bindings/{id}', '/telephony/twilio/voice']) {
+    t.truthy(r.body.paths[p], p);
+  }
+  t.truthy(r.body.paths['/telephony/inbound/bindings/{id}'].patch);
+});

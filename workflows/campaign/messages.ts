@@ -36,6 +36,8 @@ export interface CampaignInput {
   campaignId: number;
   organizationId: string;
   carry?: CampaignCarry;
+  /** Continue as new once the history has this many events, besides the server's suggestion (tests, tuning). */
+  continueAfterEvents?: number;
 }
 
 export interface CampaignProgress {

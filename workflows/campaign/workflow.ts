@@ -44,19 +44,20 @@ import {
   type InFlight,
 } from './messages.ts';
 
+// Short timeouts: these are quick database writes, and a worker that dies mid-activity should be noticed soon.
 const db = proxyActivities<CampaignActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 const importer = proxyActivities<CampaignActivities>({
   startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['CampaignSourceInvalid', 'CampaignNotFound'] },
   summary: 'Import the contact CSV',
 });
 /** A dial is exactly-once by its business key, so retrying it is safe; after 8 attempts it counts as initiation_failed. */
 const dialOptions: ActivityOptions = {
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 8, nonRetryableErrorTypes: ['CampaignNotFound'] },
 };
 
@@ -302,7 +303,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
       await reconcile();
       continue;
     }
-    continueRequested ||= workflowInfo().continueAsNewSuggested;
+    const info = workflowInfo();
+    continueRequested ||= info.continueAsNewSuggested || (input.continueAfterEvents !== undefined && info.historyLength >= input.continueAfterEvents);
     if (continueRequested) {
       if (pendingDials === 0 && finished.length === 0) break;
       await wait('in-flight dials to settle', RECONCILE_MS, () => pendingDials === 0);

@@ -1,0 +1,136 @@
+// Shared set-up of the phone-call end-to-end tests: a test server whose media builds fake engines per scenario
+// (keyed by the agent name) or the real local engines, the fake Twilio (REST + webhooks) and its media streams
+// linked the way Twilio links them (answer → <Connect><Stream> → stream; call update or hang-up → stop; stream
+// closed by us → the call completes), and a Temporal worker for the post-call and transfer-recording workflows.
+import type { Worker } from '@temporalio/worker';
+import { createWorker } from '../../activities/worker.ts';
+import { createLogger } from '../../core/logger.ts';
+import type { EngineFactory } from '../../media/deps.ts';
+import { DemoLlm } from '../../media/services/llm/local.ts';
+import { createLocalStt } from '../../media/services/stt/local.ts';
+import { createLocalTts } from '../../media/services/tts/local.ts';
+import { createVad } from '../../media/vad/index.ts';
+import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
+import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
+import { FakeCarrierStream, type FakeStreamOptions } from '../fakes/twilio-media.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/calls.ts';
+
+export class Scenarios {
+  private readonly map = new Map<string, FakeScenario>();
+  readonly made = new Map<string, ReturnType<typeof fakeEngines>>();
+  private n = 0;
+  add(s: FakeScenario): string {
+    const name = `phone-scenario-${++this.n}`;
+    this.map.set(name, s);
+    return name;
+  }
+  /** fake engines for a registered scenario name, else the real local engines (Silero, pocketsphinx, eSpeak, demo LLM) */
+  readonly factory: EngineFactory = async ({ config }) => {
+    const s = this.map.get(config.name);
+    if (s) {
+      const e = fakeEngines(s);
+      this.made.set(config.name, e);
+      return e;
+    }
+    return {
+      engines: {
+        llm: new DemoLlm('demo'),
+        stt: createLocalStt('pocketsphinx', { corpus: [config.systemPrompt, 'what time is it', 'good bye'] }),
+        tts: createLocalTts({ languages: config.languages }),
+      },
+      vad: await createVad(),
+    };
+  };
+}
+
+export interface PhoneRig {
+  s: TestServer;
+  twilio: FakeTwilio;
+  scenarios: Scenarios;
+  /** media streams by CallSid */
+  streams: Map<string, FakeCarrierStream>;
+  dials: FakeCall[];
+  close(): Promise<void>;
+}
+
+export async function startPhoneRig(queue: string, env: Record<string, string> = {}): Promise<PhoneRig> {
+  const twilio = await FakeTwilio.start();
+  const scenarios = new Scenarios();
+  const s = await startTestServer({
+    env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: twilio.origin, ...env },
+    media: { engines: scenarios.factory },
+  });
+  let worker: { w: Worker; run: Promise<void>; close(): Promise<void> } | null = null;
+  if (s.temporal) {
+    const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: queue });
+    const run = w.run();
+    worker = {
+      w,
+      run,
+      close: async () => {
+        w.shutdown();
+        await run.catch(() => undefined);
+        await connection.close();
+      },
+    };
+  }
+  const streams = new Map<string, FakeCarrierStream>();
+  const dials: FakeCall[] = [];
+  twilio.on('dial', (c: FakeCall) => dials.push(c));
+  // Twilio moves the call to the new TwiML (transfer) or hangs up: the stream stops
+  twilio.on('update', (c: FakeCall) => streams.get(c.sid)?.stop());
+  twilio.on('hangup', (c: FakeCall) => streams.get(c.sid)?.stop());
+  return {
+    s,
+    twilio,
+    scenarios,
+    streams,
+    dials,
+    async close() {
+      for (const m of streams.values()) m.hangup();
+      await worker?.close();
+      await s.close();
+      await twilio.close();
+    },
+  };
+}
+
+/** Open the media stream the answer TwiML asked for; when we close it, Twilio runs out of TwiML: `completed`. */
+export function openStream(rig: PhoneRig, call: FakeCall, stream: { url: string; parameters: Record<string, string> }, opts: FakeStreamOptions = {}): FakeCarrierStream {
+  const m = FakeCarrierStream.connect(stream.url, { callSid: call.sid, accountSid: call.accountSid, customParameters: stream.parameters }, opts);
+  rig.streams.set(call.sid, m);
+  void m.closed.then(() => {
+    if (call.status === 'in-progress') void rig.twilio.finish(call.sid, 'completed', 5).catch(() => undefined);
+  });
+  return m;
+}
+
+/** The fake carrier's call for one of our calls (its answer URL names our call id). */
+export async function dialOf(rig: PhoneRig, callId: string): Promise<FakeCall> {
+  return until(() => rig.dials.find((c) => c.url?.endsWith(`/${callId}`)), 10_000, 'the dial to reach the fake carrier');
+}
+
+/** eSpeak speech at 24 kHz (the caller's voice; the fake carrier sends it as 8 kHz µ-law). */
+export async function speech(text: string): Promise<Int16Array> {
+  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150 });
+  const parts: Int16Array[] = [];
+  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
+  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
+  return all;
+}
+
+/** Wait until the agent has been quiet (no new audio played) for `ms`. */
+export async function agentQuiet(m: FakeCarrierStream, ms = 400, timeoutMs = 20_000): Promise<void> {
+  let last = m.heardMs;
+  let since = performance.now();
+  await until(() => {
+    if (m.heardMs !== last || m.bufferedMs > 0) {
+      last = m.heardMs;
+      since = performance.now();
+      return false;
+    }
+    return performance.now() - since >= ms;
+  }, timeoutMs, 'agent quiet');
+}

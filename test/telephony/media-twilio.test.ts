@@ -1,0 +1,225 @@
+// Phone calls over Twilio end to end: POST /call dials the fake Twilio, the fake answers and opens the media stream
+// our <Connect><Stream> TwiML names, and the call runs on the media side (µ-law both ways, marks, clear, DTMF,
+// AMD, transfer, hang-up). The caller's speech is eSpeak audio sent as 8 kHz µ-law.
+import test from 'ava';
+import { z } from 'zod';
+import { sql } from '../../core/db/pool.ts';
+import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { FakeCarrierStream } from '../fakes/twilio-media.ts';
+import { agentQuiet, dialOf, openStream, speech, startPhoneRig, type PhoneRig } from './media-helpers.ts';
+
+let rig: PhoneRig;
+let org: { orgId: string; apiKey: string };
+let acc: { sid: string; token: string };
+const FROM = '+15550001111';
+const TO = '+15557654321';
+
+test.before(async () => {
+  rig = await startPhoneRig('telephony-media-twilio');
+  org = await rig.s.createOrg({ balanceUsd: 50, concurrency: 10 });
+  acc = rig.twilio.addAccount();
+  rig.twilio.addNumber(acc.sid, FROM);
+});
+test.after.always(async () => {
+  await rig?.close();
+});
+
+function agent(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'phone agent',
+    systemPrompt: 'You are a phone test agent.',
+    llm: { provider: 'local', model: 'local-demo' },
+    stt: { provider: 'local' },
+    tts: { provider: 'local' },
+    noiseGate: { enabled: false },
+    greeting: { firstMessages: ['Hello.'], interruptible: false },
+    voicemailDetection: false,
+    ...over,
+  };
+}
+
+/** POST /call type=outbound, then the carrier rings and answers; returns the stream the answer TwiML named. */
+async function dialAndAnswer(agentConfig: Record<string, unknown>, streamOpts: ConstructorParameters<typeof FakeCarrierStream>[2] = {}) {
+  const res = await rig.s.request('POST', '/call', {
+    key: org.apiKey,
+    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: agentConfig },
+  });
+  if (res.status !== 200 && res.status !== 201) throw new Error(`POST /call: ${res.status} ${JSON.stringify(res.body)}`);
+  const callId = res.body.callId as string;
+  const call = await dialOf(rig, callId);
+  await rig.twilio.ring(call.sid);
+  const twiml = await rig.twilio.answer(call.sid);
+  if (!twiml.stream) throw new Error(`answer TwiML without <Stream>: ${twiml.xml}`);
+  const media = openStream(rig, call, twiml.stream, streamOpts);
+  await media.opened;
+  return { callId, call, media, twiml };
+}
+
+const extra = z.object({ carrier_call_id: z.string().nullable(), recording_url: z.string().nullable(), transfer_recording: z.unknown(), logs: z.any() });
+const rowExtra = (callId: string) =>
+  rig.s.db.one(sql.type(extra)`SELECT carrier_call_id, recording_url, transfer_recording, logs FROM calls WHERE id = ${callId}`);
+
+test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the caller hangs up; completed row with recording', async (t) => {
+  const { callId, call, media, twiml } = await dialAndAnswer(agent());
+  t.truthy(twiml.stream!.parameters.token, 'the stream carries its signed token as a <Parameter>');
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await until(() => media.heardMs > 300, 30_000, 'greeting heard');
+  await agentQuiet(media);
+  const greetingMs = media.heardMs;
+  t.true(media.payloadSizes.every((n) => n === 160), 'agent audio arrives in 20 ms µ-law payloads');
+  t.true(media.echoed.filter((e) => e.played).length > 10, 'marks echoed after playout');
+
+  media.dtmf('5');
+  await media.silence(300);
+  await media.say(await speech('what time is it'), 24000);
+  await media.silence(1500);
+  await until(() => media.heardMs > greetingMs + 800, 30_000, 'spoken reply');
+  await agentQuiet(media);
+  media.hangup();
+  await rig.twilio.finish(call.sid, 'completed', 8);
+
+  const row = await endedRow(rig.s.db, callId);
+  t.is(row.status, 'completed');
+  t.is(row.connection_status, 'completed');
+  t.is(row.ended_reason, 'user_hangup');
+  const transcript = row.transcript as Array<{ role: string; content?: string; digit?: string }>;
+  t.truthy(transcript.find((e) => e.role === 'dtmf' && e.digit === '5'), 'DTMF recorded on the transcript');
+  // pocketsphinx hears the 8 kHz line less well than wideband audio: the words may differ, the turn must be there
+  const userAt = transcript.findIndex((e) => e.role === 'user' && (e.content ?? '').trim().length > 0);
+  t.true(userAt > 0, JSON.stringify(transcript));
+  t.truthy(transcript.slice(userAt + 1).find((e) => e.role === 'assistant' && (e.content ?? '').length > 0), 'the agent answered the turn');
+  const x = await rowExtra(callId);
+  t.is(x.carrier_call_id, call.sid);
+  const rec = await until(async () => (await rowExtra(callId)).recording_url, 60_000, 'recording published by the post-call workflow');
+  const wav = await fetch(rec);
+  t.is(wav.status, 200);
+  t.true((await wav.arrayBuffer()).byteLength > 16000 * 2, 'the recording holds the call');
+});
+
+test.serial('barge-in: the carrier gets `clear` and the interrupted greeting is cut to what the caller heard (marks)', async (t) => {
+  const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango';
+  const name = rig.scenarios.add({ stt: { utterances: ['wait a moment please'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } });
+  // 400 ms of network + jitter buffer: the pacer's clock would count that audio as heard, the marks do not
+  const { callId, media } = await dialAndAnswer(agent({ name, greeting: { firstMessages: [words], interruptible: true } }), { playoutDelayMs: 400 });
+  await until(() => media.heardMs >= 2000, 20_000, 'two seconds of greeting heard');
+  const speaking = media.tone(700);
+  await until(() => media.clears > 0, 10_000, 'clear');
+  const heardAtClear = media.heardMs;
+  await speaking;
+  await media.silence(600);
+  await until(() => rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  media.hangup();
+  const row = await endedRow(rig.s.db, callId);
+  const greeting = (row.transcript as Array<{ role: string; content: string; interrupted?: boolean }>).find((e) => e.role === 'assistant')!;
+  t.true(greeting.interrupted, 'the greeting is marked interrupted');
+  const total = words.length * 40; // FakeTts: 40 ms per character
+  const expected = (words.split(' ').length * heardAtClear) / total;
+  const kept = greeting.content.split(' ').length;
+  t.true(words.startsWith(greeting.content), greeting.content);
+  t.true(Math.abs(kept - expected) <= 1.5, `kept ${kept} words, the caller heard ≈${expected.toFixed(1)} (${heardAtClear} of ${total} ms)`);
+  // the LLM's context holds the same truncated greeting
+  const ctx = rig.scenarios.made.get(name)!.engines.llm.requests[0]!.messages;
+  t.truthy(ctx.find((m) => m.role === 'assistant' && 'content' in m && m.content === greeting.content));
+});
+
+test.serial('AMD says machine: the call ends with endedReason voicemail and the carrier call is hung up', async (t) => {
+  const name = rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
+  const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
+  t.is(call.params.get('AsyncAmd'), 'true', 'async AMD requested on the dial');
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await rig.twilio.amd(call.sid, 'machine_end_beep');
+  const row = await endedRow(rig.s.db, callId);
+  t.is(row.ended_reason, 'voicemail');
+  t.is(row.status, 'completed');
+  await media.closed;
+  await until(() => rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  const x = await rowExtra(callId);
+  t.like(x.logs.voicemail_detection, { result: 'machine', by: 'amd', answeredBy: 'machine_end_beep' });
+});
+
+test.serial('AMD says human: the call goes on', async (t) => {
+  const name = rig.scenarios.add({ stt: { utterances: ['hello there'] }, llm: [{ text: 'Hi.' }] });
+  const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await rig.twilio.amd(call.sid, 'human');
+  await until(async () => (await rowExtra(callId)).logs.voicemail_detection, 10_000, 'verdict logged');
+  await media.tone(500);
+  await media.silence(500);
+  await until(() => rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  t.is((await getCallRow(rig.s.db, callId)).status, 'active');
+  media.hangup();
+  t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+});
+
+test.serial('transfer: message, Twilio call update with <Dial>, endedReason transferred, recording callback starts the transfer-recording workflow', async (t) => {
+  const name = rig.scenarios.add({
+    stt: { utterances: ['put me through to sales'] },
+    llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }],
+  });
+  const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', customMessage: 'Connecting you to sales now.', timeout: 20, recordTransfer: true } }];
+  const { callId, call, media } = await dialAndAnswer(agent({ name, tools }));
+  await until(() => media.heardMs > 300, 20_000, 'greeting');
+  await agentQuiet(media);
+  const before = media.heardMs;
+  await media.tone(600);
+  await media.silence(500);
+  const update = await until(() => call.updates[0], 20_000, 'call update');
+  t.true(media.heardMs - before >= 'Connecting you to sales now.'.length * 40 - 200, 'the transfer message played before the update');
+  t.regex(update, /<Dial\b[^>]*timeout="20"/);
+  t.regex(update, /<Number>\+15550009999<\/Number>/);
+  t.regex(update, new RegExp(`recordingStatusCallback="[^"]*/telephony/twilio/recording/${callId}"`));
+  const row = await endedRow(rig.s.db, callId);
+  t.is(row.ended_reason, 'transferred');
+  const x = await rowExtra(callId);
+  t.like(x.logs.transfer, { destination: '+15550009999', record: true });
+  const tool = (row.transcript as Array<{ role: string; name?: string; status?: string }>).find((e) => e.role === 'tool');
+  t.like(tool, { name: 'transfer_to_sales', status: 'success' });
+
+  const cb = await rig.twilio.recordingCallback(call.sid, { status: 'completed', durationS: 4 });
+  t.true(cb.status < 300, `recording callback answered ${cb.status}`);
+  const outcome = await until(async () => (await rowExtra(callId)).transfer_recording, 60_000, 'transfer recording workflow outcome');
+  t.truthy(outcome);
+  t.regex(JSON.stringify(outcome), /completed|recordingUrl|url/);
+});
+
+test.serial('the agent ends the call: farewell played, stream closed, carrier hang-up, agent_hangup', async (t) => {
+  const name = rig.scenarios.add({ stt: { utterances: ['bye now'] }, llm: [{ toolCalls: [{ name: 'end_call' }] }] });
+  const { callId, call, media } = await dialAndAnswer(agent({ name }));
+  await until(() => media.heardMs > 300, 20_000, 'greeting');
+  await agentQuiet(media);
+  const before = media.heardMs;
+  await media.tone(500);
+  await media.silence(500);
+  const { code } = await media.closed;
+  t.is(code, 1000);
+  t.true(media.heardMs - before >= 'Goodbye!'.length * 40 - 100, `the farewell played out before the stream closed (${media.heardMs - before} ms)`);
+  const row = await endedRow(rig.s.db, callId);
+  t.is(row.ended_reason, 'agent_hangup');
+  await until(() => rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+});
+
+test.serial('a forged or missing stream token is refused with 1008 and the call stays pending', async (t) => {
+  const name = rig.scenarios.add({ llm: [] });
+  const res = await rig.s.request('POST', '/call', {
+    key: org.apiKey,
+    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: agent({ name }) },
+  });
+  const callId = res.body.callId as string;
+  const call = await dialOf(rig, callId);
+  const twiml = await rig.twilio.answer(call.sid);
+  const variants: Array<Record<string, string>> = [{ ...twiml.stream!.parameters, token: 'forged-token-forged-token-forged1' }, { callId }];
+  for (const params of variants) {
+    const m = FakeCarrierStream.connect(twiml.stream!.url, { callSid: call.sid, customParameters: params });
+    const closed = await m.closed;
+    t.deepEqual(closed, { code: 1008, reason: 'Invalid stream token' });
+  }
+  // another call's genuine token does not open this one
+  const r = await getCallRow(rig.s.db, callId);
+  t.is(r.status, 'pending');
+  t.is(r.started_at, null);
+  // the genuine stream still works afterwards
+  const ok = openStream(rig, call, twiml.stream!);
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'active');
+  ok.hangup();
+  t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+});
