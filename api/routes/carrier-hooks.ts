@@ -191,14 +191,19 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     router.get(path, voice);
   }
 
-  /** Does the webhook verify with the credentials of any configuration of this carrier? */
-  async function anyConfigVerifies(adapter: CarrierAdapter, req: WebhookRequest): Promise<boolean> {
-    if (adapter.signedUrls) return false;
+  /** The credentials of a configuration of this carrier that the webhook verifies with, or null. */
+  async function verifyingConfig(adapter: CarrierAdapter, req: WebhookRequest): Promise<Credentials | null> {
+    if (adapter.signedUrls) return null;
     const configs = await db.any(sql.type(configRow)`
       SELECT id, organization_id::text, name, provider, credentials, account_ref, amd_enabled, is_default_outbound, created_at, updated_at
       FROM telephony_configs WHERE provider = ${adapter.id}`);
-    return configs.some((c) => adapter.verifyWebhook(openCredentials(config, c.credentials), req));
+    for (const c of configs) {
+      const creds = openCredentials(config, c.credentials);
+      if (adapter.verifyWebhook(creds, req)) return creds;
+    }
+    return null;
   }
+  const anyConfigVerifies = async (adapter: CarrierAdapter, req: WebhookRequest) => (await verifyingConfig(adapter, req)) !== null;
 
   /** An inbound call: the route of the dialled number that verifies the webhook, the gates, then the bridge. */
   async function inbound(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>): Promise<CarrierReply> {
@@ -207,8 +212,9 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     const route = routes.find((r) => r.credentials && adapter.verifyWebhook(r.credentials, req));
     if (!route) {
       // No route verified: a refusal only for a genuine request of a known account.
-      if (!(await anyConfigVerifies(adapter, req))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
-      return adapter.hooks.refuse(cx, null, ev.carrierCallId, refusalMessage('no_route'));
+      const known = await verifyingConfig(adapter, req);
+      if (!known) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+      return adapter.hooks.refuse(cx, known, ev.carrierCallId, refusalMessage('no_route'));
     }
     const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
     if (!admission.ok) {

@@ -3,9 +3,11 @@
 import type { WebSocket } from 'ws';
 import type { CarrierStreamTransport } from './carrier-stream.ts';
 import { PlivoStreamTransport } from './plivo.ts';
+import { TelnyxStreamTransport } from './telnyx.ts';
 
 const TRANSPORTS: Record<string, (ws: WebSocket) => CarrierStreamTransport> = {
   plivo: (ws) => new PlivoStreamTransport(ws),
+  telnyx: (ws) => new TelnyxStreamTransport(ws),
 };
 
 export function carrierTransportFor(carrier: string): ((ws: WebSocket) => CarrierStreamTransport) | null {

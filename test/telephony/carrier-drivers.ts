@@ -4,6 +4,8 @@
 import type { ExecutionContext } from 'ava';
 import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
 import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts';
+import { FakeTelnyx, type TelnyxAccount, type TelnyxCall } from '../fakes/telnyx.ts';
+import { until } from '../helpers/calls.ts';
 
 export type Signing = 'forged' | 'unsigned' | undefined;
 
@@ -98,7 +100,69 @@ function plivoDriver(): CarrierDriver {
   };
 }
 
+function telnyxDriver(): CarrierDriver {
+  let fake: FakeTelnyx;
+  const dials: TelnyxCall[] = [];
+  let voiceUrl = '';
+  const A = (a: unknown) => a as TelnyxAccount;
+  return {
+    id: 'telnyx',
+    name: 'Telnyx',
+    async start() {
+      fake = await FakeTelnyx.start();
+      fake.on('dial', (c: TelnyxCall) => dials.push(c));
+    },
+    close: () => fake.close(),
+    env: () => ({ TELNYX_API_BASE_URL: fake.origin }),
+    account: () => fake.addAccount(),
+    addNumber: (acc, e164) => fake.addNumber(A(acc), e164),
+    creds: (acc) => ({ api_key: A(acc).apiKey, public_key: A(acc).publicKey, connection_id: A(acc).connectionId }),
+    wrongCreds: (acc) => ({ api_key: 'KEYWRONG', public_key: A(acc).publicKey, connection_id: A(acc).connectionId }),
+    secrets: (acc) => [A(acc).apiKey],
+    inboundPointsAt(acc, e164, url) {
+      voiceUrl = url;
+      const n = A(acc).numbers.find((x) => x.phone_number === e164);
+      return n?.connection_id === A(acc).connectionId && A(acc).app.webhook_event_url === url;
+    },
+    dialCount: () => dials.length,
+    dialAt: (i) => dials[i],
+    checkDial(t, c, baseUrl, callId) {
+      const call = c as TelnyxCall;
+      t.like(call.body, {
+        from: '+14155550100', to: '+14155550199', webhook_url: `${baseUrl}/telephony/telnyx/status/${callId}`,
+        stream_track: 'inbound_track', stream_bidirectional_mode: 'rtp', stream_bidirectional_codec: 'PCMU',
+      });
+      t.regex(String(call.body.stream_url), new RegExp(`/api/v1/telephony/telnyx/stream/${callId}\\?token=`));
+      t.is(call.body.answering_machine_detection, undefined);
+    },
+    checkMedia(t, phone) {
+      t.true(phone.payloadSizes.length > 0 && phone.payloadSizes.every((n) => n === 160), 'media in 20 ms PCMU payloads');
+      t.true(phone.echoed.filter((e) => e.played).length > 5, 'marks echoed after playout');
+    },
+    async answerAndConnect(_acc, c) {
+      const call = c as TelnyxCall;
+      await fake.answer(call.id);
+      return fake.connect(call);
+    },
+    async completed(_acc, c) {
+      const call = c as TelnyxCall;
+      if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
+    },
+    terminal: [['user_busy', 'busy'], ['timeout', 'no_answer'], ['unspecified', 'connection_failed'], ['call_rejected', 'rejected'], ['originator_cancel', 'cancelled']],
+    async finish(_acc, c, raw, signing) {
+      return fake.hangupEvent((c as TelnyxCall).id, raw, signing);
+    },
+    async inbound(acc, to, from, signing) {
+      const r = await fake.inbound(A(acc), to, from, signing, voiceUrl || undefined);
+      if (r.status >= 300) return { status: r.status, phone: null };
+      // the service answers the call with the stream attached (answer command) or rejects it
+      const cmd = await until(() => r.call.commands.find((x) => x.action === 'answer' || x.action === 'reject'), 10_000, 'answer or reject');
+      return { status: r.status, phone: cmd.action === 'answer' ? fake.connect(r.call) : null };
+    },
+  };
+}
+
 export function carrierDrivers(): CarrierDriver[] {
   const only = process.env.CARRIERS?.split(',');
-  return [plivoDriver()].filter((d) => !only || only.includes(d.id));
+  return [plivoDriver(), telnyxDriver()].filter((d) => !only || only.includes(d.id));
 }
