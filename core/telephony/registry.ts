@@ -2,10 +2,11 @@
 import { plivo } from './plivo.ts';
 import { smartflo } from './smartflo.ts';
 import { telnyx } from './telnyx.ts';
+import { vonage } from './vonage.ts';
 import { twilio } from './twilio.ts';
 import type { CarrierAdapter } from './types.ts';
 
-const ADAPTERS: Record<string, CarrierAdapter> = { twilio, smartflo, plivo, telnyx };
+const ADAPTERS: Record<string, CarrierAdapter> = { twilio, smartflo, plivo, telnyx, vonage };
 
 /** Carriers with an adapter. Other ids of core/calls/request.ts CARRIERS are accepted by the schema and answer 501. */
 export const BUILT_CARRIERS = Object.keys(ADAPTERS);

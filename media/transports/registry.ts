@@ -4,10 +4,12 @@ import type { WebSocket } from 'ws';
 import type { CarrierStreamTransport } from './carrier-stream.ts';
 import { PlivoStreamTransport } from './plivo.ts';
 import { TelnyxStreamTransport } from './telnyx.ts';
+import { VonageStreamTransport } from './vonage.ts';
 
 const TRANSPORTS: Record<string, (ws: WebSocket) => CarrierStreamTransport> = {
   plivo: (ws) => new PlivoStreamTransport(ws),
   telnyx: (ws) => new TelnyxStreamTransport(ws),
+  vonage: (ws) => new VonageStreamTransport(ws),
 };
 
 export function carrierTransportFor(carrier: string): ((ws: WebSocket) => CarrierStreamTransport) | null {

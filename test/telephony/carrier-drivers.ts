@@ -5,6 +5,7 @@ import type { ExecutionContext } from 'ava';
 import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
 import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts';
 import { FakeTelnyx, type TelnyxAccount, type TelnyxCall } from '../fakes/telnyx.ts';
+import { FakeVonage, websocketOf, type VonageAccount, type VonageCall } from '../fakes/vonage.ts';
 import { until } from '../helpers/calls.ts';
 
 export type Signing = 'forged' | 'unsigned' | undefined;
@@ -162,7 +163,71 @@ function telnyxDriver(): CarrierDriver {
   };
 }
 
+function vonageDriver(): CarrierDriver {
+  let fake: FakeVonage;
+  const dials: VonageCall[] = [];
+  let voiceUrl = '';
+  const A = (a: unknown) => a as VonageAccount;
+  const creds = (a: VonageAccount) => ({ api_key: a.apiKey, api_secret: a.apiSecret, application_id: a.applicationId, private_key: a.privateKeyPem, signature_secret: a.signatureSecret });
+  return {
+    id: 'vonage',
+    name: 'Vonage',
+    async start() {
+      fake = await FakeVonage.start();
+      fake.on('dial', (c: VonageCall) => dials.push(c));
+    },
+    close: () => fake.close(),
+    env: () => ({ VONAGE_API_BASE_URL: fake.origin }),
+    account: () => fake.addAccount(),
+    addNumber: (acc, e164) => fake.addNumber(A(acc), e164),
+    creds: (acc) => creds(A(acc)),
+    wrongCreds: (acc) => ({ ...creds(A(acc)), api_secret: 'wrong-secret' }),
+    secrets: (acc) => [A(acc).apiSecret, A(acc).signatureSecret, A(acc).privateKeyPem.split('\n')[2]!],
+    inboundPointsAt(acc, e164, url) {
+      voiceUrl = url;
+      const a = A(acc);
+      const n = a.numbers.find((x) => x.msisdn === e164.replace(/^\+/, ''));
+      return n?.appId === a.applicationId && a.app.answerUrl === url && a.app.signed;
+    },
+    dialCount: () => dials.length,
+    dialAt: (i) => dials[i],
+    checkDial(t, c, baseUrl, callId) {
+      const call = c as VonageCall;
+      t.deepEqual(call.body.to, [{ type: 'phone', number: '14155550199' }]);
+      t.deepEqual(call.body.from, { type: 'phone', number: '14155550100' });
+      t.deepEqual(call.body.event_url, [`${baseUrl}/telephony/vonage/status/${callId}`]);
+      const ws = websocketOf(call.ncco);
+      t.truthy(ws);
+      t.is(ws!.contentType, 'audio/l16;rate=16000');
+      t.regex(ws!.uri, new RegExp(`/api/v1/telephony/vonage/stream/${callId}\\?token=`));
+      t.is(call.body.advanced_machine_detection, undefined);
+    },
+    checkMedia(t, phone) {
+      t.true(phone.binaryFrames > 0 && phone.payloadSizes.every((n) => n === 640), 'binary 20 ms frames of 16 kHz PCM');
+      t.is(phone.received.length, 0, 'no text messages (Vonage has no marks or clear)');
+    },
+    async answerAndConnect(_acc, c) {
+      const call = c as VonageCall;
+      await fake.event(call, 'ringing');
+      await fake.event(call, 'answered');
+      return fake.connect(call);
+    },
+    async completed(_acc, c) {
+      const call = c as VonageCall;
+      if (call.status !== 'completed') await fake.event(call, 'completed', { duration: '5' });
+    },
+    terminal: [['busy', 'busy'], ['timeout', 'no_answer'], ['unanswered', 'no_answer'], ['failed', 'connection_failed'], ['rejected', 'rejected'], ['cancelled', 'cancelled']],
+    async finish(_acc, c, raw, signing) {
+      return fake.event(c as VonageCall, raw, {}, signing);
+    },
+    async inbound(acc, to, from, signing) {
+      const r = await fake.inbound(A(acc), to, from, signing, voiceUrl || undefined);
+      return { status: r.status, phone: websocketOf(r.ncco) ? fake.connect(r.call) : null };
+    },
+  };
+}
+
 export function carrierDrivers(): CarrierDriver[] {
   const only = process.env.CARRIERS?.split(',');
-  return [plivoDriver(), telnyxDriver()].filter((d) => !only || only.includes(d.id));
+  return [plivoDriver(), telnyxDriver(), vonageDriver()].filter((d) => !only || only.includes(d.id));
 }
