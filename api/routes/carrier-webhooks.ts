@@ -79,7 +79,7 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     if (!raw) return;
     await db.query(sql.unsafe`
       UPDATE calls SET carrier_status = ${raw}, carrier_call_id = COALESCE(carrier_call_id, ${params.CallSid ?? null}), updated_at = now()
-      WHERE id = ${call.callId}`);
+      WHERE id = ${call.callId} AND status IN ('pending', 'active')`);
     if (!TERMINAL_STATUSES.has(raw)) return;
     // Answered and gone before the media stream connected: the pipeline never started → cancelled.
     const connectionStatus = raw === 'completed' ? 'cancelled' : call.adapter.mapStatus(raw);
@@ -172,7 +172,16 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
       if (!genuine) throw new HttpError(403, 'Invalid Twilio signature');
       return twiml(ctx, refusalTwiml(refusalMessage('no_route')));
     }
-    const admission = await admitInbound(deps, route, { provider: 'twilio', from, to, carrierCallId: params.CallSid ?? null });
+    // Twilio retries a VoiceUrl that timed out: the same CallSid gets the same call, never a second row.
+    const sid = params.CallSid ?? null;
+    const known = sid ? await db.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
+      SELECT id::text, status FROM calls WHERE telephony_provider = 'twilio' AND carrier_call_id = ${sid} AND transport = 'inbound'
+      ORDER BY created_at DESC LIMIT 1`) : null;
+    if (known) {
+      if (known.status !== 'pending') return twiml(ctx, hangupTwiml());
+      return twiml(ctx, streamTwiml(twilioStreamUrl(config, known.id), { token: streamToken(config, known.id), callId: known.id }));
+    }
+    const admission = await admitInbound(deps, route, { provider: 'twilio', from, to, carrierCallId: sid });
     if (!admission.ok) {
       logger.info({ orgId: admission.orgId, reason: admission.reason }, 'inbound call refused');
       return twiml(ctx, refusalTwiml(admission.message));

@@ -35,6 +35,8 @@ export interface CarrierStreamOptions {
   drainMs?: number;
   /** at most this many marks in flight (a carrier that never echoes them must not grow memory) */
   maxPendingMarks?: number;
+  /** no echo of any mark this long after the first one was sent: the carrier does not echo marks */
+  markSupportMs?: number;
   /** the audio codec both ways (default 8 kHz µ-law); positions are counted in its bytes */
   codec?: StreamCodec;
   /** the carrier echoes marks once played (default true); without them what was sent counts as played */
@@ -71,6 +73,8 @@ export class CarrierStreamTransport implements LiveTransport {
   private markSeq = 0;
   private pendingMarks: Array<{ name: string; bytes: number }> = [];
   private playedBytes = 0;
+  private firstMarkAt = 0;
+  private marksEchoed = 0;
   private startWaiters: Array<{ resolve: (s: CarrierStart) => void; reject: (e: Error) => void }> = [];
   private drainWake: (() => void) | null = null;
   private closing = false;
@@ -81,7 +85,7 @@ export class CarrierStreamTransport implements LiveTransport {
   ) {
     this.kind = opts.kind;
     const { codec, ...rest } = opts;
-    this.opts = { frameBytes: MULAW_FRAME_BYTES, sequenceNumbers: false, sendConnected: false, drainMs: 2000, maxPendingMarks: 3000, marks: true, ...rest };
+    this.opts = { frameBytes: MULAW_FRAME_BYTES, sequenceNumbers: false, sendConnected: false, drainMs: 2000, maxPendingMarks: 3000, markSupportMs: 3000, marks: true, ...rest };
     this.decoder = codec?.decoder ?? new MulawDecoder(16000);
     this.encoder = codec?.encoder ?? new MulawEncoder(24000, this.opts.frameBytes);
     this.bytesPerMs = codec?.bytesPerMs ?? 8;
@@ -179,6 +183,7 @@ export class CarrierStreamTransport implements LiveTransport {
       case 'mark': {
         const name = str(obj(m.mark).name);
         const i = name ? this.pendingMarks.findIndex((p) => p.name === name) : -1;
+        if (name) this.marksEchoed++;
         if (i < 0) return; // an echo of a mark dropped by a clear: that audio was never played
         this.playedBytes = Math.max(this.playedBytes, this.pendingMarks[i]!.bytes);
         this.pendingMarks.splice(0, i + 1);
@@ -216,6 +221,7 @@ export class CarrierStreamTransport implements LiveTransport {
     this.send({ event: 'media', streamSid, media: { payload: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') } });
     if (!this.opts.marks) return;
     const name = `m${++this.markSeq}`;
+    if (!this.firstMarkAt) this.firstMarkAt = performance.now();
     this.pendingMarks.push({ name, bytes: endBytes });
     if (this.pendingMarks.length > this.opts.maxPendingMarks) this.pendingMarks.shift();
     this.send({ event: 'mark', streamSid, mark: { name } });
@@ -239,9 +245,17 @@ export class CarrierStreamTransport implements LiveTransport {
     this.send({ event: 'clear', streamSid: this.start?.streamSid ?? '' });
   }
 
-  /** Milliseconds into the agent audio that the carrier has confirmed played (last echoed mark). */
+  /**
+   * Milliseconds into the agent audio that the carrier has confirmed played (last echoed mark). A carrier that
+   * never echoes marks (none back within markSupportMs of the first) cannot tell: then what was sent counts.
+   */
   playedMs(): number {
-    return this.opts.marks ? this.playedBytes / this.bytesPerMs : this.sentMs();
+    if (!this.opts.marks || this.marksUnsupported()) return this.sentMs();
+    return this.playedBytes / this.bytesPerMs;
+  }
+
+  private marksUnsupported(): boolean {
+    return !this.marksEchoed && this.firstMarkAt > 0 && performance.now() - this.firstMarkAt > this.opts.markSupportMs;
   }
 
   /** Milliseconds of agent audio sent to the carrier so far. */
@@ -267,7 +281,7 @@ export class CarrierStreamTransport implements LiveTransport {
 
   /** Resolves once every mark sent so far has been echoed (the carrier played it all), or after timeoutMs. */
   whenPlayed(timeoutMs: number): Promise<void> {
-    if (!this.pendingMarks.length || this.gone) return Promise.resolve();
+    if (!this.pendingMarks.length || this.gone || this.marksUnsupported()) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(done, timeoutMs);
       const check = setInterval(() => {
@@ -296,7 +310,7 @@ export class CarrierStreamTransport implements LiveTransport {
     if (kind !== 'normal' || !this.open || this.gone) return shut();
     const tail = this.encoder.flush();
     if (tail) this.sendFrame(tail, this.encoder.produced);
-    if (!this.pendingMarks.length) return shut();
+    if (!this.pendingMarks.length || this.marksUnsupported()) return shut();
     const t = setTimeout(() => this.drainWake?.(), this.opts.drainMs);
     this.drainWake = () => {
       this.drainWake = null;

@@ -13,7 +13,7 @@ import { attempts, campaign, carrierScript, csvOf, phoneList, setupOrg, startEnv
 let env: Env;
 
 test.before(async () => {
-  env = await startEnv('campaigns-dispatch-test');
+  env = await startEnv('campaigns-dispatch-test', { env: { CALL_JOIN_TIMEOUT_S: '5' } });
 });
 test.after.always(async () => {
   await env?.close();
@@ -162,4 +162,24 @@ test.serial('a wallet refusal pauses the campaign with a log entry; topped up an
   const done = await waitForState(env.s, org.apiKey, id, 'completed');
   t.is(done.executed_count, 3);
   t.is(carrier.state.dials.length, 3);
+});
+
+test.serial('the organization slot is taken: the campaign waits for it instead of failing, then dials', async (t) => {
+  t.timeout(180_000);
+  const org = await setupOrg(env, { numbers: 2, concurrency: 1 });
+  const carrier = carrierScript(env.fake, org.accountSid, () => ({ status: 'completed', afterMs: 20 }));
+  t.teardown(carrier.stop);
+  // A browser/WebSocket call of the organization holds its only slot until it is abandoned (CALL_JOIN_TIMEOUT_S).
+  const web = await env.s.request('POST', '/call', { key: org.apiKey, body: { agentId: org.agentUuid } });
+  t.is(web.status, 200, JSON.stringify(web.body));
+  const id = await createAndStart(org.apiKey, org.agentUuid, phoneList(2, '+1656'), { max_concurrency: 1 });
+  const waiting = await waitFor('waiting log', async () => (await campaign(env.s, org.apiKey, id)).logs.find((l: { event: string }) => l.event === 'waiting_for_line'));
+  t.like(waiting, { level: 'warning', details: { wait_for: 'organization slot' } });
+  t.is(carrier.state.dials.length, 0);
+  t.is((await campaign(env.s, org.apiKey, id)).state, 'running');
+  const done = await waitForState(env.s, org.apiKey, id, 'completed');
+  t.is(done.executed_count, 2);
+  t.is(carrier.state.dials.length, 2);
+  const webRow = await env.s.request('GET', `/calls/${web.body.callId}`, { key: org.apiKey });
+  t.not(webRow.body.status, 'pending', 'the abandoned web call freed the slot');
 });

@@ -28,6 +28,8 @@ export interface FakeStreamOptions {
   headers?: Record<string, string>;
   /** network + jitter-buffer latency: agent audio becomes playable this long after it arrived */
   playoutDelayMs?: number;
+  /** false: a carrier that plays audio but never echoes marks */
+  echoMarks?: boolean;
 }
 
 type Queued = { kind: 'audio'; bytes: Uint8Array; at: number } | { kind: 'mark'; name: string };
@@ -65,6 +67,7 @@ export class FakeCarrierStream {
   private stopped = false;
   private readonly payloadBytes: number;
   private readonly playoutDelayMs: number;
+  private readonly echoMarks: boolean;
 
   constructor(
     url: string,
@@ -73,6 +76,7 @@ export class FakeCarrierStream {
   ) {
     this.flavour = opts.flavour ?? 'twilio';
     this.playoutDelayMs = opts.playoutDelayMs ?? 0;
+    this.echoMarks = opts.echoMarks ?? true;
     this.payloadBytes = Math.round(((opts.payloadMs ?? (this.flavour === 'smartflo' ? 100 : 20)) * 8000) / 1000);
     this.streamSid = start.streamSid ?? `MZ${Math.random().toString(16).slice(2, 18).padEnd(16, '0')}`;
     this.ws = new WebSocket(url, opts.headers ? { headers: opts.headers } : {});
@@ -167,6 +171,7 @@ export class FakeCarrierStream {
   }
 
   private echo(name: string, played: boolean): void {
+    if (!this.echoMarks) return;
     this.echoed.push({ name, played });
     this.sendJson({ event: 'mark', streamSid: this.streamSid, mark: { name } });
   }
@@ -225,8 +230,9 @@ export class FakeCarrierStream {
     }
   }
 
-  /** Queue caller speech (s16 at `rate`, converted to 8 kHz µ-law); resolves when it has all been sent. */
+  /** Queue caller speech (s16 at `rate`, converted to 8 kHz µ-law); resolves when it has all been sent (or the stream ended). */
   say(pcm: Int16Array, rate = 8000): Promise<void> {
+    if (this.closeCode !== null || this.stopped) return Promise.resolve();
     const bytes = encodeMulaw(rate === 8000 ? pcm : resample(pcm, rate, 8000));
     const rest = this.script.subarray(this.scriptOff);
     const next = new Uint8Array(rest.length + bytes.length);
@@ -270,9 +276,11 @@ export class FakeCarrierStream {
     this.stop('callended');
   }
 
+  /** The stream is over: the clock stops, and whatever waits for caller audio to be sent is released. */
   private halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const w of this.scriptDone.splice(0)) w.resolve();
   }
 
   /** agent audio buffered but not yet played (ms) */

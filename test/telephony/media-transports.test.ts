@@ -5,11 +5,18 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { TwilioStreamTransport } from '../../media/transports/twilio.ts';
 import { SmartfloStreamTransport } from '../../media/transports/smartflo.ts';
-import type { CarrierStreamTransport } from '../../media/transports/carrier-stream.ts';
+import { CarrierStreamTransport } from '../../media/transports/carrier-stream.ts';
 import type { TransportEvent } from '../../media/transports/types.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { connectSmartfloStream } from '../fakes/smartflo-media.ts';
 import { until } from '../helpers/calls.ts';
+
+/** Twilio's settings with a short wait for mark support (the default is 3 s). */
+class CarrierStreamTransportFor extends CarrierStreamTransport {
+  constructor(ws: WebSocket) {
+    super(ws, { kind: 'twilio', markSupportMs: 500 });
+  }
+}
 
 async function serve(make: (ws: WebSocket) => CarrierStreamTransport) {
   const wss = new WebSocketServer({ port: 0 });
@@ -137,6 +144,19 @@ test('twilio: a normal close waits for the last audio to be played', async (t) =
   const { code } = await fake.closed;
   t.is(code, 1000);
   t.true(fake.heardMs >= 490, `the farewell played out before the socket closed (${fake.heardMs} ms)`);
+  await srv.close();
+});
+
+test('a carrier that never echoes marks: after a while what was sent counts as played', async (t) => {
+  const srv = await serve((ws) => new CarrierStreamTransportFor(ws));
+  const fake = FakeCarrierStream.connect(srv.url, { callSid: 'CA11' }, { echoMarks: false });
+  const tr = await srv.next();
+  await tr.waitStart(5000);
+  await paced(tr, sine(400, 24000, 400));
+  t.is(tr.playedMs(), 0, 'nothing confirmed yet');
+  await until(() => tr.playedMs() > 0, 5000, 'fallback to sent audio');
+  t.is(tr.playedMs(), tr.sentMs());
+  fake.hangup();
   await srv.close();
 });
 

@@ -6,6 +6,9 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
+import { startReceiver } from '../post-call/helpers.ts';
+import { insertConfig } from '../../core/telephony/store.ts';
+import { twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
 import { agentQuiet, dialOf, openStream, speech, startPhoneRig, type PhoneRig } from './media-helpers.ts';
 
 let rig: PhoneRig;
@@ -39,7 +42,11 @@ function agent(over: Record<string, unknown> = {}): Record<string, unknown> {
 }
 
 /** POST /call type=outbound, then the carrier rings and answers; returns the stream the answer TwiML named. */
-async function dialAndAnswer(agentConfig: Record<string, unknown>, streamOpts: ConstructorParameters<typeof FakeCarrierStream>[2] = {}) {
+async function dialAndAnswer(
+  agentConfig: Record<string, unknown>,
+  streamOpts: ConstructorParameters<typeof FakeCarrierStream>[2] = {},
+  beforeStream?: () => void | Promise<void>,
+) {
   const res = await rig.s.request('POST', '/call', {
     key: org.apiKey,
     body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: agentConfig },
@@ -50,6 +57,7 @@ async function dialAndAnswer(agentConfig: Record<string, unknown>, streamOpts: C
   await rig.twilio.ring(call.sid);
   const twiml = await rig.twilio.answer(call.sid);
   if (!twiml.stream) throw new Error(`answer TwiML without <Stream>: ${twiml.xml}`);
+  await beforeStream?.();
   const media = openStream(rig, call, twiml.stream, streamOpts);
   await media.opened;
   return { callId, call, media, twiml };
@@ -60,7 +68,13 @@ const rowExtra = (callId: string) =>
   rig.s.db.one(sql.type(extra)`SELECT carrier_call_id, recording_url, transfer_recording, logs FROM calls WHERE id = ${callId}`);
 
 test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the caller hangs up; completed row with recording', async (t) => {
-  const { callId, call, media, twiml } = await dialAndAnswer(agent());
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const { callId, call, media, twiml } = await dialAndAnswer(agent({ webhook: { url: `${receiver.url}/events`, headers: {} } }), {}, async () => {
+    // answered, but the media stream has not connected yet: no call.started
+    await new Promise((r) => setTimeout(r, 300));
+    t.deepEqual(receiver.events.map((e) => (e.json as { event: string }).event), [], 'no call.started before the stream connects');
+  });
   t.truthy(twiml.stream!.parameters.token, 'the stream carries its signed token as a <Parameter>');
   await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
   await until(() => media.heardMs > 300, 30_000, 'greeting heard');
@@ -90,6 +104,9 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
   t.truthy(transcript.slice(userAt + 1).find((e) => e.role === 'assistant' && (e.content ?? '').length > 0), 'the agent answered the turn');
   const x = await rowExtra(callId);
   t.is(x.carrier_call_id, call.sid);
+  const events = await receiver.waitFor(3);
+  t.deepEqual(events.map((e) => (e.json as { event: string }).event).sort(), ['call.completed', 'call.ended', 'call.started']);
+  t.like(events.find((e) => (e.json as { event: string }).event === 'call.started')!.json, { callId, transport: 'outbound' });
   const rec = await until(async () => (await rowExtra(callId)).recording_url, 60_000, 'recording published by the post-call workflow');
   const wav = await fetch(rec);
   t.is(wav.status, 200);
@@ -222,4 +239,38 @@ test.serial('a forged or missing stream token is refused with 1008 and the call 
   await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'active');
   ok.hangup();
   t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+});
+
+test.serial('inbound: a call to a number with an inbound agent runs that agent over the stream of the voice webhook TwiML', async (t) => {
+  const name = rig.scenarios.add({ stt: { utterances: ['hi'] }, llm: [{ text: 'Hello caller.' }] });
+  const created = await rig.s.request('POST', '/agents', { key: org.apiKey, body: agent({ name }) });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const agentId = await rig.s.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM agents WHERE uuid = ${created.body.uuid as string}`);
+  const INBOUND = '+15550002222';
+  const number = rig.twilio.addNumber(acc.sid, INBOUND);
+  const cfg = await insertConfig(rig.s.db, rig.s.config, {
+    orgId: org.orgId, name: 'twilio inbound', provider: 'twilio', creds: { account_sid: acc.sid, auth_token: acc.token }, accountRef: acc.sid, amdEnabled: false, isDefault: false,
+  });
+  await rig.s.db.query(sql.type(z.object({}))`
+    INSERT INTO phone_numbers (organization_id, telephony_config_id, address, address_normalized, address_type, inbound_agent_id, inbound_assigned_at, carrier_ref)
+    VALUES (${org.orgId}, ${cfg.id}, ${INBOUND}, ${INBOUND}, 'pstn', ${agentId}, now(), ${number.sid})`);
+  // what the number's provisioning sets on Twilio (the api's phone-number endpoints do it through the REST API)
+  number.voiceUrl = twilioVoiceUrl(rig.s.config);
+  number.statusCallback = twilioVoiceStatusUrl(rig.s.config);
+
+  const { call, twiml } = await rig.twilio.inbound(acc.sid, INBOUND, '+15553334444');
+  t.truthy(twiml.stream, twiml.xml);
+  const media = openStream(rig, call, twiml.stream!);
+  await until(() => media.heardMs > 200, 20_000, 'greeting');
+  await agentQuiet(media);
+  await media.tone(400);
+  await media.silence(500);
+  await until(() => (rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, 15_000, 'the inbound agent answered the turn');
+  media.hangup();
+  const callId = twiml.stream!.parameters.callId!;
+  const row = await endedRow(rig.s.db, callId);
+  t.is(row.ended_reason, 'user_hangup');
+  const r = await rig.s.db.one(sql.type(z.object({ transport: z.string(), agent_uuid: z.string().nullable(), carrier_call_id: z.string().nullable() }))`
+    SELECT transport, agent_uuid::text, carrier_call_id FROM calls WHERE id = ${callId}`);
+  t.deepEqual(r, { transport: 'inbound', agent_uuid: created.body.uuid as string, carrier_call_id: call.sid });
 });

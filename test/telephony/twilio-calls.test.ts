@@ -310,6 +310,11 @@ test('inbound calls: binding wins over the number agent; PATCH swaps; DELETE fal
   t.true(verifyStreamToken(s.config, callA, a.twiml.stream!.parameters.token));
   const nameOf = (id: string) => s.db.oneFirst(sql.type(z.object({ n: z.string().nullable() }))`SELECT agent_name AS n FROM calls WHERE id = ${id}`);
   t.is(await nameOf(callA), 'Number agent');
+  // Twilio retrying the same VoiceUrl request (same CallSid) gets the same call, not a second row.
+  const retried = await twilio.webhook(acc.sid, `${s.baseUrl}/telephony/twilio/voice`, { AccountSid: acc.sid, CallSid: a.call.sid, From: '+14155550177', To: '+14155550100', Direction: 'inbound', CallStatus: 'ringing' });
+  t.is(retried.status, 200);
+  t.regex(retried.body, new RegExp(`stream/${callA}`));
+  t.is((await callsOf(s, orgId)).filter((x) => x.carrier_call_id === a.call.sid).length, 1);
   // Its end before the stream connected (caller hung up) goes through the number's StatusCallback.
   await twilio.finish(a.call.sid, 'completed', 0);
   t.like(await callById(s, callA), { status: 'error', connection_status: 'cancelled', ended_reason: null });

@@ -95,6 +95,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
   let waitingUntil: number | null = null;
   let waitingFor: string | null = null;
   let lastSlotLog: number | null = null;
+  let lineWaitLogged = false;
   let executed = 0;
   let total = 0;
 
@@ -202,6 +203,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
     const key = `${entry.contactId}:${entry.attempt}`;
     switch (r.kind) {
       case 'dialed': {
+        lineWaitLogged = false;
         entry.callId = r.callId;
         const signalled = early.get(r.callId);
         if (r.ended || signalled) {
@@ -211,6 +213,15 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
         break;
       }
       case 'wait': {
+        if (!lineWaitLogged) {
+          lineWaitLogged = true;
+          void appendLog({
+            level: 'warning',
+            event: 'waiting_for_line',
+            message: r.waitFor === 'caller_id' ? 'Every caller ID of the configuration is busy: waiting for one to free up' : "The organization's concurrent-call limit is reached: waiting for a free slot",
+            details: { wait_for: r.waitFor },
+          });
+        }
         inFlight.delete(key);
         dialed--;
         held.push({ contactId: entry.contactId, attempt: entry.attempt });
