@@ -81,7 +81,7 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
       ws.on('error', (err) => logger.debug({ err }, 'carrier stream socket error'));
       if (tw) await twilioStream(ws, decodeURIComponent(tw[1]!));
       else if (sf) await smartfloStream(ws, decodeURIComponent(sf[1]!), url.searchParams.get('sig'));
-      else await carrierStream(make!(ws), other![1]!, decodeURIComponent(other![2]!), url.searchParams.get('token'));
+      else await carrierStream(make!(ws, url.searchParams), other![1]!, decodeURIComponent(other![2]!), url.searchParams.get('token'));
     })().catch((err: unknown) => {
       logger.error({ err, path: url.pathname }, 'carrier stream setup failed');
       if (!socket.destroyed) socket.destroy();

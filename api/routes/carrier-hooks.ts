@@ -17,8 +17,8 @@ import { finishUnconnected, onPhoneCallEnded, sendUnconnectedEnded } from '../..
 import { admitInbound, carrierRoutes, refusalMessage } from '../../core/telephony/inbound.ts';
 import { toE164 } from '../../core/telephony/numbers.ts';
 import { carrierFor } from '../../core/telephony/registry.ts';
-import { verifyStreamToken } from '../../core/telephony/signing.ts';
-import { callCarrier, configRow, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
+import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/signing.ts';
+import { callCarrier, configRow, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
 import { carrierStreamUrl } from '../../core/telephony/urls.ts';
 import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
@@ -205,9 +205,31 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
   }
   const anyConfigVerifies = async (adapter: CarrierAdapter, req: WebhookRequest) => (await verifyingConfig(adapter, req)) !== null;
 
+  /**
+   * An inbound call of a carrier that signs nothing (Exotel): the webhook URL pasted in its portal names our
+   * configuration and carries its signature (`?config={id}&sig=…`); routes are the dialled number's in that
+   * configuration's organization.
+   */
+  async function inboundSigned(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>, to: string): Promise<CarrierReply> {
+    const q = new URL(req.url).searchParams;
+    const id = q.get('config') ?? '';
+    if (!/^\d{1,15}$/.test(id) || !verifyConfigUrlSig(config, adapter.id, id, q.get('sig'))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+    const cfg = await getConfigById(db, Number(id));
+    if (!cfg || cfg.provider !== adapter.id) throw new HttpError(404, 'Telephony configuration not found');
+    const route = to ? (await carrierRoutes(deps, adapter.id, to)).find((r) => r.orgId === cfg.organization_id) : undefined;
+    const creds = openCredentials(config, cfg.credentials);
+    if (!route) return adapter.hooks.refuse(cx, creds, ev.carrierCallId, refusalMessage('no_route'));
+    const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
+    if (!admission.ok) return adapter.hooks.refuse(cx, route.credentials ?? creds, ev.carrierCallId, admission.message);
+    return adapter.hooks.bridge(cx, route.credentials ?? creds, {
+      callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
+    });
+  }
+
   /** An inbound call: the route of the dialled number that verifies the webhook, the gates, then the bridge. */
   async function inbound(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>): Promise<CarrierReply> {
     const to = toE164(ev.to) ?? (/^\d{8,15}$/.test(ev.to) ? toE164(`+${ev.to}`) : null) ?? '';
+    if (adapter.signedUrls) return inboundSigned(adapter, req, ev, to);
     const routes = to ? await carrierRoutes(deps, adapter.id, to) : [];
     const route = routes.find((r) => r.credentials && adapter.verifyWebhook(r.credentials, req));
     if (!route) {

@@ -1,4 +1,5 @@
 // The carrier registry: callConfig.provider / telephony configuration provider → adapter.
+import { exotel } from './exotel.ts';
 import { plivo } from './plivo.ts';
 import { smartflo } from './smartflo.ts';
 import { telnyx } from './telnyx.ts';
@@ -6,7 +7,7 @@ import { vonage } from './vonage.ts';
 import { twilio } from './twilio.ts';
 import type { CarrierAdapter } from './types.ts';
 
-const ADAPTERS: Record<string, CarrierAdapter> = { twilio, smartflo, plivo, telnyx, vonage };
+const ADAPTERS: Record<string, CarrierAdapter> = { twilio, smartflo, plivo, telnyx, vonage, exotel };
 
 /** Carriers with an adapter. Other ids of core/calls/request.ts CARRIERS are accepted by the schema and answer 501. */
 export const BUILT_CARRIERS = Object.keys(ADAPTERS);

@@ -173,6 +173,8 @@ export interface CarrierAdapter {
   readonly signedUrls?: boolean;
   /** Generic webhook routes (all carriers but twilio and smartflo). */
   readonly hooks?: CarrierHooks;
+  /** Extra fields of a configuration's responses (URLs to paste into the carrier's portal). */
+  configFields?(config: Config, configId: number): Record<string, string>;
   /** Account reference stored with configurations and bindings (Twilio AccountSid), used to narrow inbound routing. */
   accountRef?(creds: Credentials): string | null;
 }

@@ -5,6 +5,7 @@ import type { ExecutionContext } from 'ava';
 import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
 import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts';
 import { FakeTelnyx, type TelnyxAccount, type TelnyxCall } from '../fakes/telnyx.ts';
+import { FakeExotel, type ExotelAccount, type ExotelCall } from '../fakes/exotel.ts';
 import { FakeVonage, websocketOf, type VonageAccount, type VonageCall } from '../fakes/vonage.ts';
 import { until } from '../helpers/calls.ts';
 
@@ -23,6 +24,8 @@ export interface CarrierDriver {
   creds(acc: unknown): Record<string, unknown>;
   wrongCreds(acc: unknown): Record<string, unknown>;
   secrets(acc: unknown): string[];
+  /** a configuration of this account was saved (carriers whose portal URL the user pastes: Exotel) */
+  configured?(acc: unknown, config: Record<string, any>): void;
   /** the carrier answers `e164` with this voice webhook */
   inboundPointsAt(acc: unknown, e164: string, voiceUrl: string): boolean;
   dialCount(): number;
@@ -227,7 +230,65 @@ function vonageDriver(): CarrierDriver {
   };
 }
 
+function exotelDriver(): CarrierDriver {
+  let fake: FakeExotel;
+  const dials: ExotelCall[] = [];
+  let lastVoicebotUrl: string | null = null;
+  const A = (a: unknown) => a as ExotelAccount;
+  const creds = (a: ExotelAccount) => ({ api_key: a.apiKey, api_token: a.apiToken, account_sid: a.sid, subdomain: 'api.in.exotel.com' });
+  return {
+    id: 'exotel',
+    name: 'Exotel',
+    async start() {
+      fake = await FakeExotel.start();
+      fake.on('dial', (c: ExotelCall) => dials.push(c));
+    },
+    close: () => fake.close(),
+    env: () => ({ EXOTEL_API_BASE_URL: fake.origin }),
+    account: () => fake.addAccount(),
+    addNumber: (acc, e164) => void A(acc).numbers.push(e164),
+    creds: (acc) => creds(A(acc)),
+    wrongCreds: (acc) => ({ ...creds(A(acc)), api_token: 'wrong-token' }),
+    secrets: (acc) => [A(acc).apiToken],
+    configured(acc, cfg) {
+      // the user pastes the configuration's voicebot_url into the Voicebot applet of the numbers' flow
+      A(acc).voicebotUrl = cfg.voicebot_url;
+      lastVoicebotUrl = cfg.voicebot_url;
+    },
+    inboundPointsAt: (acc, _e164, url) => A(acc).voicebotUrl?.startsWith(`${url}?config=`) === true,
+    dialCount: () => dials.length,
+    dialAt: (i) => dials[i],
+    checkDial(t, c, baseUrl, callId) {
+      const p = (c as ExotelCall).params;
+      t.is(p.get('From'), '+14155550199');
+      t.is(p.get('CallerId'), '+14155550100');
+      t.is(p.get('StreamType'), 'bidirectional');
+      t.true(p.get('StatusCallback')!.startsWith(`${baseUrl}/telephony/exotel/status/${callId}?token=`), 'the status callback carries our signed token');
+      t.regex(p.get('StreamUrl')!, new RegExp(`/api/v1/telephony/exotel/stream/${callId}\\?token=`));
+    },
+    checkMedia(t, phone) {
+      t.true(phone.payloadSizes.length > 0 && phone.payloadSizes.every((n) => n === 1600), '100 ms chunks of 16-bit PCM (multiples of 320 bytes)');
+      t.true(phone.echoed.some((e) => e.played), 'marks echoed after playout');
+    },
+    async answerAndConnect(_acc, c) {
+      const call = c as ExotelCall;
+      await fake.status(call, 'in-progress', 'answered');
+      return fake.connect(call);
+    },
+    async completed(_acc, c, durationS) {
+      await fake.status(c as ExotelCall, 'completed', 'terminal', undefined, durationS);
+    },
+    terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['failed', 'connection_failed'], ['canceled', 'cancelled']],
+    finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),
+    async inbound(acc, to, from, signing) {
+      if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;
+      const r = await fake.inbound(A(acc), to, from, signing);
+      return { status: r.status, phone: r.url ? fake.connect(r.call) : null };
+    },
+  };
+}
+
 export function carrierDrivers(): CarrierDriver[] {
   const only = process.env.CARRIERS?.split(',');
-  return [plivoDriver(), telnyxDriver(), vonageDriver()].filter((d) => !only || only.includes(d.id));
+  return [plivoDriver(), telnyxDriver(), vonageDriver(), exotelDriver()].filter((d) => !only || only.includes(d.id));
 }

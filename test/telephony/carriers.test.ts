@@ -127,6 +127,7 @@ for (const d of drivers) {
       t.false(stored.credentials.includes(Buffer.from(secret)), 'secrets are encrypted at rest');
     }
     t.is(r.body.config.provider, d.id);
+    d.configured?.(acc, r.body);
 
     const agentRow = await saveAgent(s, orgId, agent({}));
     const notOwned = await s.request('POST', `/organizations/telephony-configs/${r.body.id}/phone-numbers`, { key, body: { address: '+14155550777' } });
@@ -219,6 +220,7 @@ for (const d of drivers) {
     const { apiKey: key, orgId, acc } = await setup(d);
     const cfg = await s.request('POST', '/organizations/telephony-configs', { key, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } });
     t.is(cfg.status, 201, JSON.stringify(cfg.body));
+    d.configured?.(acc, cfg.body);
     const a = agent({ stt: { utterances: ['hello'] }, llm: [{ text: 'Hi there.' }], tts: { msPerChar: 20 } });
     const saved = await saveAgent(s, orgId, a);
     const num = await s.request('POST', `/organizations/telephony-configs/${cfg.body.id}/phone-numbers`, { key, body: { address: FROM, inbound_agent_uuid: saved.uuid } });
