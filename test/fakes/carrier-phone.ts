@@ -203,6 +203,8 @@ export class FakePhoneStream {
   private halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    // the stream is over: nothing queued will be sent
+    for (const w of this.waiters.splice(0)) w.resolve();
   }
 
   get heardMs(): number {

@@ -38,6 +38,12 @@ export interface CarrierDriver {
   /** [raw carrier status, expected connectionStatus] of never-connected calls */
   terminal: Array<[string, string]>;
   finish(acc: unknown, call: unknown, raw: string, signing?: Signing): Promise<{ status: number }>;
+  /** the carrier drops buffered audio on our clear (false: Vonage, which has no clear message) */
+  clear: boolean;
+  /** carrier answering-machine detection (null: none, the heuristics run) */
+  amd: null | { requested(call: unknown): boolean; machine(call: unknown): Promise<unknown>; hungUp(call: unknown): boolean };
+  /** what the carrier received for a transfer of the call (null: not yet); absent: no transfer on this carrier */
+  transferred?(call: unknown): string | null;
   /** a caller dials `to`: the webhook's answer, and the stream when the answer bridges to one */
   inbound(acc: unknown, to: string, from: string, signing?: Signing): Promise<{ status: number; phone: FakePhoneStream | null }>;
 }
@@ -93,6 +99,13 @@ function plivoDriver(): CarrierDriver {
       await fake.finish((c as PlivoCall).callUuid, 'completed', durationS);
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['timeout', 'no_answer'], ['failed', 'connection_failed']],
+    clear: true,
+    amd: {
+      requested: (c) => (c as PlivoCall).body.machine_detection === 'true' && typeof (c as PlivoCall).body.machine_detection_url === 'string',
+      machine: (c) => fake.amd((c as PlivoCall).callUuid, true),
+      hungUp: (c) => fake.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/Call/${(c as PlivoCall).callUuid}/`)),
+    },
+    transferred: (c) => (c as PlivoCall).transfers[0] ?? null,
     async finish(_acc, c, raw, signing) {
       const r = await fake.finish((c as PlivoCall).callUuid, raw, 0, sign(signing));
       return { status: r?.status ?? 0 };
@@ -151,6 +164,16 @@ function telnyxDriver(): CarrierDriver {
     async completed(_acc, c) {
       const call = c as TelnyxCall;
       if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
+    },
+    clear: true,
+    amd: {
+      requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',
+      machine: (c) => fake.amd((c as TelnyxCall).id, 'machine'),
+      hungUp: (c) => (c as TelnyxCall).commands.some((x) => x.action === 'hangup'),
+    },
+    transferred: (c) => {
+      const x = (c as TelnyxCall).commands.find((y) => y.action === 'transfer');
+      return x ? JSON.stringify(x.body) : null;
     },
     terminal: [['user_busy', 'busy'], ['timeout', 'no_answer'], ['unspecified', 'connection_failed'], ['call_rejected', 'rejected'], ['originator_cancel', 'cancelled']],
     async finish(_acc, c, raw, signing) {
@@ -219,6 +242,16 @@ function vonageDriver(): CarrierDriver {
       const call = c as VonageCall;
       if (call.status !== 'completed') await fake.event(call, 'completed', { duration: '5' });
     },
+    clear: false,
+    amd: {
+      requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
+      machine: (c) => fake.event(c as VonageCall, 'machine', { sub_state: 'beep_start' }),
+      hungUp: (c) => (c as VonageCall).modifications.some((m) => m.action === 'hangup'),
+    },
+    transferred: (c) => {
+      const m = (c as VonageCall).modifications.find((x) => x.action === 'transfer');
+      return m ? JSON.stringify(m) : null;
+    },
     terminal: [['busy', 'busy'], ['timeout', 'no_answer'], ['unanswered', 'no_answer'], ['failed', 'connection_failed'], ['rejected', 'rejected'], ['cancelled', 'cancelled']],
     async finish(_acc, c, raw, signing) {
       return fake.event(c as VonageCall, raw, {}, signing);
@@ -279,6 +312,8 @@ function exotelDriver(): CarrierDriver {
       await fake.status(c as ExotelCall, 'completed', 'terminal', undefined, durationS);
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['failed', 'connection_failed'], ['canceled', 'cancelled']],
+    clear: true,
+    amd: null,
     finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),
     async inbound(acc, to, from, signing) {
       if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;

@@ -216,6 +216,77 @@ for (const d of drivers) {
     t.is((await callById(s, callId))!.connection_status, d.terminal[0]![1]);
   });
 
+  test.serial(`${d.id}: barge-in — the caller talks over the greeting: ${d.clear ? 'the carrier gets its clear message' : 'no clear message exists, sending stops'}; the greeting is cut to what was played`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo';
+    const a = agent({ stt: { utterances: ['wait a moment'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } }, { greeting: { firstMessages: [words], interruptible: true } });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs >= 1500, 20_000, 'greeting playing');
+    const speaking = phone.tone(700);
+    await until(async () => ((await getCallRow(s.db, callId)).transcript as unknown[] | null)?.length || made.get(a.name as string)!.engines.llm.requests.length > 0 || (d.clear && phone.clears > 0), 15_000, 'barge-in');
+    await speaking;
+    await phone.silence(600);
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, 15_000, 'reply requested');
+    if (d.clear) t.true(phone.clears > 0, 'clear sent');
+    else t.is(phone.received.length, 0, 'no text message at all (Vonage has no clear)');
+    phone.hangup();
+    await d.completed(acc, call, 5);
+    const row = await endedRow(s.db, callId);
+    const greeting = (row.transcript as Array<{ role: string; content: string; interrupted?: boolean }>).find((e) => e.role === 'assistant')!;
+    t.true(greeting.interrupted, 'the greeting is marked interrupted');
+    t.true(words.startsWith(greeting.content) && greeting.content.length < words.length, greeting.content);
+  });
+
+  if (d.amd) {
+    const amd = d.amd;
+    test.serial(`${d.id}: carrier answering-machine detection says machine → endedReason voicemail, the carrier call is hung up`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      const { callId, call } = await dial(d, key, acc, agent({}, { voicemailDetection: true }));
+      t.true(amd.requested(call), 'AMD requested on the dial');
+      const phone = await d.answerAndConnect(acc, call);
+      await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
+      await amd.machine(call);
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'voicemail');
+      t.like((await callById(s, callId))!.logs.voicemail_detection, { result: 'machine', by: 'amd' });
+      await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
+      phone.hangup();
+    });
+  }
+
+  test.serial(`${d.id}: transferCall ${d.transferred ? 'moves the call through the carrier → endedReason transferred' : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: false } }];
+    const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs > 300, 20_000, 'greeting');
+    await agentQuiet(phone);
+    await phone.tone(600);
+    await phone.silence(600);
+    if (d.transferred) {
+      const seen = await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
+      t.true(seen.includes('15550009999'), seen);
+      phone.hangup(); // the call leaves the stream for the transfer
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'transferred');
+      t.like((await callById(s, callId))!.logs.transfer, { destination: '+15550009999' });
+    } else {
+      await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, 20_000, 'the LLM hears the refusal');
+      t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
+      phone.hangup();
+      await d.completed(acc, call, 5);
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'user_hangup');
+      const tool = (row.transcript as Array<{ role: string; name?: string; status?: string; result?: unknown }>).find((e) => e.role === 'tool');
+      t.truthy(tool);
+      t.not(tool!.status, 'success');
+      // the LLM is told why: its next request carries the tool result
+      t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
+    }
+  });
+
   test.serial(`${d.id}: inbound call by number attachment runs on the stream; an unrouted genuine call is refused`, async (t) => {
     const { apiKey: key, orgId, acc } = await setup(d);
     const cfg = await s.request('POST', '/organizations/telephony-configs', { key, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } });
