@@ -25,6 +25,7 @@ import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCal
 import type { ApiDeps } from '../deps.ts';
 import { readRaw } from '../middleware/body.ts';
 import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
+import '../openapi-carriers.ts';
 
 const MAX_FORM_BYTES = 64 * 1024;
 const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer']);
