@@ -88,6 +88,12 @@ export class FakeExotel extends EventEmitter {
     return acc;
   }
 
+  private failures = new Map<string, Array<{ status: number; message: string }>>();
+
+  failNextDial(acc: ExotelAccount, status: number, message: string): void {
+    this.failures.set(acc.sid, [...(this.failures.get(acc.sid) ?? []), { status, message }]);
+  }
+
   private json(res: ServerResponse, status: number, body: unknown): void {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -106,6 +112,8 @@ export class FakeExotel extends EventEmitter {
       return this.json(res, 200, { incoming_phone_numbers: acc.numbers.map((n, i) => ({ sid: `PN${i}`, phone_number: n, friendly_name: n, capabilities: { voice: true } })) });
     }
     if (m[1] === 'v1' && m[3] === 'Calls/connect.json' && req.method === 'POST') {
+      const failure = this.failures.get(acc.sid)?.shift();
+      if (failure) return this.json(res, failure.status, { RestException: { Status: failure.status, Message: failure.message } });
       const p = new URLSearchParams(raw);
       if (!p.get('From') || !p.get('CallerId') || !p.get('StreamUrl') || p.get('StreamType') !== 'bidirectional') {
         return this.json(res, 400, { RestException: { Status: 400, Message: 'From, CallerId, StreamUrl and StreamType=bidirectional are required' } });

@@ -1,6 +1,7 @@
 // One driver per carrier on the generic adapter contract: how the table-driven test (carriers.test.ts) works each
 // carrier's local fake — accounts and numbers, the dial as the carrier received it, answering and opening the media
 // stream the way that carrier does, terminal callbacks (genuine, forged, unsigned) and inbound calls.
+import { generateKeyPairSync } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
 import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts';
@@ -38,6 +39,8 @@ export interface CarrierDriver {
   /** [raw carrier status, expected connectionStatus] of never-connected calls */
   terminal: Array<[string, string]>;
   finish(acc: unknown, call: unknown, raw: string, signing?: Signing): Promise<{ status: number }>;
+  /** the account's next dial answers this HTTP error */
+  failNextDial?(acc: unknown, status: number, message: string): void;
   /** the carrier drops buffered audio on our clear (false: Vonage, which has no clear message) */
   clear: boolean;
   /** carrier answering-machine detection (null: none, the heuristics run) */
@@ -99,6 +102,7 @@ function plivoDriver(): CarrierDriver {
       await fake.finish((c as PlivoCall).callUuid, 'completed', durationS);
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['timeout', 'no_answer'], ['failed', 'connection_failed']],
+    failNextDial: (acc, status, message) => fake.failNextDial((acc as PlivoAccount).authId, status, message),
     clear: true,
     amd: {
       requested: (c) => (c as PlivoCall).body.machine_detection === 'true' && typeof (c as PlivoCall).body.machine_detection_url === 'string',
@@ -165,6 +169,7 @@ function telnyxDriver(): CarrierDriver {
       const call = c as TelnyxCall;
       if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
     },
+    failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
     clear: true,
     amd: {
       requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',
@@ -194,6 +199,7 @@ function vonageDriver(): CarrierDriver {
   const dials: VonageCall[] = [];
   let voiceUrl = '';
   const A = (a: unknown) => a as VonageAccount;
+  const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
   const creds = (a: VonageAccount) => ({ api_key: a.apiKey, api_secret: a.apiSecret, application_id: a.applicationId, private_key: a.privateKeyPem, signature_secret: a.signatureSecret });
   return {
     id: 'vonage',
@@ -207,7 +213,8 @@ function vonageDriver(): CarrierDriver {
     account: () => fake.addAccount(),
     addNumber: (acc, e164) => fake.addNumber(A(acc), e164),
     creds: (acc) => creds(A(acc)),
-    wrongCreds: (acc) => ({ ...creds(A(acc)), api_secret: 'wrong-secret' }),
+    // another key pair: neither the Applications API (secret) nor the Voice API (application JWT) accepts it
+    wrongCreds: (acc) => ({ ...creds(A(acc)), api_secret: 'wrong-secret', private_key: otherKey }),
     secrets: (acc) => [A(acc).apiSecret, A(acc).signatureSecret, A(acc).privateKeyPem.split('\n')[2]!],
     inboundPointsAt(acc, e164, url) {
       voiceUrl = url;
@@ -242,6 +249,7 @@ function vonageDriver(): CarrierDriver {
       const call = c as VonageCall;
       if (call.status !== 'completed') await fake.event(call, 'completed', { duration: '5' });
     },
+    failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
     clear: false,
     amd: {
       requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
@@ -312,6 +320,7 @@ function exotelDriver(): CarrierDriver {
       await fake.status(c as ExotelCall, 'completed', 'terminal', undefined, durationS);
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['failed', 'connection_failed'], ['canceled', 'cancelled']],
+    failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
     clear: true,
     amd: null,
     finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),

@@ -201,6 +201,25 @@ for (const d of drivers) {
     });
   }
 
+  if (d.failNextDial) {
+    const fail = d.failNextDial;
+    test.serial(`${d.id}: carrier 4xx → 400 provider_rejected, 5xx → 502; both leave dial_failed rows`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      for (const [status, expected] of [[400, 400], [503, 502]] as const) {
+        fail(acc, status, `refused with ${status}`);
+        const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent: agent({}) } });
+        t.is(r.status, expected, JSON.stringify(r.body));
+        t.like(r.body.detail, { code: 'provider_rejected', provider: d.id, providerStatus: status });
+        t.regex(r.body.detail.message, new RegExp(`refused with ${status}`));
+        t.like(await callById(s, r.body.detail.callId), { status: 'error', connection_status: 'dial_failed', ended_reason: null });
+      }
+      const wrong = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.wrongCreds(acc) }, toNumber: TO, agent: agent({}) } });
+      t.is(wrong.status, 400);
+      t.like(wrong.body.detail, { code: 'provider_rejected', providerStatus: 401 });
+      for (const secret of d.secrets(acc)) t.false(JSON.stringify(wrong.body).includes(secret));
+    });
+  }
+
   test.serial(`${d.id}: forged or unsigned callbacks → 403 and nothing changes`, async (t) => {
     const { apiKey: key, acc } = await setup(d);
     const { callId, call } = await dial(d, key, acc, agent({}));
@@ -296,6 +315,7 @@ for (const d of drivers) {
     const saved = await saveAgent(s, orgId, a);
     const num = await s.request('POST', `/organizations/telephony-configs/${cfg.body.id}/phone-numbers`, { key, body: { address: FROM, inbound_agent_uuid: saved.uuid } });
     t.true(num.body.provider_sync.ok, JSON.stringify(num.body));
+    t.true(d.inboundPointsAt(acc, FROM, `${s.baseUrl}/telephony/${d.id}/voice`));
     const inbound = await d.inbound(acc, FROM, '+14155550123');
     t.true(inbound.status < 300, `inbound webhook answered ${inbound.status}`);
     t.truthy(inbound.phone, 'the call is bridged to our stream');
@@ -308,6 +328,18 @@ for (const d of drivers) {
     const row = await endedRow(s.db, row0.id);
     t.is(row.status, 'completed');
     t.like(await callById(s, row0.id), { transport: 'inbound', call_source: 'api_inbound', telephony_provider: d.id, platform_number: FROM, customer_number: '+14155550123' });
+
+    // a binding registered by POST /call type=inbound wins over the number's agent
+    const reg = await s.request('POST', '/call', { key, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agent: agent({}, { name: 'Binding agent' }) } });
+    t.is(reg.status, 200, JSON.stringify(reg.body));
+    const second = await d.inbound(acc, FROM, '+14155550125');
+    t.truthy(second.phone);
+    await second.phone!.opened;
+    const bound = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), agent_name: z.string().nullable() }))`
+      SELECT id::text, agent_name FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = '+14155550125' AND status = 'active'`), 10_000, 'bound call active');
+    t.is(bound.agent_name, 'Binding agent');
+    second.phone!.hangup();
+    await endedRow(s.db, bound.id);
 
     // a genuine call to a number nobody routes: refused (spoken), no stream
     d.addNumber(acc, '+14155550155');
