@@ -253,3 +253,13 @@ test('a CSV deleted between create and start: the import fails and the campaign 
   const resume = await env.s.request('POST', `/campaign/${c.id}/resume`, { key: org.apiKey });
   t.deepEqual([resume.status, resume.body], [400, { detail: "Cannot resume a campaign in state 'failed'" }]);
 });
+
+test('the campaign endpoints are in the OpenAPI document', async (t) => {
+  const doc = (await (await fetch(`${env.s.baseUrl}/openapi.json`)).json()) as { paths: Record<string, any> };
+  for (const p of ['/campaign/create', '/campaign', '/campaign/{id}', '/campaign/{id}/start', '/campaign/{id}/pause', '/campaign/{id}/resume', '/campaign/{id}/calls', '/campaign/{id}/report']) {
+    t.truthy(doc.paths[p], p);
+  }
+  const create = doc.paths['/campaign/create'].post.requestBody.content['application/json'].schema;
+  t.deepEqual([...create.required].sort(), ['agent_uuid', 'name', 'source_id', 'source_type']);
+  t.is(create.properties.retry_config.anyOf[0].properties.max_retries.default, 2);
+});
