@@ -7,6 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
+import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import type { EngineFactory } from '../../media/deps.ts';
@@ -53,6 +54,7 @@ test.before(async () => {
     env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }, ...drivers.map((d) => d.env())),
     media: { engines: factory },
   });
+  for (const d of drivers) d.setBase(s.baseUrl);
 });
 test.after.always(async () => {
   await s?.close();
@@ -231,6 +233,12 @@ for (const d of drivers) {
     t.deepEqual(eventsOf(callId), []);
     const inbound = await d.inbound(acc, FROM, '+14155550123', 'forged');
     t.is(inbound.status, 403);
+    // the media stream: a forged token is refused before anything else (1008), the call stays pending
+    const ws = new WebSocket(`${s.baseUrl.replace(/^http/, 'ws')}/telephony/${d.id}/stream/${callId}?token=${'A'.repeat(32)}`);
+    ws.on('error', () => {});
+    const code = await new Promise<number>((ok) => ws.on('close', (c) => ok(c)));
+    t.is(code, 1008);
+    t.is((await callById(s, callId))!.status, 'pending');
     t.is((await d.finish(acc, call, d.terminal[0]![0])).status < 300, true, 'the genuine callback is accepted');
     t.is((await callById(s, callId))!.connection_status, d.terminal[0]![1]);
   });
