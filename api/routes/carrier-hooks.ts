@@ -192,7 +192,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     router.get(path, voice);
   }
 
-  /** The credentials of a configuration of this carrier that the webhook verifies with, or null. */
+  /** The credentials of a configuration (or inbound binding) of this carrier that the webhook verifies with, or null. */
   async function verifyingConfig(adapter: CarrierAdapter, req: WebhookRequest): Promise<Credentials | null> {
     if (adapter.signedUrls) return null;
     const configs = await db.any(sql.type(configRow)`
@@ -200,6 +200,13 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
       FROM telephony_configs WHERE provider = ${adapter.id}`);
     for (const c of configs) {
       const creds = openCredentials(config, c.credentials);
+      if (adapter.verifyWebhook(creds, req)) return creds;
+    }
+    // accounts registered only through POST /call type=inbound keep their credentials on the binding
+    const bound = await db.anyFirst(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`
+      SELECT credentials FROM inbound_bindings WHERE provider = ${adapter.id} AND credentials IS NOT NULL`);
+    for (const blob of bound) {
+      const creds = openCredentials(config, blob);
       if (adapter.verifyWebhook(creds, req)) return creds;
     }
     return null;
