@@ -305,50 +305,49 @@ export function createCampaignActivities(deps: CampaignDeps) {
     },
 
     /**
-     * Records how an attempt ended: the attempt row, the contact's last status (and its retry time, or done), and
-     * executed_count once per contact. Returns the campaign's counters.
+     * Records how attempts ended, in one transaction: each attempt row, the contact's last status (and its retry
+     * time, or done), and executed_count once per finished contact. Returns the campaign's counters.
      */
-    async recordOutcome(a: {
+    async recordOutcomes(a: {
       campaignId: number;
-      contactId: number;
-      attempt: number;
-      outcome: AttemptOutcome;
-      failure: boolean;
       at: number;
-      retry: { at: number; delaySeconds: number; reason: string } | null;
+      items: Array<{ contactId: number; attempt: number; outcome: AttemptOutcome; failure: boolean; retry: { at: number; delaySeconds: number; reason: string } | null }>;
     }): Promise<{ executed: number; total: number }> {
       const at = new Date(a.at).toISOString();
-      const o = a.outcome;
       return db.transaction(async (tx) => {
-        await tx.query(sql.unsafe`
-          INSERT INTO campaign_attempts (campaign_id, contact_id, attempt, organization_id, scheduled_at)
-          SELECT ${a.campaignId}, ${a.contactId}, ${a.attempt}, organization_id, ${at}::timestamptz FROM campaigns WHERE id = ${a.campaignId}
-          ON CONFLICT (campaign_id, contact_id, attempt) DO NOTHING`);
-        await tx.query(sql.unsafe`
-          UPDATE campaign_attempts SET call_id = COALESCE(call_id, ${o.callId}::uuid), connection_status = ${o.connectionStatus},
-            ended_reason = ${o.endedReason}, duration_seconds = ${o.durationSeconds}, failure = ${a.failure},
-            ended_at = COALESCE(ended_at, ${at}::timestamptz)
-          WHERE campaign_id = ${a.campaignId} AND contact_id = ${a.contactId} AND attempt = ${a.attempt}`);
-        const moved = await tx.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
-          UPDATE campaign_contacts SET attempts = GREATEST(attempts, ${a.attempt}), last_call_id = COALESCE(${o.callId}::uuid, last_call_id),
-            last_status = ${o.connectionStatus}, last_ended_reason = ${o.endedReason}, last_duration_seconds = ${o.durationSeconds},
-            status = ${a.retry ? 'retry' : 'done'},
-            next_attempt_at = ${a.retry ? new Date(a.retry.at).toISOString() : null}::timestamptz, updated_at = now()
-          WHERE id = ${a.contactId} AND campaign_id = ${a.campaignId} AND status <> 'done' AND attempts <= ${a.attempt}
-          RETURNING id`);
-        if (moved !== null && a.retry) {
+        let finished = 0;
+        for (const it of a.items) {
+          const o = it.outcome;
           await tx.query(sql.unsafe`
-            INSERT INTO campaign_attempts (campaign_id, contact_id, attempt, organization_id, scheduled_at, retry_delay_seconds)
-            SELECT ${a.campaignId}, ${a.contactId}, ${a.attempt + 1}, organization_id, ${new Date(a.retry.at).toISOString()}::timestamptz, ${a.retry.delaySeconds}
-            FROM campaigns WHERE id = ${a.campaignId}
+            INSERT INTO campaign_attempts (campaign_id, contact_id, attempt, organization_id, scheduled_at)
+            SELECT ${a.campaignId}, ${it.contactId}, ${it.attempt}, organization_id, ${at}::timestamptz FROM campaigns WHERE id = ${a.campaignId}
             ON CONFLICT (campaign_id, contact_id, attempt) DO NOTHING`);
+          await tx.query(sql.unsafe`
+            UPDATE campaign_attempts SET call_id = COALESCE(call_id, ${o.callId}::uuid), connection_status = ${o.connectionStatus},
+              ended_reason = ${o.endedReason}, duration_seconds = ${o.durationSeconds}, failure = ${it.failure},
+              ended_at = COALESCE(ended_at, ${at}::timestamptz)
+            WHERE campaign_id = ${a.campaignId} AND contact_id = ${it.contactId} AND attempt = ${it.attempt}`);
+          const moved = await tx.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
+            UPDATE campaign_contacts SET attempts = GREATEST(attempts, ${it.attempt}), last_call_id = COALESCE(${o.callId}::uuid, last_call_id),
+              last_status = ${o.connectionStatus}, last_ended_reason = ${o.endedReason}, last_duration_seconds = ${o.durationSeconds},
+              status = ${it.retry ? 'retry' : 'done'},
+              next_attempt_at = ${it.retry ? new Date(it.retry.at).toISOString() : null}::timestamptz, updated_at = now()
+            WHERE id = ${it.contactId} AND campaign_id = ${a.campaignId} AND status <> 'done' AND attempts <= ${it.attempt}
+            RETURNING id`);
+          if (moved === null) continue; // recorded before (an activity retry)
+          if (it.retry) {
+            await tx.query(sql.unsafe`
+              INSERT INTO campaign_attempts (campaign_id, contact_id, attempt, organization_id, scheduled_at, retry_delay_seconds)
+              SELECT ${a.campaignId}, ${it.contactId}, ${it.attempt + 1}, organization_id, ${new Date(it.retry.at).toISOString()}::timestamptz, ${it.retry.delaySeconds}
+              FROM campaigns WHERE id = ${a.campaignId}
+              ON CONFLICT (campaign_id, contact_id, attempt) DO NOTHING`);
+          } else {
+            finished++;
+          }
         }
-        if (moved !== null && !a.retry) {
-          return tx.one(sql.type(counts)`
-            UPDATE campaigns SET executed_count = executed_count + 1, updated_at = now() WHERE id = ${a.campaignId}
-            RETURNING executed_count AS executed, total_queued_count AS total`);
-        }
-        return tx.one(sql.type(counts)`SELECT executed_count AS executed, total_queued_count AS total FROM campaigns WHERE id = ${a.campaignId}`);
+        return tx.one(sql.type(counts)`
+          UPDATE campaigns SET executed_count = executed_count + ${finished}, updated_at = now() WHERE id = ${a.campaignId}
+          RETURNING executed_count AS executed, total_queued_count AS total`);
       });
     },
 

@@ -73,6 +73,11 @@ export const configSchema = z.object({
   /** Carrier REST endpoints: each override replaces scheme, host and port only (core/telephony/urls.ts withBase). */
   TWILIO_API_BASE_URL: url.default('https://api.twilio.com'),
   SMARTFLO_API_BASE_URL: url.default('https://api-smartflo.tatateleservices.com'),
+  PLIVO_API_BASE_URL: url.default('https://api.plivo.com'),
+  TELNYX_API_BASE_URL: url.default('https://api.telnyx.com'),
+  /** Vonage has two REST hosts (api.nexmo.com for calls/applications, rest.nexmo.com for numbers): both follow it. */
+  VONAGE_API_BASE_URL: url.optional(),
+  EXOTEL_API_BASE_URL: url.optional(),
   /** AES-256-GCM key for carrier credentials at rest (64 hex chars, or a passphrase); derived from the signing secret when unset. */
   TELEPHONY_ENCRYPTION_KEY: z.string().min(16).optional(),
   /** A phone call still pending this long after creation (no media stream, no carrier status) ends as never connected. */

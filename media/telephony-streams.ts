@@ -37,9 +37,13 @@ import { createCallEventListener, type CallEventListener } from './telephony-eve
 import type { CarrierStreamTransport } from './transports/carrier-stream.ts';
 import { SmartfloStreamTransport } from './transports/smartflo.ts';
 import { TwilioStreamTransport } from './transports/twilio.ts';
+import { carrierTransportFor } from './transports/registry.ts';
+import { carrierFor } from '../core/telephony/registry.ts';
 
 const TWILIO_PATH = /^\/api\/v1\/telephony\/twilio\/stream\/([^/?#]+)\/?$/;
 const SMARTFLO_PATH = /^\/api\/v1\/telephony\/smartflo\/stream\/([^/?#]+)\/?$/;
+/** The other carriers: `/api/v1/telephony/{carrier}/stream/{callId}?token=…` (core/telephony/urls.ts carrierStreamUrl). */
+const CARRIER_PATH = /^\/api\/v1\/telephony\/([a-z]+)\/stream\/([^/?#]+)\/?$/;
 /** how long a carrier may take between accepting the socket and sending `start` */
 const START_TIMEOUT_MS = 10_000;
 
@@ -69,12 +73,15 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
     const url = new URL(req.url ?? '/', 'http://localhost');
     const tw = TWILIO_PATH.exec(url.pathname);
     const sf = tw ? null : SMARTFLO_PATH.exec(url.pathname);
-    if (!tw && !sf) return false;
+    const other = tw || sf ? null : CARRIER_PATH.exec(url.pathname);
+    const make = other ? carrierTransportFor(other[1]!) : null;
+    if (!tw && !sf && !make) return false;
     const p = (async () => {
       const ws = await accept(req, socket, head);
       ws.on('error', (err) => logger.debug({ err }, 'carrier stream socket error'));
       if (tw) await twilioStream(ws, decodeURIComponent(tw[1]!));
-      else await smartfloStream(ws, decodeURIComponent(sf![1]!), url.searchParams.get('sig'));
+      else if (sf) await smartfloStream(ws, decodeURIComponent(sf[1]!), url.searchParams.get('sig'));
+      else await carrierStream(make!(ws, url.searchParams), other![1]!, decodeURIComponent(other![2]!), url.searchParams.get('token'));
     })().catch((err: unknown) => {
       logger.error({ err, path: url.pathname }, 'carrier stream setup failed');
       if (!socket.destroyed) socket.destroy();
@@ -121,6 +128,20 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
     await runPhoneCall(transport, admission.callId, start.callSid, info);
   }
 
+  /** A carrier on the generic stream path: the signed per-call token is in the URL, checked before anything else. */
+  async function carrierStream(transport: CarrierStreamTransport, carrier: string, callId: string, token: string | null): Promise<void> {
+    if (!verifyStreamToken(config, callId, token)) {
+      logger.warn({ callId, carrier }, 'carrier stream with a missing or forged token refused');
+      return transport.closeWith(1008, 'Invalid stream token');
+    }
+    if (isDraining()) return transport.closeWith(1013, 'Server is draining');
+    const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
+    if (!start) return transport.closeWith(1008, 'No start message');
+    const info = await phoneInfo(callId);
+    if (!info || info.telephony_provider !== carrier || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+    await runPhoneCall(transport, callId, start.callSid, info);
+  }
+
   async function phoneInfo(callId: string) {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(callId)) return null;
     return db.maybeOne(sql.type(phoneRow)`
@@ -157,6 +178,7 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
       transferred = true; // the stream stops once the carrier moves the call: that stop means "transferred"
       try {
         await carrier.adapter.transfer({ config, logger: log }, carrier.creds, carrier.carrierCallId, {
+          callId: row.id,
           destination,
           timeoutS,
           recordingCallbackUrl: recordTransfer && carrier.adapter.id === 'twilio' ? twilioRecordingUrl(config, row.id) : null,
@@ -175,7 +197,7 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
     if (row.transport === 'outbound' && snap.voicemailDetection !== false) {
       // Twilio dials with async AMD whenever the agent asks for voicemail detection (core/telephony/outbound.ts)
       const amd =
-        info.telephony_provider === 'twilio'
+        (carrierFor(info.telephony_provider ?? '')?.carrierAmd ?? info.telephony_provider === 'twilio')
           ? {
               current: async () =>
                 db.maybeOneFirst(sql.type(z.object({ answered_by: z.string().nullable() }))`SELECT answered_by FROM calls WHERE id = ${row.id}`),

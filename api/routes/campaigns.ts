@@ -48,6 +48,7 @@ import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 import { AGENT_NOT_FOUND } from './agents.ts';
 import { parseHistoryQuery } from './calls.ts';
+import './campaigns-openapi.ts';
 
 export const NO_TELEPHONY_CONFIG = 'no telephony configuration available for organization';
 export const TELEPHONY_CONFIG_NOT_FOUND = 'telephony_configuration_not_found';

@@ -12,6 +12,7 @@ import { catalogRoutes } from './catalog.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { telephonyRoutes } from './telephony.ts';
 import { carrierWebhookRoutes } from './carrier-webhooks.ts';
+import { carrierHookRoutes } from './carrier-hooks.ts';
 import { openApiRoutes } from '../openapi.ts';
 import '../openapi-paths.ts';
 
@@ -32,4 +33,5 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
 export const publicRouteModules: Array<(router: Router, deps: ApiDeps) => void> = [
   openApiRoutes,
   carrierWebhookRoutes, // carrier callbacks: signature-verified, no API key, not rate limited
+  carrierHookRoutes, // the same for the carriers on the generic routes (Plivo, Telnyx, Vonage, Exotel)
 ];

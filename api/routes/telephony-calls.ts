@@ -14,7 +14,7 @@ import { placeOutboundCall } from '../../core/telephony/outbound.ts';
 import { carrierFor } from '../../core/telephony/registry.ts';
 import { activeNumbersOfProvider, getConfigById, openCredentials, type NumberRow } from '../../core/telephony/store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../core/telephony/types.ts';
-import { smartfloStreamUrl, twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
+import { carrierVoiceStatusUrl, carrierVoiceUrl, smartfloStreamUrl } from '../../core/telephony/urls.ts';
 import { toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
 import { carrierName } from './telephony.ts';
@@ -167,7 +167,7 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
   const baked = await bakeBindingSnapshot(deps, orgId, i.agentConfig as unknown as Record<string, unknown>, body.contextVariables ?? null);
   if (!baked.ok) return reject(baked.status === 422 ? 'model_validation' : 'snapshot_validation', baked.status, baked.message);
 
-  const sync = await adapter.syncInbound(cx, creds, address, { voiceUrl: twilioVoiceUrl(deps.config), statusCallbackUrl: twilioVoiceStatusUrl(deps.config) });
+  const sync = await adapter.syncInbound(cx, creds, address, { voiceUrl: carrierVoiceUrl(deps.config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(deps.config, adapter.id) });
   const binding = await upsertBinding(deps.db, deps.config, {
     orgId,
     provider: adapter.id,
@@ -177,7 +177,7 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
     snapshot: baked.snapshot,
     contextVariables: body.contextVariables ?? {},
     credentials: inlineCreds,
-    accountRef: adapter.id === 'twilio' && typeof creds.account_sid === 'string' ? creds.account_sid : null,
+    accountRef: adapter.accountRef ? adapter.accountRef(creds) : adapter.id === 'twilio' && typeof creds.account_sid === 'string' ? creds.account_sid : null,
     telephonyConfigId,
   });
   i.ctx.body = {

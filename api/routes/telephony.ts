@@ -15,7 +15,7 @@ import {
   listNumbers, numberRow, numberView, openCredentials, updateConfig, type ConfigRow,
 } from '../../core/telephony/store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../core/telephony/types.ts';
-import { twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
+import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
 import { to422, zodToItems } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
 import { parseOr422 } from '../guard.ts';
@@ -90,7 +90,7 @@ async function probeOrThrow(deps: ApiDeps, adapter: CarrierAdapter, creds: Crede
 }
 
 const accountRefOf = (adapter: CarrierAdapter, creds: Credentials) =>
-  adapter.id === 'twilio' && typeof creds.account_sid === 'string' ? creds.account_sid : null;
+  adapter.accountRef ? adapter.accountRef(creds) : adapter.id === 'twilio' && typeof creds.account_sid === 'string' ? creds.account_sid : null;
 
 // ── number bodies ──────────────────────────────────────────────────────────────────────────────────────────────
 const agentUuid = z.string().refine(isUuid, { message: 'Input should be a valid UUID (the public agent uuid)' });
@@ -132,7 +132,8 @@ async function ownershipOrThrow(deps: ApiDeps, adapter: CarrierAdapter, creds: C
   }
 }
 
-export const carrierName = (id: string) => ({ twilio: 'Twilio', smartflo: 'Smartflo' } as Record<string, string>)[id] ?? id;
+export const carrierName = (id: string) =>
+  ({ twilio: 'Twilio', smartflo: 'Smartflo', plivo: 'Plivo', telnyx: 'Telnyx', vonage: 'Vonage', exotel: 'Exotel' } as Record<string, string>)[id] ?? id;
 
 export function telephonyRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
@@ -265,7 +266,7 @@ export function telephonyRoutes(router: Router, deps: ApiDeps): void {
     const adapter = carrierFor(row.provider);
     if (!adapter) return { ok: false, message: `provider '${row.provider}' has no adapter` };
     if (addressType !== 'pstn') return { ok: false, message: 'SIP addresses have no carrier inbound webhook to update' };
-    return adapter.syncInbound(ctxOf(), openCredentials(config, row.credentials), e164, { voiceUrl: twilioVoiceUrl(config), statusCallbackUrl: twilioVoiceStatusUrl(config) });
+    return adapter.syncInbound(ctxOf(), openCredentials(config, row.credentials), e164, { voiceUrl: carrierVoiceUrl(config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(config, adapter.id) });
   }
 
   router.post('/organizations/telephony-configs/:config_id/phone-numbers', async (ctx) => {

@@ -84,6 +84,29 @@ async function twilioNumberRoutes(deps: PhoneEndDeps, accountSid: string, to: st
   return out;
 }
 
+/**
+ * Every route of a carrier on the generic webhook routes for a dialled E.164 number, the winner first (most recent
+ * assignment; a binding beats a number attachment). The caller verifies the webhook with each route's credentials
+ * and uses the first that verifies.
+ */
+export async function carrierRoutes(deps: PhoneEndDeps, provider: string, to: string): Promise<InboundRoute[]> {
+  const bindings = await deps.db.any(sql.type(bindingRow)`
+    SELECT ${BINDING_COLS} FROM inbound_bindings WHERE provider = ${provider} AND address_normalized = ${to}
+    ORDER BY updated_at DESC`);
+  const rows = await deps.db.any(sql.type(numberRow)`${NUMBER_WITH_CONFIG}
+    WHERE c.provider = ${provider} AND n.address_normalized = ${to} AND n.is_active`);
+  const pairs: Array<{ n: NumberRow; c: ConfigRow }> = [];
+  for (const n of rows) {
+    const c = await getConfigById(deps.db, n.telephony_config_id);
+    if (c) pairs.push({ n, c });
+  }
+  const first = await pickRoute(deps, bindings, pairs);
+  const all: InboundRoute[] = first ? [first] : [];
+  for (const b of bindings) if (!(first?.kind === 'binding' && first.binding.id === b.id)) all.push(await routeOfBinding(deps, b));
+  for (const { n, c } of pairs) if (!(first?.kind === 'number' && first.number.id === n.id)) all.push({ kind: 'number', orgId: n.organization_id, number: n, config: c, credentials: openCredentials(deps.config, c.credentials) });
+  return all;
+}
+
 /** Smartflo routes of one configuration's organization for a dialled number (format-tolerant). */
 async function smartfloRoute(deps: PhoneEndDeps, cfg: ConfigRow, to: string): Promise<InboundRoute | null> {
   const bindings = (await deps.db.any(sql.type(bindingRow)`

@@ -15,7 +15,7 @@ import { carrierFor } from './registry.ts';
 import { customIdentifier, streamToken } from './signing.ts';
 import { getConfig, openCredentials, sealCredentials } from './store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
-import { smartfloStreamUrl, twilioAmdUrl, twilioAnswerUrl, twilioStatusUrl, twilioStreamUrl } from './urls.ts';
+import { carrierHookUrl, carrierStreamUrl, smartfloStreamUrl, twilioAmdUrl, twilioAnswerUrl, twilioStatusUrl, twilioStreamUrl } from './urls.ts';
 
 export type OutboundDeps = PhoneEndDeps;
 
@@ -155,17 +155,20 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
   const callId = admission.callId;
 
   // Dial.
-  const amd = adapter.id === 'twilio' && (amdEnabled || agentWantsVoicemailDetection(checked.config));
+  const amd = (adapter.carrierAmd ?? adapter.id === 'twilio') && (amdEnabled || agentWantsVoicemailDetection(checked.config));
+  // Carriers on the generic routes get /telephony/{id}/… URLs (signed when the carrier signs nothing).
+  const hook = (name: string, twilioUrl: string) => (adapter.hooks ? carrierHookUrl(config, adapter.id, name, callId, adapter.signedUrls === true) : twilioUrl);
   try {
     const result = await adapter.dial({ config, logger: deps.logger }, creds, {
       callId,
       from: req.fromNumber,
       to: req.toNumber,
-      answerUrl: twilioAnswerUrl(config, callId),
-      statusCallbackUrl: twilioStatusUrl(config, callId),
-      streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId) : twilioStreamUrl(config, callId),
+      answerUrl: hook('answer', twilioAnswerUrl(config, callId)),
+      statusCallbackUrl: hook('status', twilioStatusUrl(config, callId)),
+      streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId)
+        : adapter.hooks ? carrierStreamUrl(config, adapter.id, callId) : twilioStreamUrl(config, callId),
       streamParameters: { token: streamToken(config, callId), callId },
-      amd: amd ? { callbackUrl: twilioAmdUrl(config, callId) } : null,
+      amd: amd ? { callbackUrl: hook('amd', twilioAmdUrl(config, callId)) } : null,
       timeoutS: req.ringTimeoutS ?? 30,
       customIdentifier: customIdentifier(config, callId),
     });

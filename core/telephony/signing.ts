@@ -36,6 +36,15 @@ export function verifySmartfloStreamSig(config: SecretConfig, configId: number |
   return typeof sig === 'string' && sig.length > 0 && same(sig, smartfloStreamSig(config, configId));
 }
 
+/** Signature of a configuration-level URL of a carrier that signs nothing (Exotel's Voicebot applet URL). */
+export function configUrlSig(config: SecretConfig, carrier: string, configId: number | string): string {
+  return sign(config, `${carrier}-config`, String(configId));
+}
+
+export function verifyConfigUrlSig(config: SecretConfig, carrier: string, configId: number | string, sig: unknown): boolean {
+  return typeof sig === 'string' && sig.length > 0 && same(sig, configUrlSig(config, carrier, configId));
+}
+
 /** "{callId}.{sig}": attached to a Smartflo click-to-call dial, returned in the stream's custom parameters. */
 export function customIdentifier(config: SecretConfig, callId: string): string {
   return `${callId}.${sign(config, 'smartflo-call', callId)}`;

@@ -106,6 +106,7 @@ export function configView(config: Config, row: ConfigRow, numbers?: number) {
       ...(row.provider === 'twilio' ? { amd_enabled: row.amd_enabled } : {}),
     },
     ...(row.provider === 'smartflo' ? { voice_bot_wss_url: smartfloStreamUrl(config, row.id) } : {}),
+    ...(adapter?.configFields?.(config, row.id) ?? {}),
     ...(numbers === undefined ? {} : { phone_numbers_count: numbers }),
     created_at: row.created_at,
     updated_at: row.updated_at,

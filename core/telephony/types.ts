@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
 /** Carriers built so far. `callConfig.provider` values outside this set but in core/calls/request.ts CARRIERS → 501. */
-export type CarrierId = 'twilio' | 'smartflo';
+export type CarrierId = 'twilio' | 'smartflo' | 'plivo' | 'telnyx' | 'vonage' | 'exotel';
 
 /** What an adapter needs from the process: config (base URLs, OUTBOUND_ALLOW_HOSTS) and a logger. */
 export interface CarrierContext {
@@ -69,6 +69,8 @@ export interface DialResult {
 }
 
 export interface TransferRequest {
+  /** Our call id (carriers whose transfer fetches a document from us: Plivo's aleg_url). */
+  callId?: string;
   /** E.164 number or SIP URI. */
   destination: string;
   /** Ring timeout of the transferred leg, seconds. */
@@ -84,6 +86,51 @@ export interface WebhookRequest {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   params: Record<string, string>;
+  /** HTTP method (GET answer URLs of some carriers); POST when absent. */
+  method?: string;
+  /** The body exactly as received (JSON webhooks are signed over it: Telnyx, Vonage). */
+  rawBody?: Buffer;
+  /** The parsed JSON body of JSON webhooks. */
+  json?: unknown;
+}
+
+/**
+ * What a carrier webhook said, in carrier-neutral terms (generic webhook routes, api/routes/carrier-hooks.ts).
+ * `answeredBy` uses Twilio's AMD vocabulary (`human`, `machine_start`, `machine_end_beep`, `fax`, `unknown`): the
+ * media side treats `machine_*`/`fax` as voicemail.
+ */
+export type CarrierEvent =
+  | { type: 'answer'; carrierCallId: string | null }
+  | { type: 'status'; raw: string; terminal: boolean; carrierCallId: string | null; durationS: number | null }
+  | { type: 'amd'; answeredBy: string; carrierCallId: string | null }
+  | { type: 'inbound'; from: string; to: string; carrierCallId: string | null }
+  | { type: 'transfer_leg'; carrierCallId: string | null };
+
+/** An HTTP answer to a carrier webhook (XML / NCCO / JSON document, or an empty 204). */
+export interface CarrierReply {
+  status: number;
+  contentType?: string;
+  body?: string;
+}
+
+/**
+ * Carriers served by the generic webhook routes `/telephony/{id}/{answer|status|amd|transfer}/{callId}` and
+ * `/telephony/{id}/voice` (every carrier but Twilio and Smartflo, whose routes predate them).
+ */
+export interface CarrierHooks {
+  /** The events of one webhook (`hook` = answer | status | amd | transfer | voice). Unknown content → []. */
+  parse(hook: string, req: WebhookRequest): CarrierEvent[];
+  /**
+   * Bridge an answered call to our media stream: the answer document (Plivo XML, Vonage NCCO, Exotel {url}) or,
+   * for call-control carriers (Telnyx), the REST command that starts the stream, then an empty reply.
+   */
+  bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean }): Promise<CarrierReply>;
+  /** A refused call: a spoken message, then hang up. */
+  refuse(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply>;
+  /** The document a transfer's leg URL answers with (Plivo aleg_url); null when the carrier transfers by REST alone. */
+  transferDocument?(req: TransferRequest): CarrierReply;
+  /** Reply to a webhook that needs no document (status callbacks): 204 unless the carrier wants something else. */
+  ack?(hook: string): CarrierReply;
 }
 
 export interface CarrierAdapter {
@@ -117,4 +164,17 @@ export interface CarrierAdapter {
   mapStatus(raw: string): string;
   /** Carrier REST base (env override replaces scheme/host/port). */
   apiBase(config: Config): string;
+  /** The carrier runs answering-machine detection when asked at dial time (results: `amd` webhook events). */
+  readonly carrierAmd?: boolean;
+  /**
+   * The carrier signs no webhooks (Exotel): every callback URL we hand it carries our own signed per-call token,
+   * checked by the generic routes instead of `verifyWebhook`.
+   */
+  readonly signedUrls?: boolean;
+  /** Generic webhook routes (all carriers but twilio and smartflo). */
+  readonly hooks?: CarrierHooks;
+  /** Extra fields of a configuration's responses (URLs to paste into the carrier's portal). */
+  configFields?(config: Config, configId: number): Record<string, string>;
+  /** Account reference stored with configurations and bindings (Twilio AccountSid), used to narrow inbound routing. */
+  accountRef?(creds: Credentials): string | null;
 }

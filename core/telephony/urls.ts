@@ -1,7 +1,7 @@
 // Every URL handed to a carrier, built from PUBLIC_URL (config.publicUrl / config.baseUrl). Media-stream URLs use
 // wss when PUBLIC_URL is https (ws otherwise).
 import type { Config } from '../config.ts';
-import { smartfloStreamSig } from './signing.ts';
+import { smartfloStreamSig, streamToken } from './signing.ts';
 
 type UrlConfig = Pick<Config, 'baseUrl' | 'SIGNING_SECRET' | 'DATA_DIR'>;
 
@@ -29,4 +29,17 @@ export function withBase(defaultUrl: string, override: string | undefined): stri
   d.protocol = o.protocol;
   d.host = o.host;
   return d.toString().replace(/\/+$/, '');
+}
+
+// ── carriers on the generic routes (api/routes/carrier-hooks.ts, media/telephony-streams.ts) ──────────────────
+/** A per-call webhook of a carrier: `{base}/telephony/{carrier}/{hook}/{callId}`; `signed` adds our per-call token. */
+export function carrierHookUrl(config: UrlConfig, carrier: string, hook: string, callId: string, signed = false): string {
+  return `${config.baseUrl}/telephony/${carrier}/${hook}/${callId}${signed ? `?token=${streamToken(config, callId)}` : ''}`;
+}
+/** A number's inbound voice webhook (answer URL) and its status webhook. */
+export const carrierVoiceUrl = (config: Pick<Config, 'baseUrl'>, carrier: string) => `${config.baseUrl}/telephony/${carrier}/voice`;
+export const carrierVoiceStatusUrl = (config: Pick<Config, 'baseUrl'>, carrier: string) => `${config.baseUrl}/telephony/${carrier}/voice-status`;
+/** The media stream of one call, authenticated by the signed per-call token in the query string. */
+export function carrierStreamUrl(config: UrlConfig, carrier: string, callId: string): string {
+  return `${wsBase(config)}/telephony/${carrier}/stream/${callId}?token=${streamToken(config, callId)}`;
 }

@@ -37,6 +37,17 @@ export interface CarrierStreamOptions {
   maxPendingMarks?: number;
   /** no echo of any mark this long after the first one was sent: the carrier does not echo marks */
   markSupportMs?: number;
+  /** the audio codec both ways (default 8 kHz µ-law); positions are counted in its bytes */
+  codec?: StreamCodec;
+  /** the carrier echoes marks once played (default true); without them what was sent counts as played */
+  marks?: boolean;
+}
+
+/** A carrier's audio encoding: decoder to 16 kHz, framing encoder from 24 kHz, and its bytes per millisecond. */
+export interface StreamCodec {
+  decoder: { decode(bytes: Uint8Array): Int16Array };
+  encoder: { push(pcm: Int16Array): Uint8Array[]; flush(): Uint8Array | null; discard(): void; produced: number; readonly frameBytes: number };
+  bytesPerMs: number;
 }
 
 const MAX_EARLY = 500;
@@ -48,9 +59,10 @@ export class CarrierStreamTransport implements LiveTransport {
   stopReason: string | null = null;
   /** DTMF digits received, in order */
   readonly digits: string[] = [];
-  private readonly opts: Required<CarrierStreamOptions>;
-  private readonly decoder = new MulawDecoder(16000);
-  private readonly encoder: MulawEncoder;
+  private readonly opts: Required<Omit<CarrierStreamOptions, 'codec'>>;
+  private readonly decoder: StreamCodec['decoder'];
+  private readonly encoder: StreamCodec['encoder'];
+  private readonly bytesPerMs: number;
   private audioCb: ((pcm16k: Int16Array) => void) | null = null;
   private early: Int16Array[] | null = [];
   private eventCb: ((ev: TransportEvent) => void) | null = null;
@@ -68,14 +80,17 @@ export class CarrierStreamTransport implements LiveTransport {
   private closing = false;
 
   constructor(
-    private readonly ws: WebSocket,
+    protected readonly ws: WebSocket,
     opts: CarrierStreamOptions,
   ) {
     this.kind = opts.kind;
-    this.opts = { frameBytes: MULAW_FRAME_BYTES, sequenceNumbers: false, sendConnected: false, drainMs: 2000, maxPendingMarks: 3000, markSupportMs: 3000, ...opts };
-    this.encoder = new MulawEncoder(24000, this.opts.frameBytes);
+    const { codec, ...rest } = opts;
+    this.opts = { frameBytes: MULAW_FRAME_BYTES, sequenceNumbers: false, sendConnected: false, drainMs: 2000, maxPendingMarks: 3000, markSupportMs: 3000, marks: true, ...rest };
+    this.decoder = codec?.decoder ?? new MulawDecoder(16000);
+    this.encoder = codec?.encoder ?? new MulawEncoder(24000, this.opts.frameBytes);
+    this.bytesPerMs = codec?.bytesPerMs ?? 8;
     ws.on('message', (data, isBinary) => {
-      if (isBinary) return; // the protocol is JSON text only
+      if (isBinary) return this.onBinary(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer)); // Twilio-family protocols are JSON text only
       let msg: unknown;
       try {
         msg = JSON.parse(String(data));
@@ -116,7 +131,19 @@ export class CarrierStreamTransport implements LiveTransport {
   }
 
   // ── carrier → us ──────────────────────────────────────────────────────────────────────────────────────
-  private onMessage(m: Record<string, unknown>): void {
+  /** A binary message (carriers that stream raw audio frames override this; the Twilio family sends none). */
+  protected onBinary(_data: Buffer): void {}
+
+  /** Caller audio in the codec's bytes (carrier dialects with their own framing call this). */
+  protected acceptAudio(bytes: Uint8Array): void {
+    const pcm = this.decoder.decode(bytes);
+    if (!pcm.length) return;
+    if (this.audioCb) this.audioCb(pcm);
+    else if (this.early && this.early.length < MAX_EARLY) this.early.push(pcm);
+  }
+
+  /** One JSON message in the Twilio shape (other dialects translate theirs and call this). */
+  protected onMessage(m: Record<string, unknown>): void {
     switch (m.event) {
       case 'start': {
         if (this.start) return;
@@ -140,10 +167,7 @@ export class CarrierStreamTransport implements LiveTransport {
         if (media.track !== undefined && media.track !== 'inbound' && media.track !== 'inbound_track') return;
         const payload = str(media.payload);
         if (!payload) return;
-        const pcm = this.decoder.decode(Buffer.from(payload, 'base64'));
-        if (!pcm.length) return;
-        if (this.audioCb) this.audioCb(pcm);
-        else if (this.early && this.early.length < MAX_EARLY) this.early.push(pcm);
+        this.acceptAudio(Buffer.from(payload, 'base64'));
         return;
       }
       case 'dtmf': {
@@ -184,7 +208,8 @@ export class CarrierStreamTransport implements LiveTransport {
   }
 
   // ── us → carrier ──────────────────────────────────────────────────────────────────────────────────────
-  private send(m: Record<string, unknown>): void {
+  /** One JSON message in the Twilio shape (other dialects override this and translate it into theirs). */
+  protected send(m: Record<string, unknown>): void {
     if (!this.open) return;
     if (this.opts.sequenceNumbers) m.sequenceNumber = String(++this.seq);
     this.ws.send(JSON.stringify(m));
@@ -194,6 +219,7 @@ export class CarrierStreamTransport implements LiveTransport {
   private sendFrame(bytes: Uint8Array, endBytes: number): void {
     const streamSid = this.start?.streamSid ?? '';
     this.send({ event: 'media', streamSid, media: { payload: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') } });
+    if (!this.opts.marks) return;
     const name = `m${++this.markSeq}`;
     if (!this.firstMarkAt) this.firstMarkAt = performance.now();
     this.pendingMarks.push({ name, bytes: endBytes });
@@ -205,7 +231,7 @@ export class CarrierStreamTransport implements LiveTransport {
   sendAudio(pcm24k: Int16Array): void {
     if (!this.open || this.gone || this.closing) return;
     const frames = this.encoder.push(pcm24k);
-    let pos = this.encoder.produced - frames.length * this.opts.frameBytes;
+    let pos = this.encoder.produced - frames.length * this.encoder.frameBytes;
     for (const frame of frames) this.sendFrame(frame, (pos += frame.length));
   }
 
@@ -224,8 +250,8 @@ export class CarrierStreamTransport implements LiveTransport {
    * never echoes marks (none back within markSupportMs of the first) cannot tell: then what was sent counts.
    */
   playedMs(): number {
-    if (this.marksUnsupported()) return this.sentMs();
-    return this.playedBytes / 8;
+    if (!this.opts.marks || this.marksUnsupported()) return this.sentMs();
+    return this.playedBytes / this.bytesPerMs;
   }
 
   private marksUnsupported(): boolean {
@@ -234,7 +260,7 @@ export class CarrierStreamTransport implements LiveTransport {
 
   /** Milliseconds of agent audio sent to the carrier so far. */
   sentMs(): number {
-    return this.encoder.produced / 8;
+    return this.encoder.produced / this.bytesPerMs;
   }
 
   onAudio(cb: (pcm16k: Int16Array) => void): void {

@@ -237,3 +237,29 @@ test('start → running (import, slot wait logged), pause/resume/edit as workflo
 
   await handle.terminate('test over');
 });
+
+test('a CSV deleted between create and start: the import fails and the campaign ends failed, with the log entry', async (t) => {
+  const src = await uploadCsv(env.s, org.apiKey, csvOf(phoneList(2, '+1657')));
+  const c = (await create(valid({ source_id: src }))).body;
+  t.is((await env.s.request('DELETE', `/files/${src}`, { key: org.apiKey })).status, 200);
+  t.is((await env.s.request('POST', `/campaign/${c.id}/start`, { key: org.apiKey })).status, 200);
+  const failed = await waitForState(env.s, org.apiKey, c.id, 'failed');
+  t.truthy(failed.completed_at);
+  const entry = failed.logs.find((l: { event: string }) => l.event === 'import_failed');
+  t.like(entry, { level: 'error' });
+  t.regex(entry.message, /^Contact import failed: the contact CSV is no longer in storage/);
+  const edit = await env.s.request('PATCH', `/campaign/${c.id}`, { key: org.apiKey, body: { name: 'x' } });
+  t.deepEqual([edit.status, edit.body], [400, { detail: 'Cannot update a completed campaign' }]);
+  const resume = await env.s.request('POST', `/campaign/${c.id}/resume`, { key: org.apiKey });
+  t.deepEqual([resume.status, resume.body], [400, { detail: "Cannot resume a campaign in state 'failed'" }]);
+});
+
+test('the campaign endpoints are in the OpenAPI document', async (t) => {
+  const doc = (await (await fetch(`${env.s.baseUrl}/openapi.json`)).json()) as { paths: Record<string, any> };
+  for (const p of ['/campaign/create', '/campaign', '/campaign/{id}', '/campaign/{id}/start', '/campaign/{id}/pause', '/campaign/{id}/resume', '/campaign/{id}/calls', '/campaign/{id}/report']) {
+    t.truthy(doc.paths[p], p);
+  }
+  const create = doc.paths['/campaign/create'].post.requestBody.content['application/json'].schema;
+  t.deepEqual([...create.required].sort(), ['agent_uuid', 'name', 'source_id', 'source_type']);
+  t.is(create.properties.retry_config.anyOf[0].properties.max_retries.default, 2);
+});

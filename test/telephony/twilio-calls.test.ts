@@ -203,7 +203,6 @@ test('POST /call telephony error strings (each leaves a rejected row)', async (t
     [{ ...dialBody(acc), callConfig: { provider: 'tin-can', phoneNumber: '+14155550100' } }, 400, 'unknown_provider: tin-can'],
     [{ ...dialBody(acc), agent: undefined }, 400, "Must provide either 'agentId' or 'agent'."],
     [{ ...dialBody(acc), agent: undefined, agentId: '00000000-0000-4000-8000-000000000000' }, 400, 'agent_not_found'],
-    [{ ...dialBody(acc), callConfig: { provider: 'telnyx', phoneNumber: '+14155550100', auth: { api_key: 'k' } } }, 501, "Outbound calls with provider 'telnyx' are not implemented yet"],
     [{ ...dialBody(acc), callConfig: { provider: 'twilio', phoneNumber: '+14155550100' } }, 400, 'missing_credentials: send callConfig.auth or add +14155550100 to a twilio telephony configuration of this organization'],
   ];
   for (const [body, status, detail] of cases) {
@@ -221,15 +220,19 @@ test('POST /call telephony error strings (each leaves a rejected row)', async (t
   const badTo = await s.request('POST', '/call', { key, body: { ...dialBody(acc), toNumber: 'not a number' } });
   t.is(badTo.status, 400);
   t.is(badTo.body.detail.details[0].path, 'toNumber');
+  // every carrier id has an adapter now: another carrier's inline auth is checked against its own shape
+  const telnyxAuth = await s.request('POST', '/call', { key, body: { ...dialBody(acc), callConfig: { provider: 'telnyx', phoneNumber: '+14155550100', auth: { api_key: 'k' } } } });
+  t.is(telnyxAuth.status, 400);
+  t.true(telnyxAuth.body.detail.details.some((d: { path: string }) => d.path === 'callConfig.auth.connection_id'));
   const smartfloAuth = await s.request('POST', '/call', { key, body: { ...dialBody(acc), callConfig: { provider: 'smartflo', phoneNumber: '+914045678901', auth: { token: 'x' } } } });
   t.is(smartfloAuth.status, 400);
   t.is(smartfloAuth.body.detail.details[0].path, 'callConfig.smartflo.auth');
   t.is(smartfloAuth.body.detail.details[0].message, 'Extra inputs are not permitted');
 
   const rows = await callsOf(s, orgId);
-  t.is(rows.length, cases.length + 4);
+  t.is(rows.length, cases.length + 5);
   t.true(rows.every((row) => row.status === 'error' && row.tags.includes('rejected') && row.ended_reason === null));
-  t.true(rows.some((row) => row.connection_status === 'provider_not_supported'));
+  t.true(rows.some((row) => row.connection_status === 'schema_validation'));
   t.true(rows.some((row) => row.connection_status === 'missing_credentials'));
   t.false(JSON.stringify(await s.db.any(sql.type(z.object({ s: z.unknown() }))`SELECT config_snapshot AS s FROM calls WHERE organization_id = ${orgId}`)).includes(acc.token));
   t.is([...twilio.calls.values()].filter((c) => c.accountSid === acc.sid).length, 0, 'nothing was dialled');

@@ -127,10 +127,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
     if (pendingDials > 0) early.set(o.callId, o);
   });
 
+  let startRequested = carry !== undefined;
   setHandler(startUpdate, async () => {
+    startRequested = true;
     await condition(() => persisted !== 'created');
     return persisted;
-  }, { validator: () => { if (state !== 'created') illegal('start'); } });
+  }, { validator: () => { if (state !== 'created' || startRequested) illegal('start'); } });
 
   setHandler(pauseUpdate, async () => {
     await writeState('paused', { level: 'info', event: 'paused', message: 'Campaign paused by request', details: {} });
@@ -168,6 +170,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
 
   // ── syncing: the import ────────────────────────────────────────────────────────────────────────────────
   if (!carry) {
+    // The api starts the workflow with update-with-start; the start update may be delivered after the first task.
+    await condition(() => startRequested);
     await writeState('syncing', { level: 'info', event: 'state_changed', message: 'Importing contacts', details: { from: 'created', to: 'syncing' } });
     const loaded = await db.loadCampaign({ campaignId });
     settings ??= loaded.settings;
@@ -252,20 +256,23 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
     wake++;
   };
 
-  const settle = async (f: { entry: InFlight; outcome: AttemptOutcome }) => {
+  /** Records every finished attempt in one activity, schedules retries by the formula, then checks the breaker. */
+  const settle = async (batch: Array<{ entry: InFlight; outcome: AttemptOutcome }>) => {
     const now = Date.now();
-    const failure = isFailure(f.outcome);
-    window = pruneWindow([...window, { t: now, failed: failure }], settings!.breaker, now);
-    const decision = decideRetry(settings!.retry, f.outcome, f.entry.attempt, Math.random);
-    const counts = await db.recordOutcome({
-      campaignId,
-      contactId: f.entry.contactId,
-      attempt: f.entry.attempt,
-      outcome: f.outcome,
-      failure,
-      at: now,
-      retry: decision.retry ? { at: now + Math.round(decision.delaySeconds * 1000), delaySeconds: decision.delaySeconds, reason: decision.reason } : null,
+    const items = batch.map((f) => {
+      const failure = isFailure(f.outcome);
+      window.push({ t: now, failed: failure });
+      const decision = decideRetry(settings!.retry, f.outcome, f.entry.attempt, Math.random);
+      return {
+        contactId: f.entry.contactId,
+        attempt: f.entry.attempt,
+        outcome: f.outcome,
+        failure,
+        retry: decision.retry ? { at: now + Math.round(decision.delaySeconds * 1000), delaySeconds: decision.delaySeconds, reason: decision.reason } : null,
+      };
     });
+    window = pruneWindow(window, settings!.breaker, now);
+    const counts = await db.recordOutcomes({ campaignId, at: now, items });
     executed = counts.executed;
     total = counts.total;
     const verdict = evaluateBreaker(settings!.breaker, window, now);
@@ -307,7 +314,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
 
   let continueRequested = false;
   for (;;) {
-    while (finished.length) await settle(finished.shift()!);
+    while (finished.length) await settle(finished.splice(0));
     if (state === 'completed' || state === 'failed') break;
     if (state === 'paused') {
       await wait('resume', inFlight.size ? RECONCILE_MS : null);

@@ -1,0 +1,36 @@
+// OpenAPI path items of the generic carrier webhooks (api/routes/carrier-hooks.ts): Plivo, Telnyx, Vonage, Exotel.
+// Registered at import time (carrier-hooks.ts imports this module).
+import { registerOpenApiPaths } from './openapi.ts';
+
+const str = { type: 'string' };
+const err = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', properties: { detail: {} }, required: ['detail'] } } } });
+const carrier = { name: 'carrier', in: 'path', required: true, schema: { enum: ['plivo', 'telnyx', 'vonage', 'exotel'] } };
+const callId = { name: 'callId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const signed = 'Verified with the carrier\'s signature (Plivo X-Plivo-Signature-V3 + nonce, Telnyx telnyx-signature-ed25519 + telnyx-timestamp, Vonage signed-callback JWT with payload_hash) or, for Exotel, our signed `token` / `config`+`sig` query parameters.';
+const body = {
+  required: false,
+  content: {
+    'application/x-www-form-urlencoded': { schema: { type: 'object', additionalProperties: str } },
+    'application/json': { schema: { type: 'object' } },
+  },
+};
+const item = (summary: string, params: object[]) => {
+  const op = {
+    tags: ['Carrier webhooks'], summary, description: signed, security: [], parameters: params, requestBody: body,
+    responses: {
+      200: { description: 'The carrier\'s answer document (Plivo XML, Vonage NCCO, Exotel {url}) or an acknowledgement' },
+      204: { description: 'Accepted' },
+      403: err('Missing or invalid signature (nothing changes)'), 404: err('Unknown call'),
+    },
+  };
+  return { post: op, get: { ...op, requestBody: undefined } };
+};
+
+registerOpenApiPaths({
+  '/telephony/{carrier}/answer/{callId}': item('Answer webhook of an outbound call → the bridge to our media stream', [carrier, callId]),
+  '/telephony/{carrier}/status/{callId}': item('Status / event callback of an outbound call', [carrier, callId]),
+  '/telephony/{carrier}/amd/{callId}': item('Answering-machine detection result', [carrier, callId]),
+  '/telephony/{carrier}/transfer/{callId}': item('Document of a transferred leg (Plivo aleg_url → <Dial>)', [carrier, callId]),
+  '/telephony/{carrier}/voice': item("A number's inbound webhook (answer URL / Call Control events / Exotel Voicebot URL)", [carrier]),
+  '/telephony/{carrier}/voice-status': item("A number's status webhook", [carrier]),
+});

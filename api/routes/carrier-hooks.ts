@@ -1,0 +1,258 @@
+// Generic carrier webhooks (no API key, not rate limited) for every carrier whose adapter has `hooks` (Plivo,
+// Telnyx, Vonage, Exotel; Twilio and Smartflo keep their own routes in carrier-webhooks.ts):
+//   {base}/telephony/{carrier}/{answer|status|amd|transfer}/{callId}   callbacks of one of our calls
+//   {base}/telephony/{carrier}/voice                                   a number's inbound answer webhook (and, for
+//                                                                      call-control carriers, its call events)
+//   {base}/telephony/{carrier}/voice-status                            a number's status webhook
+// The adapter parses each webhook into carrier-neutral events (core/telephony/types.ts CarrierEvent) and writes the
+// carrier's answer document; this file verifies, routes and applies them. Verification: the carrier's own
+// signature (`adapter.verifyWebhook` with the call's or the route's credentials) or, for carriers that sign
+// nothing (`adapter.signedUrls`), our signed per-call token in the URL. A forged or missing one → 403, nothing changes.
+import type Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { sql } from '../../core/db/pool.ts';
+import { HttpError } from '../../core/http-error.ts';
+import { finishUnconnected, onPhoneCallEnded, sendUnconnectedEnded } from '../../core/telephony/ended.ts';
+import { admitInbound, carrierRoutes, refusalMessage } from '../../core/telephony/inbound.ts';
+import { toE164 } from '../../core/telephony/numbers.ts';
+import { carrierFor } from '../../core/telephony/registry.ts';
+import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/signing.ts';
+import { callCarrier, configRow, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
+import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
+import { carrierStreamUrl } from '../../core/telephony/urls.ts';
+import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
+import type { ApiDeps } from '../deps.ts';
+import { readRaw } from '../middleware/body.ts';
+import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
+import '../openapi-carriers.ts';
+
+const MAX_FORM_BYTES = 64 * 1024;
+const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer']);
+
+/** The webhook as the adapter sees it: form fields or query parameters, and the raw JSON body when there is one. */
+async function requestOf(ctx: ParameterizedContext, publicUrl: string): Promise<WebhookRequest> {
+  const params: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ctx.query)) if (typeof v === 'string') params[k] = v;
+  let rawBody: Buffer | undefined;
+  let json: unknown;
+  if (ctx.method !== 'GET') {
+    if (ctx.is('application/x-www-form-urlencoded')) {
+      rawBody = await readRaw(ctx.req, MAX_FORM_BYTES);
+      const form: Record<string, string> = {};
+      for (const [k, v] of new URLSearchParams(rawBody.toString('utf8'))) form[k] = v;
+      // the signature covers the form fields, not the query: keep them apart for the adapter
+      return { url: `${publicUrl}${ctx.originalUrl}`, headers: ctx.headers, params: form, method: ctx.method, rawBody };
+    }
+    rawBody = (ctx.state as { rawBody?: Buffer }).rawBody;
+    json = (ctx.request as { body?: unknown }).body;
+  }
+  return { url: `${publicUrl}${ctx.originalUrl}`, headers: ctx.headers, params: ctx.method === 'GET' ? params : {}, method: ctx.method, rawBody, json };
+}
+
+function reply(ctx: ParameterizedContext, r: CarrierReply): void {
+  ctx.status = r.status;
+  if (r.body !== undefined) {
+    ctx.type = r.contentType ?? 'text/plain';
+    ctx.body = r.body;
+  }
+}
+
+export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
+  const { db, config, logger } = deps;
+  const cx = { config, logger };
+
+  /** The carrier of the path when it is served here; null lets other routes (bindings, Twilio) handle the path. */
+  function adapterOf(id: string | undefined): (CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }) | null {
+    const adapter = id ? carrierFor(id) : null;
+    return adapter?.hooks ? (adapter as CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }) : null;
+  }
+
+  const genuine = (adapter: CarrierAdapter, creds: Credentials | null, req: WebhookRequest, callId: string | null) => {
+    if (adapter.signedUrls) {
+      const token = new URL(req.url).searchParams.get('token');
+      return callId !== null && verifyStreamToken(config, callId, token);
+    }
+    return creds !== null && adapter.verifyWebhook(creds, req);
+  };
+
+  async function handOffPostCall(callId: string, orgId: string, agentId: string | null): Promise<void> {
+    if (!deps.temporal) return;
+    try {
+      await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
+        workflowId: postCallWorkflowId(callId),
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        args: [{ callId }],
+        signal: callEndedSignal,
+        signalArgs: [{ callId }],
+        typedSearchAttributes: callSearchAttributes({ organizationId: orgId, agentId, callId }),
+      });
+    } catch (err) {
+      logger.error({ err, callId }, 'post-call hand-off failed');
+    }
+  }
+
+  /** Status / AMD events of one of our calls (the same row rules as the Twilio callbacks). */
+  async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
+    if (ev.type === 'amd') {
+      await db.query(sql.unsafe`UPDATE calls SET answered_by = ${ev.answeredBy}, updated_at = now() WHERE id = ${call.callId}`);
+      await db.query(sql.unsafe`SELECT pg_notify(${CALL_EVENTS_CHANNEL}, ${JSON.stringify({ callId: call.callId, type: 'amd', answeredBy: ev.answeredBy })})`);
+      return;
+    }
+    if (ev.type !== 'status' || !ev.raw) return;
+    await db.query(sql.unsafe`
+      UPDATE calls SET carrier_status = ${ev.raw}, carrier_call_id = COALESCE(carrier_call_id, ${ev.carrierCallId}), updated_at = now()
+      WHERE id = ${call.callId}`);
+    if (!ev.terminal) return;
+    // Answered and gone before the media stream connected: the pipeline never started → cancelled.
+    const mapped = call.adapter.mapStatus(ev.raw);
+    const connectionStatus = mapped === 'completed' ? 'cancelled' : mapped;
+    const ended = await finishUnconnected(db, call.callId, connectionStatus, { carrier_status: { status: ev.raw, duration: ev.durationS } });
+    if (!ended) return;
+    void sendUnconnectedEnded(deps, ended).then(() => handOffPostCall(ended.id, ended.organization_id, ended.agent_uuid));
+    await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
+  }
+
+  // ── callbacks of one of our calls ──────────────────────────────────────────────────────────────────────────
+  const perCall = async (ctx: ParameterizedContext, next: () => Promise<unknown>) => {
+    const adapter = adapterOf(ctx.params.carrier);
+    const hook = ctx.params.hook ?? '';
+    if (!adapter || !CALL_HOOKS.has(hook)) return next();
+    const req = await requestOf(ctx, config.publicUrl);
+    const call = await callCarrier(db, config, ctx.params.callId ?? '');
+    if (!call || call.adapter.id !== adapter.id) throw new HttpError(404, 'Call not found');
+    if (!genuine(adapter, call.creds, req, call.callId)) {
+      logger.warn({ callId: call.callId, carrier: adapter.id }, 'carrier webhook with a missing or invalid signature refused');
+      throw new HttpError(403, `Invalid ${adapter.id} signature`);
+    }
+    let answer: CarrierReply | null = null;
+    for (const ev of adapter.hooks.parse(hook, req)) {
+      if (ev.type === 'answer') {
+        if (ev.carrierCallId) {
+          await db.query(sql.unsafe`UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${ev.carrierCallId}), updated_at = now() WHERE id = ${call.callId}`);
+        }
+        const current = await db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${call.callId}`);
+        answer = current === 'pending'
+          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false })
+          : await adapter.hooks.refuse(cx, call.creds, ev.carrierCallId ?? call.carrierCallId, '');
+      } else if (ev.type === 'transfer_leg') {
+        const t = await db.maybeOneFirst(sql.type(z.object({ t: z.unknown() }))`SELECT logs->'transfer' AS t FROM calls WHERE id = ${call.callId}`);
+        const transfer = (t ?? {}) as { destination?: unknown; timeoutS?: unknown };
+        if (typeof transfer.destination !== 'string' || !adapter.hooks.transferDocument) throw new HttpError(404, 'No transfer for this call');
+        answer = adapter.hooks.transferDocument({
+          destination: transfer.destination,
+          timeoutS: typeof transfer.timeoutS === 'number' ? transfer.timeoutS : 30,
+          recordingCallbackUrl: null,
+          callerId: call.platformNumber,
+        });
+      } else {
+        await apply(call, ev);
+      }
+    }
+    reply(ctx, answer ?? adapter.hooks.ack?.(hook) ?? { status: 204 });
+  };
+  router.post('/telephony/:carrier/:hook/:callId', perCall);
+  router.get('/telephony/:carrier/:hook/:callId', perCall);
+
+  /** Our call by the carrier's call id (events of inbound calls). */
+  async function callByCarrierId(adapter: CarrierAdapter, carrierCallId: string | null): Promise<CallCarrier | null> {
+    if (!carrierCallId) return null;
+    const id = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id::text FROM calls WHERE telephony_provider = ${adapter.id} AND carrier_call_id = ${carrierCallId} ORDER BY created_at DESC LIMIT 1`);
+    return id ? callCarrier(db, config, id) : null;
+  }
+
+  // ── a number's inbound webhook ─────────────────────────────────────────────────────────────────────────────
+  const voice = async (ctx: ParameterizedContext, next: () => Promise<unknown>) => {
+    const adapter = adapterOf(ctx.params.carrier);
+    if (!adapter) return next();
+    const req = await requestOf(ctx, config.publicUrl);
+    const events = adapter.hooks.parse(ctx.path.endsWith('/voice-status') ? 'voice-status' : 'voice', req);
+    let answer: CarrierReply | null = null;
+    for (const ev of events) {
+      if (ev.type === 'inbound') {
+        answer = await inbound(adapter, req, ev);
+        continue;
+      }
+      if (ev.type !== 'status' && ev.type !== 'amd') continue;
+      const call = await callByCarrierId(adapter, ev.carrierCallId);
+      if (!call) {
+        // a genuine event of a call we never admitted (refused, or not ours): acknowledge it
+        if (!(await anyConfigVerifies(adapter, req))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+        continue;
+      }
+      if (!genuine(adapter, call.creds, req, call.callId)) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+      await apply(call, ev);
+    }
+    if (!events.length && !(await anyConfigVerifies(adapter, req))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+    reply(ctx, answer ?? adapter.hooks.ack?.('voice') ?? { status: 204 });
+  };
+  for (const path of ['/telephony/:carrier/voice', '/telephony/:carrier/voice-status']) {
+    router.post(path, voice);
+    router.get(path, voice);
+  }
+
+  /** The credentials of a configuration (or inbound binding) of this carrier that the webhook verifies with, or null. */
+  async function verifyingConfig(adapter: CarrierAdapter, req: WebhookRequest): Promise<Credentials | null> {
+    if (adapter.signedUrls) return null;
+    const configs = await db.any(sql.type(configRow)`
+      SELECT id, organization_id::text, name, provider, credentials, account_ref, amd_enabled, is_default_outbound, created_at, updated_at
+      FROM telephony_configs WHERE provider = ${adapter.id}`);
+    for (const c of configs) {
+      const creds = openCredentials(config, c.credentials);
+      if (adapter.verifyWebhook(creds, req)) return creds;
+    }
+    // accounts registered only through POST /call type=inbound keep their credentials on the binding
+    const bound = await db.anyFirst(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`
+      SELECT credentials FROM inbound_bindings WHERE provider = ${adapter.id} AND credentials IS NOT NULL`);
+    for (const blob of bound) {
+      const creds = openCredentials(config, blob);
+      if (adapter.verifyWebhook(creds, req)) return creds;
+    }
+    return null;
+  }
+  const anyConfigVerifies = async (adapter: CarrierAdapter, req: WebhookRequest) => (await verifyingConfig(adapter, req)) !== null;
+
+  /**
+   * An inbound call of a carrier that signs nothing (Exotel): the webhook URL pasted in its portal names our
+   * configuration and carries its signature (`?config={id}&sig=…`); routes are the dialled number's in that
+   * configuration's organization.
+   */
+  async function inboundSigned(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>, to: string): Promise<CarrierReply> {
+    const q = new URL(req.url).searchParams;
+    const id = q.get('config') ?? '';
+    if (!/^\d{1,15}$/.test(id) || !verifyConfigUrlSig(config, adapter.id, id, q.get('sig'))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+    const cfg = await getConfigById(db, Number(id));
+    if (!cfg || cfg.provider !== adapter.id) throw new HttpError(404, 'Telephony configuration not found');
+    const route = to ? (await carrierRoutes(deps, adapter.id, to)).find((r) => r.orgId === cfg.organization_id) : undefined;
+    const creds = openCredentials(config, cfg.credentials);
+    if (!route) return adapter.hooks.refuse(cx, creds, ev.carrierCallId, refusalMessage('no_route'));
+    const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
+    if (!admission.ok) return adapter.hooks.refuse(cx, route.credentials ?? creds, ev.carrierCallId, admission.message);
+    return adapter.hooks.bridge(cx, route.credentials ?? creds, {
+      callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
+    });
+  }
+
+  /** An inbound call: the route of the dialled number that verifies the webhook, the gates, then the bridge. */
+  async function inbound(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>): Promise<CarrierReply> {
+    const to = toE164(ev.to) ?? (/^\d{8,15}$/.test(ev.to) ? toE164(`+${ev.to}`) : null) ?? '';
+    if (adapter.signedUrls) return inboundSigned(adapter, req, ev, to);
+    const routes = to ? await carrierRoutes(deps, adapter.id, to) : [];
+    const route = routes.find((r) => r.credentials && adapter.verifyWebhook(r.credentials, req));
+    if (!route) {
+      // No route verified: a refusal only for a genuine request of a known account.
+      const known = await verifyingConfig(adapter, req);
+      if (!known) throw new HttpError(403, `Invalid ${adapter.id} signature`);
+      return adapter.hooks.refuse(cx, known, ev.carrierCallId, refusalMessage('no_route'));
+    }
+    const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
+    if (!admission.ok) {
+      logger.info({ orgId: admission.orgId, reason: admission.reason }, 'inbound call refused');
+      return adapter.hooks.refuse(cx, route.credentials, ev.carrierCallId, admission.message);
+    }
+    return adapter.hooks.bridge(cx, route.credentials!, {
+      callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
+    });
+  }
+}

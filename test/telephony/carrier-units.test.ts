@@ -1,0 +1,109 @@
+// Unit checks of the carriers on the generic contract: webhook signatures (Plivo V3, Telnyx Ed25519, Vonage signed
+// JWT) against independently computed ones, tampering and replay windows; status mapping to the spec's values;
+// the Vonage application JWT; base-URL overrides; the L16 codec's framing.
+import { createHash, createHmac, generateKeyPairSync, sign, verify } from 'node:crypto';
+import test from 'ava';
+import { loadConfig } from '../../core/config.ts';
+import { exotel } from '../../core/telephony/exotel.ts';
+import { plivo, verifyPlivoSignature } from '../../core/telephony/plivo.ts';
+import { telnyx, verifyTelnyxSignature } from '../../core/telephony/telnyx.ts';
+import { vonage, vonageAppJwt, verifyVonageSignature } from '../../core/telephony/vonage.ts';
+import { L16Decoder, L16Encoder } from '../../media/audio/l16-stream.ts';
+import { signPlivoV3 } from '../fakes/plivo.ts';
+
+test('Plivo V3: query + sorted POST params + nonce; comma-separated tokens; tampering and a wrong nonce fail', (t) => {
+  const url = 'https://voice.example.com/api/v1/telephony/plivo/status/abc?b=2&a=1';
+  const params = { CallUUID: 'u-1', CallStatus: 'busy', From: '14155550100', To: '14155550199' };
+  const nonce = '05429567804466091622';
+  const sig = signPlivoV3('token-1', url, params, nonce);
+  const req = (p: Record<string, string>, s: string, n = nonce) => ({ url, params: p, method: 'POST', headers: { 'x-plivo-signature-v3': s, 'x-plivo-signature-v3-nonce': n } });
+  t.true(verifyPlivoSignature('token-1', req(params, sig)));
+  t.true(verifyPlivoSignature('token-1', req(params, `${signPlivoV3('other', url, params, nonce)},${sig}`)), 'any of several signatures');
+  t.false(verifyPlivoSignature('token-1', req({ ...params, CallStatus: 'completed' }, sig)));
+  t.false(verifyPlivoSignature('token-1', req(params, sig, '1')));
+  t.false(verifyPlivoSignature('token-2', req(params, sig)));
+  t.false(verifyPlivoSignature('token-1', { url, params, headers: {} }));
+  // no query, no POST params: just the URL and the nonce
+  const bare = 'https://voice.example.com/x';
+  t.true(verifyPlivoSignature('k', { url: bare, params: {}, method: 'POST', headers: { 'x-plivo-signature-v3': signPlivoV3('k', bare, {}, 'n'), 'x-plivo-signature-v3-nonce': 'n' } }));
+});
+
+test('Telnyx: Ed25519 over "timestamp|body" with the portal public key; other keys, tampered bodies and stale timestamps fail', (t) => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+  const body = Buffer.from(JSON.stringify({ data: { event_type: 'call.hangup', payload: { call_control_id: 'v3:x', hangup_cause: 'user_busy' } } }));
+  const now = 1_800_000_000;
+  const signed = (ts: number, b = body, key = privateKey) => ({
+    url: 'https://x/y', params: {}, rawBody: b,
+    headers: { 'telnyx-timestamp': String(ts), 'telnyx-signature-ed25519': sign(null, Buffer.concat([Buffer.from(`${ts}|`), b]), key).toString('base64') },
+  });
+  t.true(verifyTelnyxSignature(pub, signed(now), now));
+  t.false(verifyTelnyxSignature(pub, { ...signed(now), rawBody: Buffer.from(body.toString().replace('user_busy', 'normal_clearing')) }, now));
+  t.false(verifyTelnyxSignature(pub, signed(now, body, generateKeyPairSync('ed25519').privateKey), now));
+  t.false(verifyTelnyxSignature(pub, signed(now - 301), now), 'older than five minutes');
+  t.false(verifyTelnyxSignature('not-a-key', signed(now), now));
+});
+
+test('Vonage: HS256 signed-callback JWT with payload_hash; tampering, another secret, alg none and expiry fail', (t) => {
+  const body = Buffer.from(JSON.stringify({ status: 'busy', uuid: 'u' }));
+  const jwt = (claims: Record<string, unknown>, secret = 's3cret', alg = 'HS256') => {
+    const h = Buffer.from(JSON.stringify({ alg, typ: 'JWT' })).toString('base64url');
+    const c = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    return `Bearer ${h}.${c}.${createHmac('sha256', secret).update(`${h}.${c}`).digest('base64url')}`;
+  };
+  const hash = createHash('sha256').update(body).digest('hex');
+  const now = 1_800_000_000;
+  const req = (auth: string, b = body) => ({ url: 'https://x', params: {}, rawBody: b, headers: { authorization: auth } });
+  t.true(verifyVonageSignature('s3cret', req(jwt({ iat: now, exp: now + 300, payload_hash: hash })), now));
+  t.false(verifyVonageSignature('s3cret', req(jwt({ iat: now, payload_hash: hash }), Buffer.from('{"status":"completed"}')), now));
+  t.false(verifyVonageSignature('s3cret', req(jwt({ iat: now, payload_hash: hash }, 'other')), now));
+  t.false(verifyVonageSignature('s3cret', req(jwt({ iat: now, payload_hash: hash }, 's3cret', 'none')), now));
+  t.false(verifyVonageSignature('s3cret', req(jwt({ iat: now - 600, exp: now - 300, payload_hash: hash })), now));
+  t.false(verifyVonageSignature('s3cret', req(jwt({ iat: now })), now), 'a body needs its payload_hash');
+  t.false(verifyVonageSignature('s3cret', req(''), now));
+});
+
+test('Vonage application JWT: RS256 with the private key, application_id claim', (t) => {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const token = vonageAppJwt({ api_key: 'k', api_secret: 's', application_id: '11111111-2222-4333-8444-555555555555', private_key: pem, signature_secret: 'x' }, 1000);
+  const [h, c, s] = token.split('.');
+  t.like(JSON.parse(Buffer.from(h!, 'base64url').toString()), { alg: 'RS256' });
+  t.like(JSON.parse(Buffer.from(c!, 'base64url').toString()), { application_id: '11111111-2222-4333-8444-555555555555', iat: 1000, exp: 1300 });
+  t.true(verify('sha256', Buffer.from(`${h}.${c}`), publicKey, Buffer.from(s!, 'base64url')));
+});
+
+test('carrier statuses → the spec connectionStatus values (unknown ones pass through as telephony_<raw>)', (t) => {
+  t.deepEqual(['completed', 'busy', 'no-answer', 'timeout', 'failed', 'cancel', 'ringing'].map((s) => plivo.mapStatus(s)),
+    ['completed', 'busy', 'no_answer', 'no_answer', 'connection_failed', 'cancelled', 'telephony_ringing']);
+  t.deepEqual(['normal_clearing', 'user_busy', 'timeout', 'originator_cancel', 'call_rejected', 'unallocated_number', 'unspecified', 'weird-cause'].map((s) => telnyx.mapStatus(s)),
+    ['completed', 'busy', 'no_answer', 'cancelled', 'rejected', 'invalid_number', 'connection_failed', 'telephony_weird_cause']);
+  t.deepEqual(['completed', 'busy', 'timeout', 'unanswered', 'failed', 'rejected', 'cancelled'].map((s) => vonage.mapStatus(s)),
+    ['completed', 'busy', 'no_answer', 'no_answer', 'connection_failed', 'rejected', 'cancelled']);
+  t.deepEqual(['completed', 'busy', 'no-answer', 'failed', 'canceled'].map((s) => exotel.mapStatus(s)),
+    ['completed', 'busy', 'no_answer', 'connection_failed', 'cancelled']);
+});
+
+test('<CARRIER>_API_BASE_URL replaces scheme, host and port only', (t) => {
+  const c = loadConfig({ PLIVO_API_BASE_URL: 'http://127.0.0.1:9001/ignored', TELNYX_API_BASE_URL: 'http://127.0.0.1:9002', VONAGE_API_BASE_URL: 'http://127.0.0.1:9003', EXOTEL_API_BASE_URL: 'http://127.0.0.1:9004' });
+  t.is(plivo.apiBase(c), 'http://127.0.0.1:9001');
+  t.is(telnyx.apiBase(c), 'http://127.0.0.1:9002');
+  t.is(vonage.apiBase(c), 'http://127.0.0.1:9003');
+  t.is(exotel.apiBase(c), 'http://127.0.0.1:9004');
+  const d = loadConfig({});
+  t.deepEqual([plivo.apiBase(d), telnyx.apiBase(d), vonage.apiBase(d)], ['https://api.plivo.com', 'https://api.telnyx.com', 'https://api.nexmo.com']);
+});
+
+test('L16 codec: 24 kHz agent audio → whole 20 ms frames at the carrier rate; carrier PCM → 16 kHz', (t) => {
+  const enc = new L16Encoder(16000, 640);
+  const frames = enc.push(new Int16Array(480 * 5).fill(1000)); // 100 ms at 24 kHz
+  t.true(frames.length >= 4 && frames.every((f) => f.length === 640));
+  t.is(enc.produced, frames.length * 640);
+  const tail = enc.flush();
+  t.true(tail === null || tail.length === 640);
+  const dec = new L16Decoder(8000);
+  const out = dec.decode(new Uint8Array(1600)); // 100 ms at 8 kHz
+  t.true(Math.abs(out.length - 1600) <= 64, `${out.length} samples at 16 kHz`);
+  // an odd byte split across two messages is kept for the next one
+  t.is(new L16Decoder(16000).decode(new Uint8Array(3)).length, 1);
+});

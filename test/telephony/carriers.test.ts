@@ -1,0 +1,358 @@
+// The carriers on the generic adapter contract (Plivo, Telnyx, Vonage, Exotel), one table of scenarios run against
+// each carrier's local fake (REST, signed callbacks and media stream in the carrier's own dialect): configuration
+// probe / encryption / masking and number attachment with provider_sync; an outbound call answered, bridged to our
+// stream, with a greeting and a full caller turn ending in a completed row; busy / no-answer / failed ending
+// never-connected rows with call.ended and no call.started; an inbound call by number attachment; forged
+// callbacks → 403 with nothing changed; another organization's configuration, number and binding → 404.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { sql } from '../../core/db/pool.ts';
+import type { EngineFactory } from '../../media/deps.ts';
+import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
+import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
+import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
+import { callById, saveAgent } from './rest-helpers.ts';
+
+let s: TestServer;
+let hooks: http.Server;
+let hookUrl = '';
+const events: Array<{ event: string; callId: string; [k: string]: unknown }> = [];
+const scenarios = new Map<string, FakeScenario>();
+const made = new Map<string, ReturnType<typeof fakeEngines>>();
+let n = 0;
+const drivers: CarrierDriver[] = carrierDrivers();
+
+const factory: EngineFactory = async ({ config }) => {
+  const e = fakeEngines(scenarios.get(config.name) ?? { stt: { utterances: [] }, llm: [] });
+  made.set(config.name, e);
+  return e;
+};
+
+test.before(async () => {
+  for (const d of drivers) await d.start();
+  hooks = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      try {
+        events.push(JSON.parse(raw));
+      } catch {
+        /* ignored */
+      }
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((ok) => hooks.listen(0, '127.0.0.1', ok));
+  hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+  s = await startTestServer({
+    temporal: false,
+    env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }, ...drivers.map((d) => d.env())),
+    media: { engines: factory },
+  });
+  for (const d of drivers) d.setBase(s.baseUrl);
+});
+test.after.always(async () => {
+  await s?.close();
+  for (const d of drivers) await d.close();
+  await new Promise((ok) => hooks?.close(ok));
+});
+
+const eventsOf = (callId: string) => events.filter((e) => e.callId === callId);
+
+function agent(scenario: FakeScenario, over: Record<string, unknown> = {}): Record<string, unknown> {
+  const name = `carrier-scenario-${++n}`;
+  scenarios.set(name, scenario);
+  return {
+    name,
+    systemPrompt: 'You are a phone test agent.',
+    llm: { provider: 'local', model: 'local-demo' },
+    stt: { provider: 'local' },
+    tts: { provider: 'local' },
+    noiseGate: { enabled: false },
+    greeting: { firstMessages: ['Hello.'], interruptible: false },
+    voicemailDetection: false,
+    webhook: { url: hookUrl },
+    ...over,
+  };
+}
+
+const FROM = '+14155550100';
+const TO = '+14155550199';
+
+async function setup(d: CarrierDriver) {
+  const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+  const acc = d.account();
+  d.addNumber(acc, FROM);
+  return { ...org, acc };
+}
+
+async function dial(d: CarrierDriver, key: string, acc: unknown, agentConfig: Record<string, unknown>) {
+  const seen = d.dialCount();
+  const r = await s.request('POST', '/call', {
+    key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent: agentConfig },
+  });
+  if (r.status !== 200) throw new Error(`POST /call: ${r.status} ${JSON.stringify(r.body)}`);
+  const call = await until(() => d.dialAt(seen), 10_000, 'the dial to reach the fake carrier');
+  return { callId: r.body.callId as string, call, body: r.body };
+}
+
+async function agentQuiet(m: FakePhoneStream, ms = 400): Promise<void> {
+  let last = m.heardMs;
+  let since = performance.now();
+  await until(() => {
+    if (m.heardMs !== last || m.bufferedMs > 0) {
+      last = m.heardMs;
+      since = performance.now();
+      return false;
+    }
+    return performance.now() - since >= ms;
+  }, 20_000, 'agent quiet');
+}
+
+for (const d of drivers) {
+  test.serial(`${d.id}: configuration probed, encrypted and masked; number ownership and inbound attachment; other organizations get 404`, async (t) => {
+    const { apiKey: key, orgId, acc } = await setup(d);
+    const creds = d.creds(acc);
+    const bad = await s.request('POST', '/organizations/telephony-configs', { key, body: { name: 'Wrong', config: { provider: d.id, ...d.wrongCreds(acc) } } });
+    t.is(bad.status, 400, JSON.stringify(bad.body));
+    t.regex(String(bad.body.detail), /^invalid_credentials: /);
+    const r = await s.request('POST', '/organizations/telephony-configs', { key, body: { name: 'Main', config: { provider: d.id, ...creds } } });
+    t.is(r.status, 201, JSON.stringify(r.body));
+    for (const secret of d.secrets(acc)) {
+      t.false(JSON.stringify(r.body).includes(secret), 'secrets are masked');
+      const stored = await s.db.one(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`SELECT credentials FROM telephony_configs WHERE id = ${r.body.id}`);
+      t.false(stored.credentials.includes(Buffer.from(secret)), 'secrets are encrypted at rest');
+    }
+    t.is(r.body.config.provider, d.id);
+    d.configured?.(acc, r.body);
+
+    const agentRow = await saveAgent(s, orgId, agent({}));
+    const notOwned = await s.request('POST', `/organizations/telephony-configs/${r.body.id}/phone-numbers`, { key, body: { address: '+14155550777' } });
+    t.deepEqual([notOwned.status, notOwned.body.detail], [400, `Phone number +14155550777 is not owned by this ${d.name} account`]);
+    const num = await s.request('POST', `/organizations/telephony-configs/${r.body.id}/phone-numbers`, { key, body: { address: FROM, inbound_agent_uuid: agentRow.uuid } });
+    t.is(num.status, 200, JSON.stringify(num.body));
+    t.true(num.body.provider_sync.ok, JSON.stringify(num.body.provider_sync));
+    t.true(d.inboundPointsAt(acc, FROM, `${s.baseUrl}/telephony/${d.id}/voice`), 'the carrier answers the number with our voice webhook');
+
+    const reg = await s.request('POST', '/call', { key, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: creds }, agent: agent({}) } });
+    t.is(reg.status, 200, JSON.stringify(reg.body));
+    t.like(reg.body, { status: 'registered', provider: d.id, provider_sync: { ok: true } });
+
+    const other = await s.createOrg();
+    for (const [method, path] of [
+      ['GET', `/organizations/telephony-configs/${r.body.id}`],
+      ['GET', `/organizations/telephony-configs/${r.body.id}/phone-numbers/${num.body.id}`],
+      ['PUT', `/organizations/telephony-configs/${r.body.id}/phone-numbers/${num.body.id}`],
+      ['GET', `/telephony/inbound/bindings/${reg.body.bindingId}`],
+    ] as const) {
+      const res = await s.request(method, path, { key: other.apiKey, ...(method === 'PUT' ? { body: { label: 'x' } } : {}) });
+      t.is(res.status, 404, `${method} ${path}`);
+    }
+  });
+
+  test.serial(`${d.id}: outbound call answered and bridged to the stream, greeting and a full caller turn → completed row`, async (t) => {
+    const { apiKey: key, orgId, acc } = await setup(d);
+    const a = agent({ stt: { utterances: ['what time is it'] }, llm: [{ text: 'It is noon.' }], tts: { msPerChar: 20 } });
+    const { callId, call } = await dial(d, key, acc, a);
+    const row0 = await callById(s, callId);
+    t.like(row0, { organization_id: orgId, status: 'pending', transport: 'outbound', telephony_provider: d.id, platform_number: FROM, customer_number: TO });
+    d.checkDial(t, call, s.baseUrl, callId);
+    const phone = await d.answerAndConnect(acc, call);
+    await phone.opened;
+    await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
+    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    await agentQuiet(phone);
+    const greetingMs = phone.heardMs;
+    d.checkMedia(t, phone);
+    await phone.tone(600);
+    await phone.silence(700);
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, 20_000, 'reply requested');
+    await until(() => phone.heardMs > greetingMs + 300, 20_000, 'spoken reply');
+    await agentQuiet(phone);
+    phone.hangup();
+    await d.completed(acc, call, 5);
+    const row = await endedRow(s.db, callId);
+    t.is(row.status, 'completed');
+    t.is(row.connection_status, 'completed');
+    t.is(row.ended_reason, 'user_hangup');
+    const transcript = row.transcript as Array<{ role: string; content?: string }>;
+    t.truthy(transcript.find((e) => e.role === 'user' && e.content === 'what time is it'), JSON.stringify(transcript));
+    t.truthy(transcript.find((e) => e.role === 'assistant' && e.content === 'It is noon.'), JSON.stringify(transcript));
+    t.truthy((await callById(s, callId))!.carrier_call_id);
+    const started = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+    t.like(started, { connectionStatus: 'completed', endedReason: 'user_hangup' });
+  });
+
+  for (const [raw, expected] of d.terminal) {
+    test.serial(`${d.id}: outbound ${raw} → row ${expected}, call.ended without call.started`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      const { callId, call } = await dial(d, key, acc, agent({}));
+      const cb = await d.finish(acc, call, raw);
+      t.true(cb.status < 300, `callback answered ${cb.status}`);
+      const row = await callById(s, callId);
+      t.like(row, { status: 'error', connection_status: expected, ended_reason: null, started_at: null });
+      t.true(row!.tags.includes('not_connected'));
+      const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+      t.like(ended, { event: 'call.ended', callId, endedReason: null, connectionStatus: expected, duration: 0 });
+      t.false(eventsOf(callId).some((e) => e.event === 'call.started'));
+    });
+  }
+
+  if (d.failNextDial) {
+    const fail = d.failNextDial;
+    test.serial(`${d.id}: carrier 4xx → 400 provider_rejected, 5xx → 502; both leave dial_failed rows`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      for (const [status, expected] of [[400, 400], [503, 502]] as const) {
+        fail(acc, status, `refused with ${status}`);
+        const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent: agent({}) } });
+        t.is(r.status, expected, JSON.stringify(r.body));
+        t.like(r.body.detail, { code: 'provider_rejected', provider: d.id, providerStatus: status });
+        t.regex(r.body.detail.message, new RegExp(`refused with ${status}`));
+        t.like(await callById(s, r.body.detail.callId), { status: 'error', connection_status: 'dial_failed', ended_reason: null });
+      }
+      const wrong = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.wrongCreds(acc) }, toNumber: TO, agent: agent({}) } });
+      t.is(wrong.status, 400);
+      t.like(wrong.body.detail, { code: 'provider_rejected', providerStatus: 401 });
+      for (const secret of d.secrets(acc)) t.false(JSON.stringify(wrong.body).includes(secret));
+    });
+  }
+
+  test.serial(`${d.id}: forged or unsigned callbacks → 403 and nothing changes`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const { callId, call } = await dial(d, key, acc, agent({}));
+    for (const how of ['forged', 'unsigned'] as const) {
+      const r = await d.finish(acc, call, d.terminal[0]![0], how);
+      t.is(r.status, 403, how);
+    }
+    t.like(await callById(s, callId), { status: 'pending', connection_status: null, ended_at: null });
+    t.deepEqual(eventsOf(callId), []);
+    const inbound = await d.inbound(acc, FROM, '+14155550123', 'forged');
+    t.is(inbound.status, 403);
+    // the media stream: a forged token is refused before anything else (1008), the call stays pending
+    const ws = new WebSocket(`${s.baseUrl.replace(/^http/, 'ws')}/telephony/${d.id}/stream/${callId}?token=${'A'.repeat(32)}`);
+    ws.on('error', () => {});
+    const code = await new Promise<number>((ok) => ws.on('close', (c) => ok(c)));
+    t.is(code, 1008);
+    t.is((await callById(s, callId))!.status, 'pending');
+    t.is((await d.finish(acc, call, d.terminal[0]![0])).status < 300, true, 'the genuine callback is accepted');
+    t.is((await callById(s, callId))!.connection_status, d.terminal[0]![1]);
+  });
+
+  test.serial(`${d.id}: barge-in — the caller talks over the greeting: ${d.clear ? 'the carrier gets its clear message' : 'no clear message exists, sending stops'}; the greeting is cut to what was played`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo';
+    const a = agent({ stt: { utterances: ['wait a moment'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } }, { greeting: { firstMessages: [words], interruptible: true } });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs >= 1500, 20_000, 'greeting playing');
+    const speaking = phone.tone(700);
+    await until(async () => ((await getCallRow(s.db, callId)).transcript as unknown[] | null)?.length || made.get(a.name as string)!.engines.llm.requests.length > 0 || (d.clear && phone.clears > 0), 15_000, 'barge-in');
+    await speaking;
+    await phone.silence(600);
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, 15_000, 'reply requested');
+    if (d.clear) t.true(phone.clears > 0, 'clear sent');
+    else t.is(phone.received.length, 0, 'no text message at all (Vonage has no clear)');
+    phone.hangup();
+    await d.completed(acc, call, 5);
+    const row = await endedRow(s.db, callId);
+    const greeting = (row.transcript as Array<{ role: string; content: string; interrupted?: boolean }>).find((e) => e.role === 'assistant')!;
+    t.true(greeting.interrupted, 'the greeting is marked interrupted');
+    t.true(words.startsWith(greeting.content) && greeting.content.length < words.length, greeting.content);
+  });
+
+  if (d.amd) {
+    const amd = d.amd;
+    test.serial(`${d.id}: carrier answering-machine detection says machine → endedReason voicemail, the carrier call is hung up`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      const { callId, call } = await dial(d, key, acc, agent({}, { voicemailDetection: true }));
+      t.true(amd.requested(call), 'AMD requested on the dial');
+      const phone = await d.answerAndConnect(acc, call);
+      await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
+      await amd.machine(call);
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'voicemail');
+      t.like((await callById(s, callId))!.logs.voicemail_detection, { result: 'machine', by: 'amd' });
+      await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
+      phone.hangup();
+    });
+  }
+
+  test.serial(`${d.id}: transferCall ${d.transferred ? 'moves the call through the carrier → endedReason transferred' : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: false } }];
+    const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs > 300, 20_000, 'greeting');
+    await agentQuiet(phone);
+    await phone.tone(600);
+    await phone.silence(600);
+    if (d.transferred) {
+      const seen = await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
+      t.true(seen.includes('15550009999'), seen);
+      phone.hangup(); // the call leaves the stream for the transfer
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'transferred');
+      t.like((await callById(s, callId))!.logs.transfer, { destination: '+15550009999' });
+    } else {
+      await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, 20_000, 'the LLM hears the refusal');
+      t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
+      phone.hangup();
+      await d.completed(acc, call, 5);
+      const row = await endedRow(s.db, callId);
+      t.is(row.ended_reason, 'user_hangup');
+      const tool = (row.transcript as Array<{ role: string; name?: string; status?: string; result?: unknown }>).find((e) => e.role === 'tool');
+      t.truthy(tool);
+      t.not(tool!.status, 'success');
+      // the LLM is told why: its next request carries the tool result
+      t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
+    }
+  });
+
+  test.serial(`${d.id}: inbound call by number attachment runs on the stream; an unrouted genuine call is refused`, async (t) => {
+    const { apiKey: key, orgId, acc } = await setup(d);
+    const cfg = await s.request('POST', '/organizations/telephony-configs', { key, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } });
+    t.is(cfg.status, 201, JSON.stringify(cfg.body));
+    d.configured?.(acc, cfg.body);
+    const a = agent({ stt: { utterances: ['hello'] }, llm: [{ text: 'Hi there.' }], tts: { msPerChar: 20 } });
+    const saved = await saveAgent(s, orgId, a);
+    const num = await s.request('POST', `/organizations/telephony-configs/${cfg.body.id}/phone-numbers`, { key, body: { address: FROM, inbound_agent_uuid: saved.uuid } });
+    t.true(num.body.provider_sync.ok, JSON.stringify(num.body));
+    t.true(d.inboundPointsAt(acc, FROM, `${s.baseUrl}/telephony/${d.id}/voice`));
+    const inbound = await d.inbound(acc, FROM, '+14155550123');
+    t.true(inbound.status < 300, `inbound webhook answered ${inbound.status}`);
+    t.truthy(inbound.phone, 'the call is bridged to our stream');
+    const phone = inbound.phone!;
+    await phone.opened;
+    const row0 = await until(async () => (await s.db.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
+      SELECT id::text, status FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND status = 'active'`)), 10_000, 'inbound call active');
+    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    phone.hangup();
+    const row = await endedRow(s.db, row0.id);
+    t.is(row.status, 'completed');
+    t.like(await callById(s, row0.id), { transport: 'inbound', call_source: 'api_inbound', telephony_provider: d.id, platform_number: FROM, customer_number: '+14155550123' });
+
+    // a binding registered by POST /call type=inbound wins over the number's agent
+    const reg = await s.request('POST', '/call', { key, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agent: agent({}, { name: 'Binding agent' }) } });
+    t.is(reg.status, 200, JSON.stringify(reg.body));
+    const second = await d.inbound(acc, FROM, '+14155550125');
+    t.truthy(second.phone);
+    await second.phone!.opened;
+    const bound = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), agent_name: z.string().nullable() }))`
+      SELECT id::text, agent_name FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = '+14155550125' AND status = 'active'`), 10_000, 'bound call active');
+    t.is(bound.agent_name, 'Binding agent');
+    second.phone!.hangup();
+    await endedRow(s.db, bound.id);
+
+    // a genuine call to a number nobody routes: refused (spoken), no stream
+    d.addNumber(acc, '+14155550155');
+    const unrouted = await d.inbound(acc, '+14155550155', '+14155550124');
+    t.true(unrouted.status < 300);
+    t.is(unrouted.phone, null);
+  });
+}
