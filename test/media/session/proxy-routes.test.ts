@@ -16,6 +16,10 @@ const SAMPLE_PATHS: Record<string, string> = {
   '/api/v1/telephony/stream/*': `/api/v1/telephony/stream/${CALL}`,
   '/api/v1/telephony/twilio/stream/*': `/api/v1/telephony/twilio/stream/${CALL}`,
   '/api/v1/telephony/smartflo/stream/*': `/api/v1/telephony/smartflo/stream/1`,
+  '/api/v1/telephony/plivo/stream/*': `/api/v1/telephony/plivo/stream/${CALL}`,
+  '/api/v1/telephony/telnyx/stream/*': `/api/v1/telephony/telnyx/stream/${CALL}`,
+  '/api/v1/telephony/vonage/stream/*': `/api/v1/telephony/vonage/stream/${CALL}`,
+  '/api/v1/telephony/exotel/stream/*': `/api/v1/telephony/exotel/stream/${CALL}`,
 };
 
 function mediaMatchers(): string[] {
