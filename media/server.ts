@@ -20,6 +20,8 @@ import {
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
+import { createWebRtcSignaling } from './webrtc/signaling.ts';
+import { callPageHandler } from './webrtc/page.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
@@ -100,6 +102,13 @@ export function createMediaService(deps: MediaDeps): MediaService {
     return true;
   };
 
+  // WebRTC signaling (offer/answer, trickle ICE, ICE servers) and the browser call page
+  const track = (p: Promise<unknown>) => {
+    const t: Promise<void> = p.then(() => {}, () => {}).finally(() => pendingSetups.delete(t));
+    pendingSetups.add(t);
+  };
+  const webrtc = createWebRtcSignaling(deps, runner, { draining: () => draining || closed, track });
+
   async function runCall(ws: WebSocket, pending: CallRow): Promise<void> {
     const transport = new WsTransport(ws);
     ws.on('error', (err) => logger.debug({ err, callId: pending.id }, 'websocket error'));
@@ -110,7 +119,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
 
   return {
     upgrade: [upgrade],
-    http: [],
+    http: [webrtc.http, callPageHandler],
     activeCalls: () => live.size,
     async drain(graceMs: number) {
       draining = true;
@@ -124,6 +133,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       clearInterval(rc);
       await started;
       await Promise.allSettled([...pendingSetups]);
+      await webrtc.close();
       await Promise.allSettled([...live].map((s) => s.end('cancelled')));
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
