@@ -81,9 +81,26 @@ export class PhoneLine {
     const companded = decodeMulaw(encodeMulaw(line));
     return this.up.process(companded);
   }
+
+  /** End of stream: the resamplers' look-ahead tail. */
+  flush(): Int16Array {
+    const line = this.down.flush();
+    const a = this.up.process(decodeMulaw(encodeMulaw(line)));
+    const b = this.up.flush();
+    const out = new Int16Array(a.length + b.length);
+    out.set(a);
+    out.set(b, a.length);
+    return out;
+  }
 }
 
-/** The whole-buffer form (tests, offline previews). */
+/** The whole-buffer form (tests, offline previews): same length as the input. */
 export function phoneLine(pcm: Int16Array, rate: number): Int16Array {
-  return new PhoneLine(rate).process(pcm);
+  const line = new PhoneLine(rate);
+  const a = line.process(pcm);
+  const b = line.flush();
+  const out = new Int16Array(pcm.length);
+  out.set(a.subarray(0, out.length));
+  out.set(b.subarray(0, Math.max(0, out.length - a.length)), Math.min(a.length, out.length));
+  return out;
 }
