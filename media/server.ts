@@ -133,8 +133,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       clearInterval(rc);
       await started;
       await Promise.allSettled([...pendingSetups]);
-      await webrtc.close();
       await Promise.allSettled([...live].map((s) => s.end('cancelled')));
+      await webrtc.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
     },

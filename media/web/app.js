@@ -46,7 +46,7 @@ function showMessage(text) {
 async function api(method, path, body) {
   const headers = { 'x-api-key': apiKey() };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path.startsWith('/') ? path : `${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(path.startsWith('/api/') ? path : `${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   let data = null;
   try { data = await res.json(); } catch { /* empty body */ }
   return { ok: res.ok, status: res.status, data };
@@ -162,6 +162,7 @@ function meter(stream, bar) {
     const pct = Math.max(0, Math.min(100, ((db + 60) / 60) * 100));
     bar.style.width = `${pct}%`;
     bar.dataset.db = db.toFixed(1);
+    bar.dataset.peak = Math.max(Number(bar.dataset.peak ?? -100), db).toFixed(1);
   }, 60);
   state.timers.push(id);
 }
@@ -179,6 +180,11 @@ async function startCall() {
   ui.resultSection.hidden = true;
   ui.call.disabled = true;
   Object.assign(state, { callId: null, hungUp: false, everConnected: false, events: [] });
+  // created inside the click, so browsers let it run (autoplay policy)
+  state.audioCtx = new AudioContext();
+  void state.audioCtx.resume();
+  ui.micLevel.dataset.peak = '-100';
+  ui.agentLevel.dataset.peak = '-100';
   setStatus('Asking for the microphone…', 'mic');
 
   let mic;
@@ -285,7 +291,7 @@ function finish(message) {
   const { pc } = state;
   state.pc = null;
   // give the hang-up message a moment to leave before the connection closes
-  setTimeout(() => { try { pc && pc.close(); } catch { /* closed */ } }, 150);
+  setTimeout(() => { try { if (pc) pc.close(); } catch { /* closed */ } }, 150);
   cleanup();
   ui.hangup.disabled = true;
   ui.call.disabled = !ui.agent.value;

@@ -21,6 +21,7 @@ import type { CallRunner } from '../session/runner.ts';
 import { claimCall, loadCall, type CallRow } from '../session/lifecycle.ts';
 import { OfferError, WebRtcTransport, type WebRtcNetOptions } from '../transports/webrtc.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers, type BrowserIceServer } from './ice.ts';
+import { acquireWebRtcRuntime } from './runtime.ts';
 
 const OFFER_PATH = /^\/api\/v1\/webrtc\/offer\/([^/?#]+)\/?$/;
 const ICE_PATH = /^\/api\/v1\/webrtc\/ice-servers\/?$/;
@@ -80,6 +81,7 @@ export function createWebRtcSignaling(
     bindAddress: config.WEBRTC_BIND_ADDRESS,
     announcedAddress: config.WEBRTC_ANNOUNCED_ADDRESS,
   };
+  const release = acquireWebRtcRuntime();
   const peers = new Map<string, Entry>(); // by call id
   const byPc = new Map<string, Entry>();
   const starting = new Set<string>(); // call ids whose first offer is being answered
@@ -242,8 +244,14 @@ export function createWebRtcSignaling(
     http: handler,
     peers,
     async close() {
-      // answered peers that never connected end like any unconnected call; running calls are ended by the runner
+      // answered peers that never connected end like any unconnected call; running calls were ended by the runner
       await Promise.allSettled([...peers.values()].filter((e) => !e.running).map((e) => noParticipant(e, 'media process shutting down')));
+      for (const e of [...peers.values()]) {
+        forget(e);
+        e.transport.destroy();
+      }
+      await new Promise((r) => setTimeout(r, 300)); // DTLS close notifications leave
+      release();
     },
   };
 }

@@ -31,6 +31,10 @@ export class WebRtcCaller {
   payloadTypes = new Set<number>();
   dcClosed = false;
   state = 'new';
+  /** when set, the arrival time (performance.now()) of every agent RTP packet (benchmark) */
+  arrivals: number[] | null = null;
+  /** decode agent audio (off in the benchmark's client, which only times packets) */
+  decode = true;
 
   constructor(name = 'test-caller') {
     this.pc = new Pc(name, { iceServers: [], disableAutoNegotiation: true });
@@ -49,6 +53,8 @@ export class WebRtcCaller {
       this.packets++;
       this.lastPacketAt = Date.now();
       this.payloadTypes.add(p.payloadType);
+      this.arrivals?.push(performance.now());
+      if (!this.decode) return;
       const pcm = this.dec.decode(p.payload);
       this.samples += pcm.length;
       for (const s of pcm) this.energy += s * s;
@@ -111,6 +117,13 @@ export class WebRtcCaller {
       const wait = start + (f + 1) * 20 - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
+  }
+
+  /** Send one already-encoded 20 ms Opus packet (the benchmark sends a pre-encoded silence frame). */
+  sendPacket(packet: Uint8Array): void {
+    this.cfg.timestamp = this.ts;
+    this.ts = (this.ts + FRAME_SAMPLES) >>> 0;
+    if (this.track.isOpen()) this.track.sendMessageBinary(Buffer.from(packet));
   }
 
   hangup(): void {
