@@ -85,20 +85,30 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const jitter: number[] = [];
   let frames = 0;
   const t0 = performance.now();
-  const callers = await Promise.all(job.callIds.map(async (id) => {
+  const failures: string[] = [];
+  const settled = await Promise.all(job.callIds.map(async (id) => {
     const c = new WebRtcCaller(`bench-${id}`);
     c.decode = false;
     c.arrivals = [];
-    const res = await fetch(`${job.origin}/api/v1/webrtc/offer/${id}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': job.key },
-      body: JSON.stringify({ sdp: await c.offer(), type: 'offer' }),
-    });
-    if (!res.ok) throw new Error(`offer ${res.status} ${await res.text()}`);
-    c.accept(((await res.json()) as { sdp: string }).sdp);
-    await until(() => c.state === 'connected', 20_000, 'peer connected');
-    return c;
+    try {
+      const res = await fetch(`${job.origin}/api/v1/webrtc/offer/${id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': job.key },
+        body: JSON.stringify({ sdp: await c.offer(), type: 'offer' }),
+      });
+      if (!res.ok) throw new Error(`offer ${res.status} ${await res.text()}`);
+      c.accept(((await res.json()) as { sdp: string }).sdp);
+      await until(() => c.state === 'connected', 20_000, 'peer connected');
+      return c;
+    } catch (err) {
+      // counted and reported, not hidden: "connected" below is below N
+      failures.push((err as Error).message);
+      c.close();
+      return null;
+    }
   }));
+  const callers = settled.filter((c) => c !== null);
+  if (failures.length) process.stderr.write(`webrtc client: ${failures.length} of ${job.callIds.length} calls failed to connect: ${[...new Set(failures)].join('; ')}\n`);
   // one 20 ms clock sends every caller's silence packet
   const start = performance.now();
   let k = 0;
