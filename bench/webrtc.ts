@@ -102,7 +102,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
       return c;
     } catch (err) {
       // counted and reported, not hidden: "connected" below is below N
-      failures.push((err as Error).message);
+      failures.push(`${(err as Error).message} (peer ${c.state}, ice ${c.pc.iceState()})`);
       c.close();
       return null;
     }

@@ -72,6 +72,7 @@ export class WebRtcTransport implements LiveTransport {
   private readonly connectedCbs: Array<() => void> = [];
   private readonly failedCbs: Array<(why: string) => void> = [];
   private disconnectTimer: NodeJS.Timeout | null = null;
+  private wentAway = false;
   private readonly log: Logger;
 
   private constructor(private readonly o: WebRtcOptions) {
@@ -188,7 +189,9 @@ export class WebRtcTransport implements LiveTransport {
   }
 
   onClose(cb: () => void): void {
-    this.closeCbs.push(cb);
+    // the peer may already have gone while the call was being set up
+    if (this.wentAway) queueMicrotask(cb);
+    else this.closeCbs.push(cb);
   }
 
   close(_kind: CloseKind, _reason?: string): void {
@@ -313,6 +316,7 @@ export class WebRtcTransport implements LiveTransport {
     if (this.phase !== 'connected') return;
     this.log.info({ why }, 'webrtc peer went away');
     this.phase = 'closed';
+    this.wentAway = true;
     for (const cb of this.closeCbs.splice(0)) cb();
     setTimeout(() => this.destroy(), 50).unref();
   }
