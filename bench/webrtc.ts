@@ -188,6 +188,12 @@ async function main(): Promise<void> {
     await setOrganizationLimits(db, org.id, { concurrency: 1000 });
     const { key } = await createApiKey(db, org.id, 'bench');
 
+    // RTP packets the server sent (its /metrics): tells server-side pacing from client-side loss
+    const rtpSent = async () => {
+      const text = await (await fetch(`${origin}/metrics`)).text();
+      const m = /^voice_webrtc_rtp_packets_total\{direction="sent"\} (\d+)/m.exec(text);
+      return m ? Number(m[1]) : 0;
+    };
     const sentence = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. ';
     const long = sentence.repeat(Math.ceil(((SECONDS + 10) * 1000) / 60 / sentence.length));
     const run = async (kind: Kind, n: number) => {
@@ -199,15 +205,17 @@ async function main(): Promise<void> {
           config: agentConfig({ name: `${kind}-${i}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25 }),
         }));
       }
+      const sent0 = await rtpSent();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const r = await clientProcess({ kind, origin, key, callIds: ids, seconds: SECONDS });
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      const serverSent = (await rtpSent()) - sent0;
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
       const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
       const live = Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
-      return { kind, n, r, cpuPct, cpuPerCall: cpuPct / live, framesPerCallPerS: r.frames / live / SECONDS };
+      return { kind, n, r, cpuPct, cpuPerCall: cpuPct / live, framesPerCallPerS: r.frames / live / SECONDS, serverSent };
     };
     const results = [];
     for (const n of [SMALL, CALLS]) {
@@ -218,7 +226,8 @@ async function main(): Promise<void> {
       log(
         `${x.kind.padEnd(9)} ${String(x.n).padStart(3)} calls, ${SECONDS} s: ${x.r.connected} connected; server CPU ${f1(x.cpuPct)} % of one core ` +
           `= ${f2(x.cpuPerCall)} % per connected call; agent frames ${f1(x.framesPerCallPerS)}/s per connected call (50 expected); ` +
-          `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms`,
+          `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms` +
+          (x.kind === 'webrtc' ? `; server sent ${x.serverSent} RTP packets (${f1(x.serverSent / Math.max(1, x.r.connected) / SECONDS)}/s per connected call), client received ${x.r.frames}` : ''),
       );
     }
     for (let i = 0; i < results.length; i += 2) {

@@ -12,6 +12,7 @@ import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
 import { Resampler } from '../audio/resample.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
+import { rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
 import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48 } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
@@ -139,6 +140,7 @@ export class WebRtcTransport implements LiveTransport {
   sendAudio(pcm24k: Int16Array): void {
     if (this.phase !== 'connected' || !this.track || !this.rtpConfig) {
       this.dropped++;
+      rtpLossTotal.inc({ kind: 'unsent' });
       return;
     }
     const pcm48 = this.up.process(pcm24k);
@@ -146,6 +148,7 @@ export class WebRtcTransport implements LiveTransport {
     merged.set(this.outBuf);
     merged.set(pcm48, this.outBuf.length);
     let off = 0;
+    let sent = 0;
     const now = performance.now();
     // the agent was silent for a while (nothing sent): the RTP clock keeps running with wall time
     if (this.lastSendAt !== null && now - this.lastSendAt > 100) this.rtpTs = (this.rtpTs + Math.round((now - this.lastSendAt - 20) * 48)) >>> 0;
@@ -158,15 +161,21 @@ export class WebRtcTransport implements LiveTransport {
         if (this.track.isOpen()) {
           this.track.sendMessageBinary(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength));
           this.framesSent++;
-        } else this.dropped++;
+          sent++;
+        } else {
+          this.dropped++;
+          rtpLossTotal.inc({ kind: 'unsent' });
+        }
       } catch (err) {
         this.dropped++;
+        rtpLossTotal.inc({ kind: 'unsent' });
         this.log.debug({ err }, 'rtp send failed');
       }
       this.rtpTs = (this.rtpTs + FRAME_SAMPLES) >>> 0;
     }
     this.lastSendAt = now;
     this.outBuf = merged.slice(off);
+    if (sent) rtpPacketsTotal.inc({ direction: 'sent' }, sent);
   }
 
   sendEvent(event: Record<string, unknown>): void {
@@ -255,7 +264,11 @@ export class WebRtcTransport implements LiveTransport {
     if (this.phase === 'closed') return;
     const pkt = parseRtp(msg);
     if (!pkt || pkt.payloadType !== this.opusPt) return;
+    rtpPacketsTotal.inc({ direction: 'received' });
+    const { concealed, late } = this.jitter.stats;
     this.jitter.push(pkt);
+    if (this.jitter.stats.late > late) rtpLossTotal.inc({ kind: 'late' });
+    if (this.jitter.stats.concealed > concealed) rtpLossTotal.inc({ kind: 'concealed' }, this.jitter.stats.concealed - concealed);
   }
 
   private deliver(pcm16: Int16Array): void {
