@@ -86,7 +86,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   let frames = 0;
   const t0 = performance.now();
   const failures: string[] = [];
-  const settled = await Promise.all(job.callIds.map(async (id) => {
+  const settled = await Promise.all(job.callIds.map(async (id, index) => {
     const c = new WebRtcCaller(`bench-${id}`);
     c.decode = false;
     c.arrivals = [];
@@ -94,15 +94,24 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
       const res = await fetch(`${job.origin}/api/v1/webrtc/offer/${id}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': job.key },
-        body: JSON.stringify({ sdp: await c.offer(), type: 'offer' }),
+        body: JSON.stringify({ sdp: await c.offer({ trickle: true }), type: 'offer' }),
       });
       if (!res.ok) throw new Error(`offer ${res.status} ${await res.text()}`);
       c.accept(((await res.json()) as { sdp: string }).sdp);
+      // like the call page: the caller's candidates follow the answer by PATCH
+      await c.trickleAfterAnswer(async (candidates) => {
+        const r = await fetch(`${job.origin}/api/v1/webrtc/offer/${id}`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json', 'x-api-key': job.key },
+          body: JSON.stringify({ candidate: candidates }),
+        });
+        if (!r.ok) throw new Error(`PATCH ${r.status} ${await r.text()}`);
+      });
       await until(() => c.state === 'connected', 20_000, 'peer connected');
       return c;
     } catch (err) {
       // counted and reported, not hidden: "connected" below is below N
-      failures.push(`${(err as Error).message} (peer ${c.state}, ice ${c.pc.iceState()})`);
+      failures.push(`${(err as Error).message} (caller #${index}, peer ${c.state}, ice ${c.pc.iceState()})`);
       c.close();
       return null;
     }

@@ -15,6 +15,7 @@ import { sql } from '../../core/db/pool.ts';
 import { notifyExpired } from '../../core/calls/expiry.ts';
 import { WEB_TRANSPORTS } from '../../core/calls/model.ts';
 import { resolveApiKey } from '../../core/orgs.ts';
+import { hitRateLimit } from '../../core/ratelimit.ts';
 import { to422, zodToItems } from '../../core/validation.ts';
 import type { MediaDeps } from '../deps.ts';
 import type { CallRunner } from '../session/runner.ts';
@@ -210,7 +211,22 @@ export function createWebRtcSignaling(
     const principal = await resolveApiKey(deps.db, key);
     if (!principal) throw new Reply(401, 'Invalid or expired API key');
     if (!principal.organizationId) throw new Reply(400, 'No organization selected');
+    // the organization's request-rate limit, as on the REST API
+    const limit = await orgRateLimit(principal.organizationId);
+    const decision = await hitRateLimit(deps.db, principal.organizationId, limit);
+    if (!decision.allowed) throw new Reply(429, 'Rate limit exceeded');
     return principal.organizationId;
+  }
+
+  const rateCache = new Map<string, { limit: number; at: number }>();
+  async function orgRateLimit(orgId: string): Promise<number> {
+    const cached = rateCache.get(orgId);
+    if (cached && Date.now() - cached.at < 5_000) return cached.limit;
+    const limit = await deps.db.maybeOneFirst(sql.type(z.object({ rate_per_minute: z.number().nullable() }))`
+      SELECT rate_per_minute FROM organizations WHERE id = ${orgId}`);
+    const value = limit ?? config.DEFAULT_RATE_PER_MINUTE;
+    rateCache.set(orgId, { limit: value, at: Date.now() });
+    return value;
   }
 
   const handler: HttpHandler = (req, res) => {

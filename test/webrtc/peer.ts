@@ -104,6 +104,17 @@ export class WebRtcCaller {
     this.pc.setRemoteDescription(answerSdp, 'answer');
   }
 
+  /**
+   * The call page's order: the offer goes without candidates, the answer is applied, then the local candidates
+   * follow by PATCH. (With candidates in the offer the server starts connectivity checks before this
+   * node-datachannel client has the answer, and libdatachannel as an offerer sometimes drops its ICE transport
+   * then — "Got a remote candidate without ICE transport". Browsers do not; the page trickles anyway.)
+   */
+  async trickleAfterAnswer(patch: (candidates: Array<{ candidate: string; sdpMid: string }>) => Promise<void>): Promise<void> {
+    await this.gathered();
+    await patch(this.localCandidates.map((c) => ({ candidate: c.candidate, sdpMid: c.mid })));
+  }
+
   /** Send `ms` of a 440 Hz tone (speech for the scripted engines) or silence, as real-time Opus RTP. */
   async send(ms: number, tone = true): Promise<void> {
     const frames = Math.round(ms / 20);

@@ -35,10 +35,19 @@ async function pending(over: Record<string, unknown> = {}, transport = 'webrtc')
   return insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig(over), transport });
 }
 
+/** The page's order: offer, answer, then the caller's candidates by PATCH. */
+async function trickle(c: WebRtcCaller, callId: string) {
+  await c.trickleAfterAnswer(async (candidates) => {
+    const r = await s.request('PATCH', offerPath(callId), { key: org.apiKey, body: { candidate: candidates } });
+    if (r.status !== 200) throw new Error(`PATCH ${r.status} ${JSON.stringify(r.body)}`);
+  });
+}
+
 async function connect(callId: string, c = caller()) {
-  const res = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer(), type: 'offer' } });
+  const res = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer({ trickle: true }), type: 'offer' } });
   if (res.status !== 200) throw new Error(`offer: ${res.status} ${JSON.stringify(res.body)}`);
   c.accept(res.body.sdp);
+  await trickle(c, callId);
   await until(() => c.state === 'connected', 10_000, 'peer connected');
   return { c, answer: res.body as { sdp: string; type: string; pc_id: string; iceServers: unknown[] } };
 }
@@ -49,7 +58,7 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   const name = book.add({ stt: { utterances: ['what are your opening hours'] }, llm: [{ text: 'We are open from nine to five.' }] });
   const callId = await pending({ name }, 'web'); // POST /call stores browser calls as `web`
   const c = caller();
-  const res = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer(), type: 'offer' } });
+  const res = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer({ trickle: true }), type: 'offer' } });
   t.is(res.status, 200);
   t.is(res.body.type, 'answer');
   t.regex(res.body.pc_id, /^[0-9a-f-]{36}$/);
@@ -65,6 +74,7 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   t.is((await getCallRow(s.db, callId)).status, 'active');
 
   c.accept(sdp);
+  await trickle(c, callId);
   await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), 15_000, 'greeting text');
   await until(() => c.audioSeconds > 0.8, 15_000, 'greeting audio');
   t.deepEqual([...c.payloadTypes], [111]);
@@ -142,7 +152,7 @@ test('a second offer while the call starts is 409; an offer with the live pc_id 
   const name = book.add({ llm: [] });
   const callId = await pending({ name });
   const c = caller();
-  const first = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer(), type: 'offer' } });
+  const first = await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await c.offer({ trickle: true }), type: 'offer' } });
   t.is(first.status, 200);
   // duplicate before the peer connected
   const other = caller();
@@ -150,6 +160,7 @@ test('a second offer while the call starts is 409; an offer with the live pc_id 
   t.is(dup.status, 409);
   t.regex(dup.body.detail, /Duplicate offer/);
   c.accept(first.body.sdp);
+  await trickle(c, callId);
   await until(() => c.state === 'connected', 10_000, 'connected');
   await until(() => c.audioSeconds > 0.3, 15_000, 'greeting audio');
   // duplicate while running, and with a pc_id that is not this call's peer
@@ -229,6 +240,12 @@ test('404, 401 and 422 rules; a bad offer changes nothing', async (t) => {
   // a PATCH before any offer
   t.is((await s.request('PATCH', offerPath(id), { key: org.apiKey, body: { candidate: 'candidate:1 1 UDP 1 127.0.0.1 9 typ host' } })).status, 409);
   t.is((await getCallRow(s.db, id)).status, 'pending');
+
+  // the organization's request-rate limit applies to signaling as to the REST API
+  const limited = await s.createOrg({ name: 'rate limited', ratePerMinute: 2 });
+  const codes: number[] = [];
+  for (let i = 0; i < 3; i++) codes.push((await s.request('GET', '/webrtc/ice-servers', { key: limited.apiKey })).status);
+  t.deepEqual(codes, [200, 200, 429]);
 
   const ice = await s.request('GET', '/webrtc/ice-servers', { key: org.apiKey });
   t.is(ice.status, 200);
