@@ -320,6 +320,9 @@ function render(row) {
     ['Connection', row.connectionStatus ?? '—'], ['Duration', row.durationSeconds != null ? `${row.durationSeconds} s` : '—'],
     ['Phone-line simulation', row.telephonySim ? 'on' : 'off'],
     ['Recording', row.recordingUrl ? 'ready' : 'after post-call processing'],
+    ['Stored transcript', Array.isArray(row.transcript) ? `${row.transcript.length} entries` : 'after the call is written'],
+    ['Transcript file', row.transcriptUrl ? row.transcriptUrl : 'after post-call processing'],
+    ['Summary', row.summary || '—'],
   ];
   ui.result.innerHTML = '';
   for (const [k, v] of fields) {
