@@ -82,6 +82,18 @@ export const configSchema = z.object({
   TELEPHONY_ENCRYPTION_KEY: z.string().min(16).optional(),
   /** A phone call still pending this long after creation (no media stream, no carrier status) ends as never connected. */
   PHONE_PENDING_TIMEOUT_S: z.coerce.number().int().min(30).max(3600).default(180),
+  /** WebRTC (browser calls): STUN/TURN servers (JSON array of RTCIceServer, or comma-separated stun:/turn: URLs). Default none. */
+  WEBRTC_ICE_SERVERS: z.string().optional(),
+  /** UDP ports the media process uses for WebRTC, "min-max" (default: the OS picks ephemeral ports). */
+  WEBRTC_PORT_RANGE: z.string().regex(/^\d{4,5}-\d{4,5}$/, 'must be "min-max", e.g. 40000-40100')
+    .refine((v) => { const [a, b] = v.split('-').map(Number) as [number, number]; return a >= 1024 && b <= 65535 && a <= b; }, 'ports must satisfy 1024 <= min <= max <= 65535')
+    .optional(),
+  /** Local address the WebRTC UDP sockets bind to (default: all interfaces). */
+  WEBRTC_BIND_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
+  /** Public address written into the server's ICE host candidates (1:1 NAT, containers publishing the port range). */
+  WEBRTC_ANNOUNCED_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
+  /** Seconds an answered offer may take to connect before the call ends no_participant. */
+  WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
 });
 
 export type Config = z.infer<typeof configSchema> & {

@@ -22,6 +22,8 @@ import {
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
+import { createWebRtcSignaling } from './webrtc/signaling.ts';
+import { callPageHandler } from './webrtc/page.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
@@ -103,6 +105,13 @@ export function createMediaService(deps: MediaDeps): MediaService {
     return true;
   };
 
+  // WebRTC signaling (offer/answer, trickle ICE, ICE servers) and the browser call page
+  const track = (p: Promise<unknown>) => {
+    const t: Promise<void> = p.then(() => {}, () => {}).finally(() => pendingSetups.delete(t));
+    pendingSetups.add(t);
+  };
+  const webrtc = createWebRtcSignaling(deps, runner, { draining: () => draining || closed, track });
+
   async function runCall(ws: WebSocket, pending: CallRow): Promise<void> {
     const transport = new WsTransport(ws);
     ws.on('error', (err) => logger.debug({ err, callId: pending.id }, 'websocket error'));
@@ -113,7 +122,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
 
   return {
     upgrade: [upgrade, phone.upgrade],
-    http: [],
+    http: [webrtc.http, callPageHandler],
     activeCalls: () => live.size,
     async drain(graceMs: number) {
       draining = true;
@@ -129,6 +138,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await Promise.allSettled([...pendingSetups]);
       await Promise.allSettled([...live].map((s) => s.end('cancelled')));
       await phone.close();
+      await webrtc.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
     },

@@ -66,3 +66,16 @@ if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pock
     warn "python3 not found: the local STT (PocketSphinx 5 from PyPI) will be unavailable"
   fi
 fi
+
+# 5. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
+#    playwright-core; without it those tests are reported as not run). Not needed to run the service.
+if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium with apt-get (browser-call tests)..."
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2 \
+      || warn "apt-get could not install chromium: the browser-call tests will not run"
+  else
+    warn "chromium not found: the browser-call tests will not run. Run as root:"
+    warn "  apt-get update && apt-get install -y chromium"
+  fi
+fi

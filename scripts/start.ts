@@ -68,6 +68,7 @@ try {
     'Voice agent service is starting:',
     `  REST API       ${base}/api/v1        (OpenAPI: ${base}/api/v1/openapi.json, docs: ${base}/api/v1/docs)`,
     `  Audio WS       ${base.replace(/^http/, 'ws')}/api/v1/ws/audio/{callId}`,
+    `  Call page      ${base}/call   (browser WebRTC calls to your agents)`,
     `  Health         ${base}/healthz   ${base}/readyz   ${base}/metrics`,
     `  Files (CDN)    ${config.cdnUrl}`,
     started.temporal?.uiUrl ? `  Temporal UI    ${started.temporal.uiUrl}` : `  Temporal       ${env.TEMPORAL_ADDRESS}`,

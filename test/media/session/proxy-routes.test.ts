@@ -13,7 +13,8 @@ const CALL = '7b0b7f5e-0000-4000-8000-000000000000';
 const SAMPLE_PATHS: Record<string, string> = {
   '/api/v1/ws/*': `/api/v1/ws/audio/${CALL}`,
   '/api/v1/webrtc/*': `/api/v1/webrtc/offer/${CALL}`,
-  '/api/v1/telephony/stream/*': `/api/v1/telephony/stream/${CALL}`,
+  '/call': '/call',
+  '/call/*': '/call/app.js',
   '/api/v1/telephony/twilio/stream/*': `/api/v1/telephony/twilio/stream/${CALL}`,
   '/api/v1/telephony/smartflo/stream/*': `/api/v1/telephony/smartflo/stream/1`,
   '/api/v1/telephony/plivo/stream/*': `/api/v1/telephony/plivo/stream/${CALL}`,

@@ -1,0 +1,363 @@
+// WebRTC audio transport (spec "WebRTC signaling"): one node-datachannel peer connection per call, answering the
+// browser's offer. Caller audio: RTP → jitter buffer (reorder, gap filling, PLC) → Opus decode at 48 kHz →
+// 16 kHz (→ phone-line simulation for telephonySim test calls) → the session. Agent audio: 24 kHz → 48 kHz →
+// 20 ms Opus frames → node-datachannel's RTP packetizer (+ RTCP sender reports, NACK responder, receiver
+// reports/REMB from its RtcpReceivingSession). Events (`rtf-*`, `error`) go to the browser as JSON text on the
+// data channel the browser opened; the browser may send `{"type":"hangup"}` on it to end the call at once.
+//
+// The call session never sees any of this: it talks to the `Transport` interface like every other transport.
+import { randomBytes, randomUUID } from 'node:crypto';
+import nodeDataChannel, { type DataChannel, type Direction, type IceServer, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
+import type { Logger } from '../../core/logger.ts';
+import { PhoneLine } from '../audio/phone-line.ts';
+import { Resampler } from '../audio/resample.ts';
+import { JitterBuffer } from '../webrtc/jitter.ts';
+import { rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
+import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48 } from '../webrtc/opus.ts';
+import { parseRtp } from '../webrtc/rtp.ts';
+import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
+import type { CloseKind, LiveTransport } from './types.ts';
+
+const { Audio, PeerConnection: Pc, RtcpNackResponder, RtcpReceivingSession, RtcpSrReporter, RtpPacketizationConfig: RtpConfig, RtpPacketizer } = nodeDataChannel;
+
+export interface WebRtcNetOptions {
+  /** STUN/TURN servers in node-datachannel's form (none by default). */
+  iceServers: IceServer[];
+  portRange?: { begin: number; end: number } | null;
+  bindAddress?: string | undefined;
+  announcedAddress?: string | undefined;
+  /** Longest wait for ICE gathering before the answer is returned with the candidates found so far. */
+  gatherTimeoutMs?: number;
+  /** A 'disconnected' peer that does not recover within this time is gone (default 5 s). */
+  disconnectGraceMs?: number;
+}
+
+export interface WebRtcOptions extends WebRtcNetOptions {
+  callId: string;
+  logger: Logger;
+  /** Put the phone-line simulation in front of the caller audio (test calls with telephonySim). */
+  telephonySim?: boolean;
+}
+
+/** A refused offer (bad SDP): the signaling endpoint answers 400 with this message. */
+export class OfferError extends Error {}
+
+export type PeerPhase = 'new' | 'connected' | 'closed';
+
+export class WebRtcTransport implements LiveTransport {
+  readonly kind = 'webrtc';
+  /** Identifies this peer connection to the browser (renegotiation sends it back). */
+  readonly pcId = randomUUID();
+  phase: PeerPhase = 'new';
+  /** frames dropped because the peer was not sending/ready */
+  dropped = 0;
+  framesSent = 0;
+  readonly jitter: JitterBuffer;
+
+  private readonly pc: PeerConnection;
+  private track: Track | null = null;
+  private rtpConfig: RtpPacketizationConfig | null = null;
+  private opusPt = 111;
+  private dc: DataChannel | null = null;
+  private readonly pendingEvents: string[] = [];
+  private readonly encoder = new OpusEncoder48();
+  private readonly up = new Resampler(24_000, 48_000);
+  private readonly down = new Resampler(48_000, 16_000);
+  private readonly line: PhoneLine | null;
+  private outBuf = new Int16Array(0);
+  private rtpTs = randomBytes(4).readUInt32BE(0);
+  private lastSendAt: number | null = null;
+  private early: Int16Array[] | null = [];
+  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
+  private readonly closeCbs: Array<() => void> = [];
+  private readonly connectedCbs: Array<() => void> = [];
+  private readonly failedCbs: Array<(why: string) => void> = [];
+  private disconnectTimer: NodeJS.Timeout | null = null;
+  private wentAway = false;
+  private readonly log: Logger;
+
+  private constructor(private readonly o: WebRtcOptions) {
+    this.log = o.logger.child({ callId: o.callId, pcId: this.pcId });
+    this.line = o.telephonySim ? new PhoneLine(16_000) : null;
+    this.pc = new Pc(`call-${o.callId}`, {
+      iceServers: o.iceServers,
+      disableAutoNegotiation: true,
+      ...(o.portRange ? { portRangeBegin: o.portRange.begin, portRangeEnd: o.portRange.end } : {}),
+      ...(o.bindAddress ? { bindAddress: o.bindAddress } : {}),
+    });
+    const decoder = new OpusDecoder48();
+    this.jitter = new JitterBuffer(decoder, (pcm48) => this.deliver(this.down.process(pcm48)));
+    this.pc.onStateChange((state) => this.onState(state));
+    this.pc.onDataChannel((dc) => this.adoptChannel(dc));
+  }
+
+  /** Answer a browser offer: a new peer connection; resolves with the answer SDP (candidates included). */
+  static async answer(offerSdp: string, o: WebRtcOptions): Promise<{ transport: WebRtcTransport; sdp: string }> {
+    const facts = parseOffer(offerSdp);
+    if (!facts.audio) throw new OfferError('The offer has no audio section with Opus (opus/48000/2)');
+    const t = new WebRtcTransport(o);
+    try {
+      t.addAudio(facts.audio.mid, facts.audio.opusPt, facts.audio.direction);
+      const sdp = await t.negotiate(offerSdp);
+      return { transport: t, sdp };
+    } catch (err) {
+      t.destroy();
+      throw err instanceof OfferError ? err : new OfferError(`The offer could not be applied: ${(err as Error).message}`);
+    }
+  }
+
+  /** A new offer on the live peer (renegotiation): resolves with the new answer. */
+  async renegotiate(offerSdp: string): Promise<string> {
+    if (this.phase === 'closed') throw new OfferError('The peer connection is closed');
+    const facts = parseOffer(offerSdp);
+    if (!facts.audio) throw new OfferError('The offer has no audio section with Opus (opus/48000/2)');
+    try {
+      return await this.negotiate(offerSdp);
+    } catch (err) {
+      throw new OfferError(`The offer could not be applied: ${(err as Error).message}`);
+    }
+  }
+
+  /** Trickle ICE: one remote candidate ('' or null = end of candidates, ignored). */
+  addRemoteCandidate(candidate: string, mid: string | null): void {
+    if (!candidate.trim()) return;
+    const line = candidate.trim().replace(/^a=/, '');
+    this.pc.addRemoteCandidate(line, mid ?? this.track?.mid() ?? '0');
+  }
+
+  onConnected(cb: () => void): void {
+    if (this.phase === 'connected') cb();
+    else this.connectedCbs.push(cb);
+  }
+
+  /** The peer failed or closed before it ever connected. */
+  onFailed(cb: (why: string) => void): void {
+    this.failedCbs.push(cb);
+  }
+
+  // ── LiveTransport ──────────────────────────────────────────────────────────────────────────────────────
+
+  sendAudio(pcm24k: Int16Array): void {
+    if (this.phase !== 'connected' || !this.track || !this.rtpConfig) {
+      this.dropped++;
+      rtpLossTotal.inc({ kind: 'unsent' });
+      return;
+    }
+    const pcm48 = this.up.process(pcm24k);
+    const merged = new Int16Array(this.outBuf.length + pcm48.length);
+    merged.set(this.outBuf);
+    merged.set(pcm48, this.outBuf.length);
+    let off = 0;
+    let sent = 0;
+    const now = performance.now();
+    // the agent was silent for a while (nothing sent): the RTP clock keeps running with wall time
+    if (this.lastSendAt !== null && now - this.lastSendAt > 100) this.rtpTs = (this.rtpTs + Math.round((now - this.lastSendAt - 20) * 48)) >>> 0;
+    while (merged.length - off >= FRAME_SAMPLES) {
+      const frame = merged.subarray(off, off + FRAME_SAMPLES);
+      off += FRAME_SAMPLES;
+      const packet = this.encoder.encode(frame);
+      this.rtpConfig.timestamp = this.rtpTs;
+      try {
+        if (this.track.isOpen()) {
+          this.track.sendMessageBinary(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength));
+          this.framesSent++;
+          sent++;
+        } else {
+          this.dropped++;
+          rtpLossTotal.inc({ kind: 'unsent' });
+        }
+      } catch (err) {
+        this.dropped++;
+        rtpLossTotal.inc({ kind: 'unsent' });
+        this.log.debug({ err }, 'rtp send failed');
+      }
+      this.rtpTs = (this.rtpTs + FRAME_SAMPLES) >>> 0;
+    }
+    this.lastSendAt = now;
+    this.outBuf = merged.slice(off);
+    if (sent) rtpPacketsTotal.inc({ direction: 'sent' }, sent);
+  }
+
+  sendEvent(event: Record<string, unknown>): void {
+    const text = JSON.stringify(event);
+    if (this.dc?.isOpen()) {
+      try {
+        this.dc.sendMessage(text);
+        return;
+      } catch (err) {
+        this.log.debug({ err }, 'data channel send failed');
+      }
+    }
+    if (this.phase !== 'closed' && this.pendingEvents.length < 200) this.pendingEvents.push(text);
+  }
+
+  onAudio(cb: (pcm16k: Int16Array) => void): void {
+    this.audioCb = cb;
+    for (const pcm of this.early ?? []) cb(pcm);
+    this.early = null;
+  }
+
+  onClose(cb: () => void): void {
+    // the peer may already have gone while the call was being set up
+    if (this.wentAway) queueMicrotask(cb);
+    else this.closeCbs.push(cb);
+  }
+
+  close(_kind: CloseKind, _reason?: string): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    // the data channel closes first: the page sees its close event as "the call ended"
+    try {
+      this.dc?.close();
+    } catch { /* already closed */ }
+    // let the SCTP stream reset leave before DTLS goes away
+    setTimeout(() => this.destroy(), 200).unref();
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────────────────────────────────────
+
+  private addAudio(mid: string, pt: number, offerDir: string): void {
+    const dir: Direction = offerDir === 'sendonly' ? 'RecvOnly' : offerDir === 'recvonly' ? 'SendOnly' : offerDir === 'inactive' ? 'Inactive' : 'SendRecv';
+    const audio = new Audio(mid, dir);
+    audio.addOpusCodec(pt, 'minptime=10;useinbandfec=1');
+    const ssrc = randomBytes(4).readUInt32BE(0) || 1;
+    const cname = `agent-${randomBytes(6).toString('hex')}`;
+    audio.addSSRC(ssrc, cname, 'agent', 'agent-audio');
+    const track = this.pc.addTrack(audio);
+    const cfg = new RtpConfig(ssrc, cname, pt, 48_000);
+    const packetizer = new RtpPacketizer(cfg);
+    packetizer.addToChain(new RtcpSrReporter(cfg));
+    packetizer.addToChain(new RtcpNackResponder());
+    packetizer.addToChain(new RtcpReceivingSession());
+    track.setMediaHandler(packetizer);
+    track.onMessage((msg) => this.onRtp(msg));
+    track.onError((err) => this.log.debug({ err }, 'audio track error'));
+    this.track = track;
+    this.rtpConfig = cfg;
+    this.opusPt = pt;
+  }
+
+  private async negotiate(offerSdp: string): Promise<string> {
+    this.pc.setRemoteDescription(offerSdp, 'offer');
+    this.pc.setLocalDescription();
+    await this.gathered(this.o.gatherTimeoutMs ?? 3000);
+    const local = this.pc.localDescription();
+    if (!local?.sdp) throw new Error('no local description');
+    return announceSdp(local.sdp, this.o.announcedAddress);
+  }
+
+  private gathered(timeoutMs: number): Promise<void> {
+    if (this.pc.gatheringState() === 'complete') return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+      this.pc.onGatheringStateChange((s) => {
+        if (s === 'complete') {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+  }
+
+  private onRtp(msg: Buffer): void {
+    if (this.phase === 'closed') return;
+    const pkt = parseRtp(msg);
+    if (!pkt || pkt.payloadType !== this.opusPt) return;
+    rtpPacketsTotal.inc({ direction: 'received' });
+    const { concealed, late } = this.jitter.stats;
+    this.jitter.push(pkt);
+    if (this.jitter.stats.late > late) rtpLossTotal.inc({ kind: 'late' });
+    if (this.jitter.stats.concealed > concealed) rtpLossTotal.inc({ kind: 'concealed' }, this.jitter.stats.concealed - concealed);
+  }
+
+  private deliver(pcm16: Int16Array): void {
+    if (pcm16.length === 0) return;
+    const pcm = this.line ? this.line.process(pcm16) : pcm16;
+    if (pcm.length === 0) return;
+    if (this.audioCb) this.audioCb(pcm);
+    else if (this.early && this.early.length < 500) this.early.push(pcm);
+  }
+
+  private adoptChannel(dc: DataChannel): void {
+    if (this.dc && this.dc.isOpen()) return; // one events channel per call
+    this.dc = dc;
+    const flush = () => {
+      for (const text of this.pendingEvents.splice(0)) {
+        try {
+          dc.sendMessage(text);
+        } catch { /* closed meanwhile */ }
+      }
+    };
+    if (dc.isOpen()) flush();
+    dc.onOpen(flush);
+    dc.onMessage((msg) => {
+      if (typeof msg !== 'string') return;
+      try {
+        const m = JSON.parse(msg) as { type?: unknown };
+        if (m.type === 'hangup') this.gone('peer hung up');
+      } catch { /* not JSON: ignored */ }
+    });
+  }
+
+  private onState(state: string): void {
+    if (this.phase === 'closed') return;
+    this.log.debug({ state }, 'peer connection state');
+    if (state === 'connected') {
+      if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
+      this.disconnectTimer = null;
+      if (this.phase === 'new') {
+        this.phase = 'connected';
+        for (const cb of this.connectedCbs.splice(0)) cb();
+      }
+    } else if (state === 'disconnected') {
+      if (this.phase !== 'connected' || this.disconnectTimer) return;
+      // ICE may recover (network change); a peer that stays away is gone
+      this.disconnectTimer = setTimeout(() => this.gone('peer disconnected'), this.o.disconnectGraceMs ?? 5000);
+      this.disconnectTimer.unref();
+    } else if (state === 'failed' || state === 'closed') {
+      if (this.phase === 'new') {
+        for (const cb of this.failedCbs.splice(0)) cb(`peer connection ${state}`);
+        return;
+      }
+      this.gone(`peer connection ${state}`);
+    }
+  }
+
+  /** The far end went away: the runner ends the call (user_hangup). */
+  private gone(why: string): void {
+    if (this.phase !== 'connected') return;
+    this.log.info({ why }, 'webrtc peer went away');
+    this.phase = 'closed';
+    this.wentAway = true;
+    for (const cb of this.closeCbs.splice(0)) cb();
+    setTimeout(() => this.destroy(), 50).unref();
+  }
+
+  private destroyed = false;
+  /** Free the peer connection (UDP ports, DTLS/SCTP state). */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.phase = 'closed';
+    if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
+    this.jitter.close();
+    try {
+      this.pc.close();
+    } catch { /* already closed */ }
+  }
+
+  /** For stats and the benchmark. */
+  stats() {
+    return { framesSent: this.framesSent, dropped: this.dropped, ...this.jitter.stats, rttMs: safe(() => this.pc.rtt()), bytesReceived: safe(() => this.pc.bytesReceived()) };
+  }
+}
+
+function safe(fn: () => number): number | null {
+  try {
+    return fn();
+  } catch {
+    return null;
+  }
+}
+
