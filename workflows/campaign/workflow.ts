@@ -128,11 +128,13 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
   });
 
   let startRequested = carry !== undefined;
+  // Idempotent: Temporal may deliver the api's update-with-start again (the same request re-sent); a second start of
+  // a campaign already under way answers its state. The api refuses to start a campaign that is not `created`.
   setHandler(startUpdate, async () => {
     startRequested = true;
     await condition(() => persisted !== 'created');
     return persisted;
-  }, { validator: () => { if (state !== 'created' || startRequested) illegal('start'); } });
+  }, { validator: () => { if (state === 'completed' || state === 'failed') illegal('start'); } });
 
   setHandler(pauseUpdate, async () => {
     await writeState('paused', { level: 'info', event: 'paused', message: 'Campaign paused by request', details: {} });
