@@ -109,7 +109,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
   const appendLog = (entry: Omit<CampaignLogEntry, 'ts'>) => db.appendLog({ campaignId, at: Date.now(), entry });
   const details = () => {
     const wait = waitingUntil ? ` · waiting for ${waitingFor} until ${iso(waitingUntil)}` : waitingFor ? ` · waiting for ${waitingFor}` : '';
-    setCurrentDetails(`${state} · ${executed}/${total} contacts done · ${inFlight.size} in flight (limit ${capacity}) · ${dialed} dials${wait}`);
+    setCurrentDetails(`${state} · ${executed}/${total} contacts done · ${inFlight.size} in flight (limit ${Math.max(capacity, 0)}) · ${dialed} dials${wait}`);
   };
   const illegal = (action: string) => {
     throw ApplicationFailure.create({ type: ILLEGAL_TRANSITION, message: `Cannot ${action} a campaign in state '${state}'`, nonRetryable: true });
@@ -160,7 +160,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
     campaignId,
     state,
     inFlight: inFlight.size,
-    capacity,
+    capacity: Math.max(capacity, 0),
     cursor,
     dialed,
     waitingUntil: waitingUntil ? iso(waitingUntil) : null,
