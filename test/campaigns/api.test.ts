@@ -142,7 +142,7 @@ test('list is paginated; another organization sees none of it (404 on every rout
   const id = ids[0]!;
   for (const [method, path, body] of [
     ['GET', `/campaign/${id}`], ['PATCH', `/campaign/${id}`, { name: 'x' }], ['POST', `/campaign/${id}/start`], ['POST', `/campaign/${id}/pause`],
-    ['POST', `/campaign/${id}/resume`], ['GET', `/campaign/${id}/calls`], ['GET', `/campaign/${id}/report`], ['GET', '/campaign/999999999'],
+    ['POST', `/campaign/${id}/resume`], ['GET', `/campaign/${id}/calls`], ['GET', `/campaign/${id}/report`], ['GET', '/campaign/99999999999'],
     ['GET', '/campaign/abc'],
   ] as Array<[string, string, unknown?]>) {
     const r = await env.s.request(method, path, { key: other.apiKey, body });

@@ -37,8 +37,18 @@ export async function startEnv(queue: string, opts: { worker?: boolean; env?: Re
       await fake.close();
     },
   };
+  await isolateCampaignIds(s);
   if (opts.worker !== false) env.worker = await runWorker(s, queue);
   return env;
+}
+
+/**
+ * Test files run in parallel against one Temporal dev server but each on its own database, so campaign ids (and with
+ * them the workflow ids `campaign-<id>`) would repeat across files. Each file's ids start at a random offset.
+ */
+export async function isolateCampaignIds(s: TestServer): Promise<void> {
+  const start = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+  await s.db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${start})`);
 }
 
 export async function runWorker(s: TestServer, taskQueue: string) {
@@ -136,7 +146,13 @@ export async function waitForState(s: TestServer, apiKey: string, id: number, st
   return waitFor(`campaign ${id} in state ${state}`, async () => {
     const c = await campaign(s, apiKey, id);
     return c.state === state ? c : null;
-  }, timeoutMs, 200);
+  }, timeoutMs, 200).catch(async (err: unknown) => {
+    // What the campaign was doing, for the failure message.
+    const c = await campaign(s, apiKey, id);
+    const progress = await s.temporal?.client.workflow.getHandle(`campaign-${id}`).query('progress').catch((e: unknown) => String(e));
+    const rows = await attempts(s, id);
+    throw new Error(`${(err as Error).message}: state ${c.state}; progress ${JSON.stringify(progress)}; logs ${JSON.stringify(c.logs.map((l: { event: string; message: string }) => `${l.event}: ${l.message}`))}; attempts ${JSON.stringify(rows.map((r) => [r.phone_number, r.attempt, r.connection_status, r.call_id, r.ended_at]))}`);
+  });
 }
 
 export const attemptRow = z.object({

@@ -133,6 +133,10 @@ test('a slot opening about a minute from now in Asia/Kolkata: nothing dials befo
   const waiting = await waitFor('slot wait log', async () => {
     const c = await (await env.s.request('GET', `/campaign/${id}`, { key: org.apiKey })).body;
     return c.logs.find((l: { event: string }) => l.event === 'slot_wait');
+  }).catch(async (err: unknown) => {
+    const c = await (await env.s.request('GET', `/campaign/${id}`, { key: org.apiKey })).body;
+    t.log(JSON.stringify({ state: c.state, logs: c.logs, start: start.toISO(), now: DateTime.now().setZone(zone).toISO(), dials: carrier.state.dials.length }));
+    throw err;
   });
   t.is(waiting.details.until, start.toUTC().toISO());
   t.is(waiting.details.timezone, zone);

@@ -9,11 +9,12 @@ import { insertConfig } from '../../core/telephony/store.ts';
 import { getCallRow, until } from '../helpers/calls.ts';
 import type { FakeCall } from '../fakes/twilio.ts';
 import { openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
-import { attempts, csvOf, uploadCsv, waitForState } from './helpers.ts';
+import { attempts, csvOf, isolateCampaignIds, uploadCsv, waitForState } from './helpers.ts';
 
 let rig: PhoneRig;
 test.before(async () => {
   rig = await startPhoneRig('campaigns-voicemail-test');
+  await isolateCampaignIds(rig.s);
 });
 test.after.always(async () => {
   await rig?.close();

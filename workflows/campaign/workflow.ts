@@ -109,7 +109,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
   const appendLog = (entry: Omit<CampaignLogEntry, 'ts'>) => db.appendLog({ campaignId, at: Date.now(), entry });
   const details = () => {
     const wait = waitingUntil ? ` · waiting for ${waitingFor} until ${iso(waitingUntil)}` : waitingFor ? ` · waiting for ${waitingFor}` : '';
-    setCurrentDetails(`${state} · ${executed}/${total} contacts done · ${inFlight.size} in flight (limit ${capacity}) · ${dialed} dials${wait}`);
+    setCurrentDetails(`${state} · ${executed}/${total} contacts done · ${inFlight.size} in flight (limit ${Math.max(capacity, 0)}) · ${dialed} dials${wait}`);
   };
   const illegal = (action: string) => {
     throw ApplicationFailure.create({ type: ILLEGAL_TRANSITION, message: `Cannot ${action} a campaign in state '${state}'`, nonRetryable: true });
@@ -128,11 +128,13 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
   });
 
   let startRequested = carry !== undefined;
+  // Idempotent: Temporal may deliver the api's update-with-start again (the same request re-sent); a second start of
+  // a campaign already under way answers its state. The api refuses to start a campaign that is not `created`.
   setHandler(startUpdate, async () => {
     startRequested = true;
     await condition(() => persisted !== 'created');
     return persisted;
-  }, { validator: () => { if (state !== 'created' || startRequested) illegal('start'); } });
+  }, { validator: () => { if (state === 'completed' || state === 'failed') illegal('start'); } });
 
   setHandler(pauseUpdate, async () => {
     await writeState('paused', { level: 'info', event: 'paused', message: 'Campaign paused by request', details: {} });
@@ -158,7 +160,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
     campaignId,
     state,
     inFlight: inFlight.size,
-    capacity,
+    capacity: Math.max(capacity, 0),
     cursor,
     dialed,
     waitingUntil: waitingUntil ? iso(waitingUntil) : null,
