@@ -116,7 +116,9 @@ interface CallerResult {
 class Caller {
   readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, frames: 0 };
   private ws!: WebSocket;
-  private openAt = 0;
+  openAt = 0;
+  closedAt = 0;
+  private err = '';
   private lastFrameAt = 0;
   private segStart = 0;
   private segN = 0;
@@ -135,10 +137,11 @@ class Caller {
     this.done = (async () => {
       this.ws = new WebSocket(this.url);
       const closed = new Promise<void>((res) => this.ws.on('close', (code, reason) => {
-        if (!this.r.opened || code === 1013) this.r.refused = `${code} ${reason.toString()}`;
+        if (!this.r.opened || code === 1013) this.r.refused ??= `${code} ${reason.toString()}${this.err ? ` (${this.err})` : ''}`;
+        this.closedAt = performance.now();
         res();
       }));
-      this.ws.on('error', () => {});
+      this.ws.on('error', (e) => (this.err = e.message));
       this.ws.on('unexpected-response', (_q, res) => {
         this.r.refused = `HTTP ${res.statusCode}`;
       });
@@ -292,9 +295,9 @@ try {
     sentences.push(resample(pcm24, 24000, 16000));
   }
 
-  log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid}`);
-  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call | RSS MB per call | procs |');
-  log('|---|---|---|---|---|---|---|---|---|---|---|');
+  log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call | RSS MB per call | procs | tree RSS MB idle → peak |');
+  log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   let firstGreeting: number | null = null;
   const perLevel: Array<{ n: number; cpuPerCall: number; ok: boolean }> = [];
   for (const n of LEVELS) {
@@ -364,14 +367,17 @@ try {
       }
       await sleep(250);
     }
-    const cpuPerCall = ((cpu1.cpu - cpu0.cpu - idleCpuRate * wall) / wall / n) * 100;
-    const rssPerCall = (peakRss - idle1.rssMb) / n;
+    // average number of calls open over the window (a refused call adds nothing)
+    const openSeconds = callers.reduce((a, c) => a + (c.openAt ? ((c.closedAt || performance.now()) - c.openAt) / 1000 : 0), 0);
+    const avgOpen = openSeconds / wall;
+    const cpuPerCall = ((cpu1.cpu - cpu0.cpu - idleCpuRate * wall) / wall / Math.max(avgOpen, 1e-9)) * 100;
+    const rssPerCall = (peakRss - idle1.rssMb) / Math.max(accepted, 1);
     perLevel.push({ n, cpuPerCall, ok: accepted === n });
     log(
-      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} | ${f1(rssPerCall)} | ${peakProcs} |`,
+      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
     );
   }
-  log(`first greeting after start: ${f0(firstGreeting ?? NaN)} ms`);
+  log(`first greeting after start: ${f0(firstGreeting ?? NaN)} ms · load average now ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   const base = perLevel[0];
   for (const l of perLevel.slice(1)) {
     if (base) log(`ratio CPU per call at ${l.n} vs ${base.n}: ${f2(l.cpuPerCall / base.cpuPerCall)}×`);

@@ -10,11 +10,13 @@ import type { EngineFactory, MediaDeps } from '../deps.ts';
 import { createNoiseGate } from '../noise/index.ts';
 import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
+import type { Engines } from '../services/types.ts';
 import { buildToolSet } from '../tools/runtime.ts';
 import type { LiveTransport } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
 import { CallSession, type SessionOptions, type SessionResult } from './call-session.ts';
-import { parseCallConfig, type CallConfig } from './config.ts';
+import { DEFAULT_IDLE_MESSAGE, parseCallConfig, type CallConfig } from './config.ts';
+import { cachedTts } from './greeting-cache.ts';
 import {
   cancelCallRow,
   claimCall,
@@ -120,7 +122,8 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     };
     const systemPrompt = config.systemPrompt.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (m, k: string) => vars[k] ?? m);
     const [{ engines, vad }, tools, denoiser] = await Promise.all([
-      engineFactory({ callId: row.id, config, appConfig: deps.config }),
+      // the greeting's audio starts rendering (or comes from the cache) while the rest is set up
+      engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) => ({ ...built, engines: withFixedTextCache(built.engines, config) })),
       buildToolSet(
         {
           db: deps.db,
@@ -164,6 +167,16 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
   }
 
   return { run, live };
+}
+
+/** The call's TTS with its greetings and idle prompts served from the process-wide rendered-audio cache. */
+function withFixedTextCache(engines: Engines, config: CallConfig): Engines {
+  const greetings = config.greeting.firstMessages.filter((m) => m.trim());
+  const idle = [...config.userIdleMessages, DEFAULT_IDLE_MESSAGE].filter((m) => m.trim());
+  const { provider: _p, model: _m, voice: _v, ...tuning } = config.tts;
+  const tts = cachedTts(engines.tts, [...greetings, ...idle], JSON.stringify(tuning));
+  if (config.greeting.speakFirst === 'agent') tts.prefetch(greetings.slice(0, 8));
+  return { ...engines, tts };
 }
 
 // ── default engines: media/services (one adapter per vendor, `local` engines) + the Silero VAD ───────────
