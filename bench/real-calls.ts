@@ -3,7 +3,7 @@
 // with the agent on real engines (default: the local ones — PocketSphinx STT, eSpeak NG TTS, the demo LLM; Silero
 // VAD and the RNNoise gate on, as an agent's defaults have them). This process is an independent client speaking the
 // public protocol: POST /call, then N WebSocket callers joining within the same second, each streaming its
-// microphone in real time (20 ms frames), waiting for the greeting, then speaking a synthesized sentence (eSpeak NG)
+// microphone in real time (20 ms frames; faint hiss in its pauses), waiting for the greeting, then speaking a synthesized sentence (eSpeak NG)
 // and pausing, TURNS times.
 //
 // Figures per level N (LEVELS, default 1,50,200):
@@ -22,6 +22,7 @@
 // `{ env: Record<string,string>, close(): Promise<void> }` (the env is added to the server's).
 //
 //   npm run bench -- real-calls            LEVELS=1,50 TURNS=2 node --import tsx bench/real-calls.ts
+// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -125,6 +126,7 @@ class Caller {
   private speech: Int16Array | null = null;
   private speechOff = 0;
   private speechEndAt = 0;
+  private hissOff = Math.floor(Math.random() * 50) * FRAME;
   private waitingReply = false;
   done!: Promise<void>;
 
@@ -184,7 +186,10 @@ class Caller {
         this.speech = null;
         this.speechEndAt = now;
       }
-    } else frame = SILENCE;
+    } else {
+      frame = HISS.subarray(this.hissOff, this.hissOff + FRAME);
+      this.hissOff = (this.hissOff + FRAME) % HISS.length;
+    }
     this.ws.send(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   }
 
@@ -221,7 +226,12 @@ class Caller {
     while (this.ws.readyState === WebSocket.OPEN && performance.now() - this.lastFrameAt < QUIET_MS) await sleep(50);
   }
 }
-const SILENCE = new Int16Array(FRAME);
+// the caller's pauses: faint line hiss (≈ −71 dBFS RMS), not digital zeros, as a real microphone or line sends
+const HISS = new Int16Array(FRAME * 50);
+for (let i = 0, seed = 7; i < HISS.length; i++) {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  HISS[i] = (seed % 33) - 16;
+}
 
 // ── main ────────────────────────────────────────────────────────────────────────────────────────────────
 const { loadConfig } = await import('../core/config.ts');
@@ -247,7 +257,8 @@ try {
   const key = (await createApiKey(db, org.id, 'bench')).key;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', 'scripts/server-main.ts'], {
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  server = spawn(process.execPath, ['--max-semi-space-size=32', ...prof, '--import', 'tsx', 'scripts/server-main.ts'], {
     cwd: REPO,
     env: {
       ...process.env,
@@ -263,6 +274,8 @@ try {
       DEFAULT_CONCURRENCY: '1000',
       DEFAULT_RATE_PER_MINUTE: '100000',
       DATABASE_POOL_SIZE: '20',
+      // measure past the node's default capacity unless told otherwise (MEDIA_MAX_CALLS=50 shows the refusals)
+      MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -129,7 +129,7 @@ export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: 
 // audio is dropped and the call gets a non-fatal error (the recognisers are overloaded) instead of a growing delay.
 // A worker that dies is restarted; its open utterances end with a non-fatal error.
 
-const MAX_BACKLOG = 16000 * 2 * 20; // bytes per worker: 20 s of audio waiting for the recogniser
+const MAX_BACKLOG = 16000 * 2 * 60; // bytes per worker: 60 s of audio (a few seconds of decoding) waiting
 const MAX_UTTERANCES_PER_WORKER = 96;
 const PREROLL_MS = 300;
 const AUTO_END_MS = 2000;
