@@ -89,17 +89,19 @@ function tree(root: number): number[] {
   return out;
 }
 /** CPU seconds used by the tree so far (live members + reaped children of the root) and its RSS in MB. */
-function sampleTree(root: number): { cpu: number; rssMb: number; procs: number } {
+function sampleTree(root: number): { cpu: number; ownCpu: number; rssMb: number; procs: number } {
   const pids = tree(root);
   let cpu = 0;
+  let ownCpu = 0;
   let rss = 0;
   for (const p of pids) {
     const st = procStat(p);
     if (!st) continue;
     cpu += st.cpu + (p === root ? st.childCpu : 0);
+    if (p === root) ownCpu = st.cpu;
     rss += rssKb(p);
   }
-  return { cpu, rssMb: rss / 1024, procs: pids.length };
+  return { cpu, ownCpu, rssMb: rss / 1024, procs: pids.length };
 }
 
 // ── one caller ──────────────────────────────────────────────────────────────────────────────────────────
@@ -309,7 +311,7 @@ try {
   }
 
   log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call | RSS MB per call | procs | tree RSS MB idle → peak |');
+  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call (Node share) | RSS MB per call | procs | tree RSS MB idle → peak |');
   log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   let firstGreeting: number | null = null;
   const perLevel: Array<{ n: number; cpuPerCall: number; ok: boolean }> = [];
@@ -384,10 +386,12 @@ try {
     const openSeconds = callers.reduce((a, c) => a + (c.openAt ? ((c.closedAt || performance.now()) - c.openAt) / 1000 : 0), 0);
     const avgOpen = openSeconds / wall;
     const cpuPerCall = ((cpu1.cpu - cpu0.cpu - idleCpuRate * wall) / wall / Math.max(avgOpen, 1e-9)) * 100;
+    // the share of it in the Node process itself (the rest: recogniser and synthesizer processes)
+    const nodeShare = (cpu1.ownCpu - cpu0.ownCpu) / Math.max(cpu1.cpu - cpu0.cpu, 1e-9);
     const rssPerCall = (peakRss - idle1.rssMb) / Math.max(accepted, 1);
     perLevel.push({ n, cpuPerCall, ok: accepted === n });
     log(
-      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
+      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} (${f0(nodeShare * 100)} %) | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
     );
   }
   log(`first greeting after start: ${f0(firstGreeting ?? NaN)} ms · load average now ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);

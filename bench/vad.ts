@@ -4,8 +4,10 @@
 //   frame-by-frame   one inference per 32 ms window per stream, as it comes (the former media/vad),
 //   batched          windows of all streams ready within the same few ms run as one inference,
 //   batched + gate   and plainly silent windows skip inference (the default now).
-// Figures: CPU of this process per stream (% of one core), inferences per second, and how many speech starts were
-// detected (all three must agree closely). STREAMS (default 50,200), SECONDS (default 8).
+// Figures: CPU of this process per 32 ms window and what that makes per real-time stream (% of one core; robust
+// to a busy machine, where a mode that cannot keep up would otherwise look cheap), inferences per second, how many
+// speech starts were detected (all three must agree closely) and the backlog left when feeding stopped.
+// STREAMS (default 50,200), SECONDS (default 8).
 //
 //   npm run bench -- vad             STREAMS=50,200 SECONDS=8 node --import tsx bench/vad.ts
 import os from 'node:os';
@@ -33,7 +35,7 @@ for (let i = speech.length; i < cycle.length; i++) {
   cycle[i] = (seed % 33) - 16;
 }
 
-async function measure(n: number, opts: VadOptions): Promise<{ cpuPct: number; perSec: number; starts: number; lagP99: number }> {
+async function measure(n: number, opts: VadOptions): Promise<{ cpuPct: number; usPerWindow: number; perSec: number; starts: number; lagP99: number; drainS: number }> {
   const vads = await Promise.all(Array.from({ length: n }, () => createVad(opts)));
   const offsets = vads.map((_, i) => Math.floor((i / n) * cycle.length / 320) * 320);
   let starts = 0;
@@ -54,13 +56,20 @@ async function measure(n: number, opts: VadOptions): Promise<{ cpuPct: number; p
       });
     });
   }
+  const fed = performance.now();
   await Promise.all(vads.map((v) => v.process(new Int16Array(0))));
+  const drainS = (performance.now() - fed) / 1000; // backlog left when the feeding ended (0 when it kept up)
   const wall = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   for (const v of vads) v.close();
   lags.sort((a, b) => a - b);
+  const windows = vadStats.windows - before.windows;
+  const usPerWindow = (cpu.user + cpu.system) / windows;
   return {
-    cpuPct: ((cpu.user + cpu.system) / 1e6 / wall / n) * 100,
+    // the cost per stream if every window of a real-time stream is processed: µs per window × 31.25 windows/s
+    cpuPct: ((usPerWindow * 31.25) / 1e6) * 100,
+    usPerWindow,
+    drainS,
     perSec: (vadStats.inferred - before.inferred) / wall,
     starts,
     lagP99: lags[Math.min(lags.length - 1, Math.ceil(lags.length * 0.99) - 1)]!,
@@ -69,8 +78,8 @@ async function measure(n: number, opts: VadOptions): Promise<{ cpuPct: number; p
 
 await warmVad();
 log(`cores ${os.cpus().length} · ${SECONDS} s per run · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-log('| streams | mode | CPU % of a core per stream | inferences / s | speech starts | feed-clock lag p99 ms |');
-log('|---|---|---|---|---|---|');
+log('| streams | mode | CPU µs per 32 ms window | CPU % of a core per stream | inferences / s | speech starts | backlog at the end s | feed-clock lag p99 ms |');
+log('|---|---|---|---|---|---|---|---|');
 for (const n of STREAMS) {
   const results: Record<string, number> = {};
   for (const [name, opts] of [
@@ -80,7 +89,7 @@ for (const n of STREAMS) {
   ] as const) {
     const r = await measure(n, opts);
     results[name] = r.cpuPct;
-    log(`| ${n} | ${name} | ${r.cpuPct.toFixed(3)} | ${Math.round(r.perSec)} | ${r.starts} | ${r.lagP99.toFixed(1)} |`);
+    log(`| ${n} | ${name} | ${r.usPerWindow.toFixed(1)} | ${r.cpuPct.toFixed(3)} | ${Math.round(r.perSec)} | ${r.starts} | ${r.drainS.toFixed(1)} | ${r.lagP99.toFixed(1)} |`);
   }
   log(`ratio at ${n} streams: frame-by-frame / (batched + gate) = ${(results['frame-by-frame']! / results['batched + gate']!).toFixed(1)}× less CPU per stream`);
 }

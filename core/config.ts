@@ -68,8 +68,8 @@ export const configSchema = z.object({
   MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),
   /** Recogniser processes of the local STT pool per media process (default: one per core). */
   LOCAL_STT_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
-  /** Rendered greeting / idle-prompt audio kept per media process (MB; 0 disables the cache). */
-  MEDIA_TTS_CACHE_MB: z.coerce.number().min(0).max(4096).default(64),
+  /** Rendered greeting / idle-prompt audio kept per media process (MB; 0 disables; default 64, 0 under NODE_ENV=test). */
+  MEDIA_TTS_CACHE_MB: z.coerce.number().min(0).max(4096).optional(),
 });
 
 export type Config = z.infer<typeof configSchema> & {

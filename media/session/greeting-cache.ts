@@ -1,6 +1,7 @@
 // Rendered audio of an agent's fixed texts (greetings, idle prompts), shared by every call on this media process.
 // Keyed by (TTS provider, model, voice, tuning, text chunk): the same agent config renders the same audio, so the
-// 50th caller of an agent hears its greeting without a synthesis. Bounded LRU in bytes (MEDIA_TTS_CACHE_MB).
+// 50th caller of an agent hears its greeting without a synthesis. Bounded LRU in bytes (MEDIA_TTS_CACHE_MB; one
+// cache per media service, i.e. per process).
 //
 // A render runs on its own (not on any call's abort signal): callers that ask while it is still running replay its
 // audio as it arrives, so 50 callers joining in the same second cause one synthesis, not 50; a caller that hangs up
@@ -104,13 +105,6 @@ export class RenderedAudioCache {
   }
 }
 
-function cacheBytes(): number {
-  const mb = Number(process.env.MEDIA_TTS_CACHE_MB);
-  return (Number.isFinite(mb) && mb >= 0 ? mb : 64) * 1024 * 1024;
-}
-
-export const sharedAudioCache = new RenderedAudioCache(cacheBytes());
-
 export interface CachedTts extends TtsService {
   /** Start rendering these texts now (their chunks, as the session will ask for them). */
   prefetch(texts: string[]): void;
@@ -120,15 +114,29 @@ export interface CachedTts extends TtsService {
  * The call's TTS with the fixed texts served from the cache. `fixedTexts`: greetings and idle prompts;
  * `tuning`: the agent's TTS tuning (anything besides provider/model/voice that changes the audio).
  */
-export function cachedTts(tts: TtsService, fixedTexts: string[], tuning: string, cache: RenderedAudioCache = sharedAudioCache): CachedTts {
+export function cachedTts(tts: TtsService, fixedTexts: string[], tuning: string, cache: RenderedAudioCache): CachedTts {
   const fixedChunks = new Set(fixedTexts.flatMap((t) => splitSentences(t)).map((c) => c.trim()));
   const render = (text: string) => cache.get(RenderedAudioCache.key(tts, tuning, text), (signal) => tts.synthesize(text, signal));
+  // A shared render runs on the engine of the call that started it; if it fails before this call got any of its
+  // audio (e.g. that call ended and closed its engine), this call synthesizes the text itself.
+  async function* fromCache(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+    let got = false;
+    try {
+      for await (const pcm of render(text).replay(signal)) {
+        got = true;
+        yield pcm;
+      }
+    } catch (err) {
+      if (got || signal.aborted) throw err;
+      yield* tts.synthesize(text, signal);
+    }
+  }
   const wrapped: CachedTts = {
     provider: tts.provider,
     model: tts.model,
     voice: tts.voice,
     synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
-      if (cache.maxBytes > 0 && fixedChunks.has(text.trim())) return render(text.trim()).replay(signal);
+      if (cache.maxBytes > 0 && fixedChunks.has(text.trim())) return fromCache(text.trim(), signal);
       return tts.synthesize(text, signal);
     },
     prefetch(texts: string[]) {
