@@ -27,7 +27,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { z } from 'zod';
@@ -114,10 +114,12 @@ interface CallerResult {
   jitter: number[];
   late: number;
   frames: number;
+  /** `error` events the server sent */
+  errors: string[];
 }
 
 class Caller {
-  readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, frames: 0 };
+  readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, frames: 0, errors: [] };
   private ws!: WebSocket;
   openAt = 0;
   closedAt = 0;
@@ -149,7 +151,15 @@ class Caller {
       this.ws.on('unexpected-response', (_q, res) => {
         this.r.refused = `HTTP ${res.statusCode}`;
       });
-      this.ws.on('message', (data, binary) => (binary ? this.onFrame() : undefined));
+      this.ws.on('message', (data, binary) => {
+        if (binary) return this.onFrame();
+        try {
+          const ev = JSON.parse(String(data)) as { type?: string; message?: string };
+          if (ev.type === 'error') this.r.errors.push(String(ev.message));
+        } catch {
+          /* not JSON */
+        }
+      });
       const opened = await Promise.race([new Promise<boolean>((res) => this.ws.once('open', () => res(true))), closed.then(() => false), sleep(30_000).then(() => false)]);
       if (!opened) {
         this.ws.terminate();
@@ -315,6 +325,7 @@ try {
   log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   let firstGreeting: number | null = null;
   const perLevel: Array<{ n: number; cpuPerCall: number; ok: boolean }> = [];
+  const notes: string[] = [];
   for (const n of LEVELS) {
     await sleep(1500);
     const idle0 = sampleTree(serverPid);
@@ -354,12 +365,15 @@ try {
       peakRss = Math.max(peakRss, s.rssMb);
       peakProcs = Math.max(peakProcs, s.procs);
     }, 500);
+    const clientLag = monitorEventLoopDelay({ resolution: 10 });
+    clientLag.enable();
     callers.forEach((c, i) => setTimeout(() => c.start(), (i * 1000) / n));
     await sleep(1100);
     await Promise.all(callers.map((c) => c.done));
     const cpu1 = sampleTree(serverPid);
     const wall = (performance.now() - w0) / 1000;
     clearInterval(sampler);
+    clientLag.disable();
     if (micTimer) clearTimeout(micTimer);
     const rs = callers.map((c) => c.r);
     const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
@@ -371,13 +385,14 @@ try {
     const accepted = rs.filter((r) => r.opened).length;
     const refused = rs.filter((r) => r.refused).map((r) => r.refused!);
     const missed = rs.reduce((a, r) => a + r.missedReplies, 0) + rs.filter((r) => r.opened && r.greetMs === null).length;
-    // in-pipeline overhead from the rows (the server writes them at the end of each call)
-    const deadline = Date.now() + 30_000;
+    // in-pipeline overhead from the rows (the server writes them at the end of each call; wait up to 60 s)
+    const deadline = Date.now() + 60_000;
     let overhead: number[] = [];
-    while (Date.now() < deadline) {
+    for (;;) {
       const rows = await db.any(sql.type(z.object({ status: z.string(), logs: z.unknown() }))`SELECT status, logs FROM calls WHERE id = ANY(${sql.array(ids, 'uuid')})`);
-      if (rows.every((r) => r.status !== 'active' && r.status !== 'pending')) {
-        overhead = rows.flatMap((r) => ((r.logs as { latency?: Array<{ overhead_ms: number | null }> })?.latency ?? []).flatMap((l) => (l.overhead_ms !== null ? [l.overhead_ms] : [])));
+      const ended = rows.filter((r) => r.status !== 'active' && r.status !== 'pending');
+      if (ended.length === rows.length || Date.now() > deadline) {
+        overhead = ended.flatMap((r) => ((r.logs as { latency?: Array<{ overhead_ms: number | null }> })?.latency ?? []).flatMap((l) => (l.overhead_ms !== null ? [l.overhead_ms] : [])));
         break;
       }
       await sleep(250);
@@ -390,10 +405,18 @@ try {
     const nodeShare = (cpu1.ownCpu - cpu0.ownCpu) / Math.max(cpu1.cpu - cpu0.cpu, 1e-9);
     const rssPerCall = (peakRss - idle1.rssMb) / Math.max(accepted, 1);
     perLevel.push({ n, cpuPerCall, ok: accepted === n });
+    // is the client itself keeping up? (its lag delays what it sends and when it stamps what it receives)
+    const errs = new Map<string, number>();
+    for (const e of rs.flatMap((r) => r.errors)) errs.set(e, (errs.get(e) ?? 0) + 1);
+    notes.push(
+      `N=${n}: client event-loop delay p99 ${f1(clientLag.percentile(99) / 1e6)} ms (max ${f1(clientLag.max / 1e6)})` +
+        (errs.size ? `; server error events: ${[...errs].map(([m, k]) => `${k}× "${m}"`).join(', ')}` : ''),
+    );
     log(
       `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} (${f0(nodeShare * 100)} %) | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
     );
   }
+  log(notes.join('\n'));
   log(`first greeting after start: ${f0(firstGreeting ?? NaN)} ms · load average now ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   const base = perLevel[0];
   for (const l of perLevel.slice(1)) {
