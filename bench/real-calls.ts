@@ -388,11 +388,14 @@ try {
     // in-pipeline overhead from the rows (the server writes them at the end of each call; wait up to 60 s)
     const deadline = Date.now() + 60_000;
     let overhead: number[] = [];
+    const stages: Record<'stt_ms' | 'llm_ms' | 'tts_ms', number[]> = { stt_ms: [], llm_ms: [], tts_ms: [] };
     for (;;) {
       const rows = await db.any(sql.type(z.object({ status: z.string(), logs: z.unknown() }))`SELECT status, logs FROM calls WHERE id = ANY(${sql.array(ids, 'uuid')})`);
       const ended = rows.filter((r) => r.status !== 'active' && r.status !== 'pending');
       if (ended.length === rows.length || Date.now() > deadline) {
-        overhead = ended.flatMap((r) => ((r.logs as { latency?: Array<{ overhead_ms: number | null }> })?.latency ?? []).flatMap((l) => (l.overhead_ms !== null ? [l.overhead_ms] : [])));
+        const turns = ended.flatMap((r) => (r.logs as { latency?: Array<Record<string, number | null>> })?.latency ?? []);
+        overhead = turns.flatMap((l) => (typeof l.overhead_ms === 'number' ? [l.overhead_ms] : []));
+        for (const k of ['stt_ms', 'llm_ms', 'tts_ms'] as const) stages[k] = turns.flatMap((l) => (typeof l[k] === 'number' ? [l[k]] : []));
         break;
       }
       await sleep(250);
@@ -409,7 +412,9 @@ try {
     const errs = new Map<string, number>();
     for (const e of rs.flatMap((r) => r.errors)) errs.set(e, (errs.get(e) ?? 0) + 1);
     notes.push(
-      `N=${n}: client event-loop delay p99 ${f1(clientLag.percentile(99) / 1e6)} ms (max ${f1(clientLag.max / 1e6)})` +
+      `N=${n}: in the pipeline per turn (p50 / p99 ms): stt stop→final ${f0(pct(stages.stt_ms, 50))} / ${f0(pct(stages.stt_ms, 99))}, ` +
+        `llm ${f0(pct(stages.llm_ms, 50))} / ${f0(pct(stages.llm_ms, 99))}, tts first byte ${f0(pct(stages.tts_ms, 50))} / ${f0(pct(stages.tts_ms, 99))}; ` +
+        `client event-loop delay p99 ${f1(clientLag.percentile(99) / 1e6)} ms (max ${f1(clientLag.max / 1e6)})` +
         (errs.size ? `; server error events: ${[...errs].map(([m, k]) => `${k}× "${m}"`).join(', ')}` : ''),
     );
     log(

@@ -131,6 +131,8 @@ export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: 
 
 const MAX_BACKLOG = 16000 * 2 * 60; // bytes per worker: 60 s of audio (a few seconds of decoding) waiting
 const MAX_UTTERANCES_PER_WORKER = 96;
+/** Decoders built ahead per worker for each agent vocabulary (first call of the agent on this process). */
+const PREPARED_DECODERS = 12;
 const PREROLL_MS = 300;
 const AUTO_END_MS = 2000;
 const MAX_UTTERANCE_MS = 30_000;
@@ -254,7 +256,7 @@ export class PocketsphinxPool {
   prepare(files: { lm: string; dict: string }): void {
     if (this.prepared.has(files.lm)) return;
     this.prepared.add(files.lm);
-    const payload = Buffer.from(JSON.stringify(files));
+    const payload = Buffer.from(JSON.stringify({ ...files, count: PREPARED_DECODERS }));
     for (const w of this.workers) w.send('P', 0, payload);
   }
 

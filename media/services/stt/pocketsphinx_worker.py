@@ -13,7 +13,7 @@ Protocol on stdin: frames of
   'A' audio for <id>: s16le 16 kHz mono PCM
   'F' finalize <id>: end the utterance, emit its final (text may be empty)
   'X' abort <id>: drop it, no output
-  'P' prepare: payload JSON {"lm", "dict"}: build one idle decoder for that model now (warm-up)
+  'P' prepare: payload JSON {"lm", "dict", "count"}: build that many idle decoders for that model now (warm-up)
   'Q' quit
 On stdout, one JSON object per line: {"type": "ready"}, {"id": n, "type": "interim"|"final", "text": "..."},
 {"id": n, "type": "error", "message": "..."}.
@@ -24,8 +24,8 @@ import sys
 from collections import OrderedDict
 
 INTERIM_EVERY = 16000 * 3 // 10  # samples between partial hypotheses (300 ms)
-MAX_IDLE = 12  # idle decoders kept for reuse (each holds the acoustic model: ≈ 9 MB)
-MAX_ACTIVE = 12  # utterances decoding at once; more wait (audio buffered) for a free decoder
+MAX_IDLE = 24  # idle decoders kept for reuse (each holds the acoustic model: ≈ 9 MB)
+MAX_ACTIVE = 24  # utterances decoding at once; more wait (audio buffered) for a free decoder
 # One pass (no second flat-lexicon pass): about a third less CPU per second of speech, for the same words on the
 # small per-agent language models (test/media/services/speech.test.ts measures the accuracy).
 DECODER_OPTIONS = {"samprate": 16000, "loglevel": "FATAL", "fwdflat": False}
@@ -183,8 +183,12 @@ def main():
                 utts.pop(uid, None)
                 end(uid, u, kind == b"F")
             elif kind == b"P":
-                key = model_key(json.loads(payload))
-                if key not in idle:
+                # build `count` idle decoders for this model now: creating one takes tens of ms, which would stall
+                # every utterance of this process if it happened when many callers start speaking at once
+                opts = json.loads(payload)
+                key = model_key(opts)
+                have = len(idle.get(key, []))
+                for _ in range(max(0, min(int(opts.get("count", 1)), MAX_IDLE) - have)):
                     give_back(key, take(key))
             elif kind == b"Q":
                 break
