@@ -94,6 +94,14 @@ export const configSchema = z.object({
   WEBRTC_ANNOUNCED_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
+  /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */
+  MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
+  /** A media node whose heartbeat is older than this is dead: its active calls are reconciled by a live node. */
+  MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),
+  /** Recogniser processes of the local STT pool per media process (default: one per core). */
+  LOCAL_STT_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
+  /** Rendered greeting / idle-prompt audio kept per media process (MB; 0 disables; default 64, 0 under NODE_ENV=test). */
+  MEDIA_TTS_CACHE_MB: z.coerce.number().min(0).max(4096).optional(),
 });
 
 export type Config = z.infer<typeof configSchema> & {

@@ -4,7 +4,9 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HttpHandler, UpgradeHandler } from '../core/http-server.ts';
+import { defaultMaxCalls, type NodeLoad } from '../core/media-nodes.ts';
 import { resolveApiKey } from '../core/orgs.ts';
 import type { MediaDeps } from './deps.ts';
 import { createCallRunner } from './session/runner.ts';
@@ -14,7 +16,9 @@ import {
   handOffPostCall,
   heartbeat,
   HEARTBEAT_MS,
+  joinsRefused,
   loadCall,
+  mediaLoadGauges,
   reconcileOrphans,
   removeNode,
   sendLifecycleWebhook,
@@ -24,12 +28,15 @@ import { WsTransport } from './transports/ws.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
+import { warmMedia } from './session/warm.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
   http: HttpHandler[];
   /** Live calls on this process (reported in /metrics and used when draining). */
   activeCalls(): number;
+  /** Load as reported in media_nodes, /metrics and /readyz: calls (live + joining), capacity, event-loop lag. */
+  load(): NodeLoad;
   /** Stop accepting new calls; resolves when active calls have ended or graceMs passed. */
   drain(graceMs: number): Promise<void>;
   close(): Promise<void>;
@@ -44,15 +51,42 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const runner = createCallRunner(deps);
   const live = runner.live;
   const pendingSetups = new Set<Promise<void>>();
+  // models and recognisers load now, not on the first call (only with the default engines)
+  if (!deps.engines) void warmMedia(deps.config, logger);
   let draining = false;
   let closed = false;
   const phone = createTelephonyStreams(deps, runner, () => draining || closed);
 
-  // heartbeat + reconciliation of calls orphaned by a crashed media process
+  // Capacity: calls live or joining on this process; past MEDIA_MAX_CALLS new joins are refused (1013) so the
+  // calls already here keep real time, and the client (or the proxy) tries another node.
+  const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
+  let joining = 0;
+  const lag = monitorEventLoopDelay({ resolution: 10 });
+  lag.enable();
+  let lagMs = 0;
+  const load = (): NodeLoad => ({ activeCalls: live.size + joining, capacity, loopLagMs: lagMs, draining });
+  const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
+  const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
+  const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
+  let reportedAs = '';
+  const report = async () => {
+    const l = load();
+    reportedAs = `${l.activeCalls}/${l.draining}`;
+    mediaLoadGauges.capacity.set(capacity);
+    mediaLoadGauges.lag.set(lagMs / 1000);
+    await heartbeat(deps.db, l);
+  };
+  const beat = () => {
+    if (lag.count > 0) lagMs = Math.round((lag.percentile(99) / 1e6) * 10) / 10;
+    lag.reset();
+    void report().catch(() => {});
+  };
+
+  // heartbeat (with load) + reconciliation of calls orphaned by a crashed media process
   const reconcile = async () => {
     try {
-      await heartbeat(deps.db);
-      for (const row of await reconcileOrphans(deps.db)) {
+      await report();
+      for (const row of await reconcileOrphans(deps.db, deadAfterS)) {
         logger.warn({ callId: row.id }, 'reconciled a call left active by a dead media process');
         void sendLifecycleWebhook(deps, row, endedPayload(row, 'pipeline_error', 'completed', row)).then(() => handOffPostCall(deps, row));
       }
@@ -61,10 +95,16 @@ export function createMediaService(deps: MediaDeps): MediaService {
     }
   };
   const started = reconcile();
-  const hb = setInterval(() => void heartbeat(deps.db).catch(() => {}), HEARTBEAT_MS);
-  const rc = setInterval(() => void reconcile(), RECONCILE_MS);
+  const hb = setInterval(beat, heartbeatMs);
+  const rc = setInterval(() => void reconcile(), reconcileMs);
+  // load changes reach media_nodes within a second (POST /call reads them), at most one write per second
+  const lc = setInterval(() => {
+    const l = load();
+    if (`${l.activeCalls}/${l.draining}` !== reportedAs) void report().catch(() => {});
+  }, 1000);
   hb.unref();
   rc.unref();
+  lc.unref();
 
   function reject(socket: Duplex, status: number, detail: string): void {
     const body = JSON.stringify({ detail });
@@ -88,14 +128,16 @@ export function createMediaService(deps: MediaDeps): MediaService {
       const principal = await resolveApiKey(deps.db, key);
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
       if (draining || closed) return acceptAndClose(req, socket, head, 1013, 'Server is draining');
-      const row = await loadCall(deps.db, callId);
-      if (!row || !principal.organizationId || row.organization_id !== principal.organizationId) {
-        return acceptAndClose(req, socket, head, 1008, 'Invalid call');
+      if (live.size + joining >= capacity) {
+        joinsRefused.inc({ reason: 'capacity' });
+        return acceptAndClose(req, socket, head, 1013, 'Media node at capacity');
       }
-      if (row.transport !== 'websocket') return acceptAndClose(req, socket, head, 1008, 'Call transport mismatch');
-      if (row.status !== 'pending') return acceptAndClose(req, socket, head, 1008, 'Call not available');
-      const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
-      await runCall(ws, row);
+      joining++;
+      try {
+        await join(req, socket, head, callId, principal.organizationId);
+      } finally {
+        joining--;
+      }
     })().catch((err: unknown) => {
       logger.error({ err, callId }, 'websocket setup failed');
       if (!socket.destroyed) socket.destroy();
@@ -112,6 +154,18 @@ export function createMediaService(deps: MediaDeps): MediaService {
   };
   const webrtc = createWebRtcSignaling(deps, runner, { draining: () => draining || closed, track });
 
+  /** An admitted join: the call row's checks, then the pipeline (resolves once it started or could not). */
+  async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null): Promise<void> {
+    const row = await loadCall(deps.db, callId);
+    if (!row || !organizationId || row.organization_id !== organizationId) {
+      return acceptAndClose(req, socket, head, 1008, 'Invalid call');
+    }
+    if (row.transport !== 'websocket') return acceptAndClose(req, socket, head, 1008, 'Call transport mismatch');
+    if (row.status !== 'pending') return acceptAndClose(req, socket, head, 1008, 'Call not available');
+    const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
+    await runCall(ws, row);
+  }
+
   async function runCall(ws: WebSocket, pending: CallRow): Promise<void> {
     const transport = new WsTransport(ws);
     ws.on('error', (err) => logger.debug({ err, callId: pending.id }, 'websocket error'));
@@ -124,8 +178,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
     upgrade: [upgrade, phone.upgrade],
     http: [webrtc.http, callPageHandler],
     activeCalls: () => live.size,
+    load,
     async drain(graceMs: number) {
       draining = true;
+      void report().catch(() => {});
       const deadline = Date.now() + graceMs;
       while (live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     },
@@ -134,6 +190,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       closed = true;
       clearInterval(hb);
       clearInterval(rc);
+      clearInterval(lc);
+      lag.disable();
       await started;
       await Promise.allSettled([...pendingSetups]);
       await Promise.allSettled([...live].map((s) => s.end('cancelled')));

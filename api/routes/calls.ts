@@ -19,6 +19,7 @@ import {
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
+import { MEDIA_AT_CAPACITY, mediaCapacity } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -239,6 +240,10 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       const items = body.agentId ? snapshot.items : prefixed('agent', snapshot.items);
       return reject(ctx, rejectedRow(), 'snapshot_validation', 400, callValidationError(items));
     }
+
+    // every live media node full: refuse now rather than hand out a call no node can take in real time
+    const media = await mediaCapacity(db, config.MEDIA_NODE_DEAD_AFTER_S);
+    if (media.live > 0 && media.available === 0) throw new HttpError(503, MEDIA_AT_CAPACITY);
 
     const webrtc = body.transport === 'webrtc';
     const admission = await admitCall(gateDeps, {

@@ -227,15 +227,26 @@ export class CallSession {
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────────────────
   async start(): Promise<void> {
     const cfg = this.cfg;
-    const stream = await this.o.engines.stt.open({
+    // the recogniser opens while the greeting already starts (caller audio reaches the session only once start()
+    // has resolved, so nothing is lost); a failure to open still fails the start
+    const opening = this.o.engines.stt.open({
       languages: cfg.languages,
       keyterms: sttKeyterms(cfg),
       onEvent: (ev) => {
         if (!this.ended) this.stt.onEvent(ev);
       },
     });
+    opening.catch(() => {}); // handled by the await below
+    this.startOutput(cfg);
+    const stream = await opening;
+    if (this.ended) {
+      void stream.close().catch(() => {}); // the call ended while the recogniser was opening
+      return;
+    }
     this.stt.attach(stream);
-    if (this.ended) return;
+  }
+
+  private startOutput(cfg: CallConfig): void {
     this.pacer.start();
     // a refusal found by the TTS engine's early connect ends the call now, not when the agent first speaks
     void this.ttsConnect.then((err) => {

@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { reportNode, type NodeLoad } from '../../core/media-nodes.ts';
+import { prom, registry } from '../../core/metrics.ts';
 import { recordWebhookResult, sendWebhook } from '../../core/webhook.ts';
 import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId, spoolRecordingKey } from '../../workflows/post-call/messages.ts';
 import type { MediaDeps } from '../deps.ts';
@@ -13,7 +15,7 @@ import type { EndedReason, SessionResult } from './call-session.ts';
 /** This process's id in calls.media_node / media_nodes (host, pid and a random part: restarts get a new id). */
 export const NODE_ID = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 export const HEARTBEAT_MS = 10_000;
-/** A node whose heartbeat is older than this is dead; its active calls are reconciled. */
+/** A node whose heartbeat is older than this is dead; its active calls are reconciled (MEDIA_NODE_DEAD_AFTER_S). */
 export const NODE_DEAD_AFTER_S = 45;
 
 export const callRow = z.object({
@@ -137,11 +139,10 @@ export async function storeRecording(deps: Pick<MediaDeps, 'storage' | 'logger'>
   }
 }
 
-// ── node heartbeat + reconciliation ─────────────────────────────────────────────────────────────────────
-export async function heartbeat(db: Db): Promise<void> {
-  await db.query(sql.type(z.object({}))`
-    INSERT INTO media_nodes (node_id) VALUES (${NODE_ID})
-    ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now()`);
+// ── node heartbeat, load + reconciliation ─────────────────────────────────────────────────────────────────
+/** Heartbeat with this node's load (active calls, capacity, event-loop lag, draining): core/media-nodes.ts. */
+export async function heartbeat(db: Db, load: NodeLoad = { activeCalls: 0, capacity: 0, loopLagMs: 0, draining: false }): Promise<void> {
+  await reportNode(db, NODE_ID, load);
 }
 
 export async function removeNode(db: Db): Promise<void> {
@@ -152,14 +153,27 @@ export async function removeNode(db: Db): Promise<void> {
  * Rows left 'active' by a media process that is gone (its heartbeat is stale or missing) end as pipeline_error.
  * Returns the reconciled rows so the caller can send call.ended and hand them to post-call.
  */
-export async function reconcileOrphans(db: Db): Promise<Array<CallRow & { ended_at: string; duration_seconds: number | null }>> {
+export async function reconcileOrphans(db: Db, deadAfterS = NODE_DEAD_AFTER_S): Promise<Array<CallRow & { ended_at: string; duration_seconds: number | null }>> {
   const rows = await db.any(sql.type(callRow.extend({ ended_at: z.string(), duration_seconds: z.number().nullable() }))`
     UPDATE calls SET status = 'error', ended_reason = 'pipeline_error', ended_at = now(),
       duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
       logs = logs || jsonb_build_object('reconciled', jsonb_build_object('media_node', media_node, 'at', now())), updated_at = now()
     WHERE status = 'active' AND media_node IS NOT NULL AND media_node <> ${NODE_ID}
-      AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${NODE_DEAD_AFTER_S}))
+      AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS}))
     RETURNING ${CALL_COLS}, ended_at, duration_seconds`);
   await db.query(sql.type(z.object({}))`DELETE FROM media_nodes WHERE heartbeat_at < now() - interval '1 day'`);
   return [...rows];
 }
+
+// ── load metrics (this process's registry; the same figures go to media_nodes) ──────────────────────────
+export const mediaLoadGauges = {
+  capacity: new prom.Gauge({ name: 'voice_media_call_capacity', help: 'Calls this media process accepts at once (MEDIA_MAX_CALLS)', registers: [registry] }),
+  lag: new prom.Gauge({ name: 'voice_media_event_loop_lag_seconds', help: 'Event-loop delay p99 over the last heartbeat interval', registers: [registry] }),
+};
+
+export const joinsRefused = new prom.Counter({
+  name: 'voice_media_joins_refused_total',
+  help: 'Call joins refused by this media process (capacity: over MEDIA_MAX_CALLS)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});

@@ -12,11 +12,13 @@ import type { EngineFactory, MediaDeps } from '../deps.ts';
 import { createNoiseGate } from '../noise/index.ts';
 import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
+import type { Engines } from '../services/types.ts';
 import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
 import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
-import { parseCallConfig, type CallConfig } from './config.ts';
+import { DEFAULT_IDLE_MESSAGE, parseCallConfig, type CallConfig } from './config.ts';
+import { cachedTts, RenderedAudioCache } from './greeting-cache.ts';
 import {
   cancelCallRow,
   claimCall,
@@ -53,6 +55,9 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
   const { logger } = deps;
   const live = new Set<CallSession>();
   const engineFactory: EngineFactory = deps.engines ?? defaultEngines;
+  // rendered greetings / idle prompts (off by default under NODE_ENV=test: tests count what their fake engines hear)
+  const cacheMb = deps.config.MEDIA_TTS_CACHE_MB ?? (deps.config.NODE_ENV === 'test' ? 0 : 64);
+  const audioCache = cacheMb > 0 ? new RenderedAudioCache(cacheMb * 1024 * 1024) : null;
 
   async function run(transport: LiveTransport, pending: CallRow, opts: RunOptions = {}): Promise<CallSession | null> {
     const early: Int16Array[] = [];
@@ -131,7 +136,10 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     }).all;
     const systemPrompt = substitute(config.systemPrompt, vars);
     const [{ engines, vad }, tools, denoiser] = await Promise.all([
-      engineFactory({ callId: row.id, config, appConfig: deps.config }),
+      // the greeting's audio starts rendering (or comes from the cache) while the rest is set up
+      engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) =>
+        audioCache ? { ...built, engines: withFixedTextCache(built.engines, config, audioCache) } : built,
+      ),
       buildToolSet(
         {
           db: deps.db,
@@ -176,6 +184,16 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
   }
 
   return { run, live };
+}
+
+/** The call's TTS with its greetings and idle prompts served from the process-wide rendered-audio cache. */
+function withFixedTextCache(engines: Engines, config: CallConfig, cache: RenderedAudioCache): Engines {
+  const greetings = config.greeting.firstMessages.filter((m) => m.trim());
+  const idle = [...config.userIdleMessages, DEFAULT_IDLE_MESSAGE].filter((m) => m.trim());
+  const { provider: _p, model: _m, voice: _v, ...tuning } = config.tts;
+  const tts = cachedTts(engines.tts, [...greetings, ...idle], JSON.stringify(tuning), cache);
+  if (config.greeting.speakFirst === 'agent') tts.prefetch(greetings.slice(0, 8));
+  return { ...engines, tts };
 }
 
 // ── default engines: media/services (one adapter per vendor, `local` engines) + the Silero VAD ───────────

@@ -1,5 +1,6 @@
 // `local` STT: PocketSphinx 5 (the PyPI wheel, which ships its US-English acoustic model and dictionary; no
-// download at run time), one recogniser process per call fed over a pipe, with a small per-agent language model.
+// download at run time), a shared pool of recogniser processes serving every call's utterances (see below), with a
+// small per-agent language model.
 //
 // Why this shape: PocketSphinx's general 130k-word model gets well under half of the words right on synthesized
 // or phone speech. A trigram model over a base vocabulary of phone-call English plus the agent's own words
@@ -16,7 +17,7 @@ import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile, rename } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
@@ -118,61 +119,312 @@ export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: 
   return p;
 }
 
-const MAX_BACKLOG = 16000 * 2 * 20; // bytes: 20 s of audio waiting for the recogniser
+// ── the shared recogniser pool ───────────────────────────────────────────────────────────────────────────
+// A few PocketSphinx processes per media process (LOCAL_STT_WORKERS, default one per core) serve the utterances
+// of every call; each process multiplexes many utterances (pocketsphinx_worker.py). A call's stream only sends
+// audio while the caller makes sound: an utterance opens at the first frame above SPEECH_RMS (with up to
+// PREROLL_MS of the audio before it), ends at finalize() (the VAD's end of speech), after AUTO_END_MS of quiet or
+// after MAX_UTTERANCE_MS. Each utterance goes to the worker with the fewest open utterances. Bounded: at most
+// MAX_UTTERANCES_PER_WORKER open utterances and MAX_BACKLOG bytes of undecoded audio per worker; past either the
+// audio is dropped and the call gets a non-fatal error (the recognisers are overloaded) instead of a growing delay.
+// A worker that dies is restarted; its open utterances end with a non-fatal error.
 
-class PocketsphinxStream implements SttStream {
-  private closed = false;
-  private exited: Promise<void>;
+const MAX_BACKLOG = 16000 * 2 * 60; // bytes per worker: 60 s of audio (a few seconds of decoding) waiting
+const MAX_UTTERANCES_PER_WORKER = 96;
+/** Decoders built ahead per worker for each agent vocabulary (first call of the agent on this process). */
+const PREPARED_DECODERS = 12;
+const PREROLL_MS = 300;
+const AUTO_END_MS = 2000;
+const MAX_UTTERANCE_MS = 30_000;
+/** Frames quieter than this (RMS, full scale 1; ≈ −60 dBFS) do not open an utterance. */
+const SPEECH_RMS = 0.001;
 
-  constructor(
-    private readonly child: ChildProcessWithoutNullStreams,
-    private readonly onEvent: (e: SttEvent) => void,
-  ) {
-    this.exited = new Promise((res) => child.once('exit', () => res()));
-    child.stdin.on('error', () => {}); // EPIPE after a crash is reported through 'exit'
-    child.once('exit', (code, signal) => {
-      if (!this.closed)
-        this.onEvent({ type: 'error', error: { message: `local STT process exited (${signal ?? code})`, retryable: false, fatal: true } });
+type Kind = 'O' | 'A' | 'F' | 'X' | 'P' | 'Q';
+type UttHandler = (msg: { type: string; text?: string; message?: string }) => void;
+
+class PoolWorker {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly open = new Map<number, UttHandler>();
+  readonly ready: Promise<void>;
+  dead = false;
+  private stderr = '';
+
+  constructor(python: string, onExit: (w: PoolWorker) => void) {
+    this.child = spawn(python, [WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // the pool never keeps the process alive by itself (the recognisers exit when their stdin closes)
+    this.child.unref();
+    for (const s of [this.child.stdin, this.child.stdout, this.child.stderr]) (s as unknown as { unref?(): void }).unref?.();
+    this.child.stdin.on('error', () => {}); // EPIPE after a crash is reported through 'exit'
+    this.child.stderr.on('data', (d: Buffer) => {
+      if (this.stderr.length < 4000) this.stderr += d.toString();
+    });
+    this.ready = new Promise<void>((ok, fail) => {
+      const timer = setTimeout(() => {
+        this.child.kill('SIGKILL');
+        fail(new Error('local STT did not start within 20 s'));
+      }, 20_000);
+      this.child.once('error', (err) => {
+        clearTimeout(timer);
+        fail(err);
+      });
+      this.child.once('exit', (code) => {
+        clearTimeout(timer);
+        fail(new Error(`local STT failed to start (exit ${code}): ${this.stderr.trim().slice(-500)}`));
+      });
+      let buf = '';
+      this.child.stdout.on('data', (d: Buffer) => {
+        buf += d.toString();
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          let msg: { id?: number; type?: string; text?: string; message?: string };
+          try {
+            msg = JSON.parse(line) as typeof msg;
+          } catch {
+            continue;
+          }
+          if (msg.type === 'ready') {
+            clearTimeout(timer);
+            ok();
+          } else if (msg.id !== undefined) {
+            const h = this.open.get(msg.id);
+            if (!h) continue;
+            if (msg.type === 'final' || msg.type === 'error') this.open.delete(msg.id);
+            h(msg as { type: string });
+          }
+        }
+      });
+    });
+    this.ready.catch(() => {});
+    this.child.once('exit', () => {
+      this.dead = true;
+      for (const h of this.open.values()) h({ type: 'error', message: 'local STT recogniser restarted: the last words were lost' });
+      this.open.clear();
+      onExit(this);
     });
   }
 
-  private send(kind: 'A' | 'F' | 'Q', payload?: Buffer): void {
-    if (this.closed && kind !== 'Q') return;
-    if (this.child.exitCode !== null || this.child.stdin.destroyed) return;
-    const header = Buffer.alloc(5);
+  send(kind: Kind, id: number, payload?: Buffer): boolean {
+    if (this.dead || this.child.stdin.destroyed) return false;
+    const header = Buffer.alloc(9);
     header.write(kind, 0, 'latin1');
-    header.writeUInt32LE(payload?.length ?? 0, 1);
+    header.writeUInt32LE(id, 1);
+    header.writeUInt32LE(payload?.length ?? 0, 5);
     this.child.stdin.write(payload ? Buffer.concat([header, payload]) : header);
+    return true;
   }
 
-  private behind = false;
+  get backlog(): number {
+    return this.child.stdin.writableLength;
+  }
+}
 
-  write(pcm: Int16Array): void {
-    if (pcm.length === 0) return;
-    // never block and never queue without bound: past MAX_BACKLOG of undecoded audio, drop (once reported)
-    if (this.child.stdin.writableLength > MAX_BACKLOG) {
-      if (!this.behind) {
-        this.behind = true;
-        this.onEvent({ type: 'error', error: { message: 'local STT cannot keep up (CPU overloaded): dropping audio', retryable: true, fatal: false } });
-      }
-      return;
+export class PocketsphinxPool {
+  private readonly workers: PoolWorker[] = [];
+  private nextId = 1;
+  private closed = false;
+  private readonly prepared = new Set<string>();
+  private restarts = 0;
+
+  constructor(
+    readonly python: string,
+    readonly size: number,
+  ) {
+    for (let i = 0; i < size; i++) this.workers.push(this.spawn());
+  }
+
+  private spawn(): PoolWorker {
+    return new PoolWorker(this.python, (dead) => {
+      if (this.closed) return;
+      const i = this.workers.indexOf(dead);
+      if (i < 0) return;
+      // restart with a small backoff when it keeps failing
+      const delay = Math.min(5000, 100 * 2 ** Math.min(6, this.restarts++));
+      setTimeout(() => {
+        if (!this.closed && this.workers[i] === dead) this.workers[i] = this.spawn();
+      }, delay).unref();
+    });
+  }
+
+  /** Resolves once every worker is up (rejects with the first failure). */
+  ready(): Promise<void> {
+    return Promise.all(this.workers.map((w) => w.ready)).then(() => undefined);
+  }
+
+  /** Build a decoder for this model in every worker now (the first utterances of a new agent skip it). */
+  prepare(files: { lm: string; dict: string }): void {
+    if (this.prepared.has(files.lm)) return;
+    this.prepared.add(files.lm);
+    const payload = Buffer.from(JSON.stringify({ ...files, count: PREPARED_DECODERS }));
+    for (const w of this.workers) w.send('P', 0, payload);
+  }
+
+  /** Open an utterance on the least loaded live worker; null when every worker is full or down. */
+  openUtterance(files: { lm: string; dict: string }, handler: UttHandler): { id: number; worker: PoolWorker } | null {
+    let best: PoolWorker | null = null;
+    for (const w of this.workers) {
+      if (w.dead || w.open.size >= MAX_UTTERANCES_PER_WORKER || w.backlog > MAX_BACKLOG) continue;
+      if (!best || w.open.size + w.backlog / 32000 < best.open.size + best.backlog / 32000) best = w;
     }
-    this.behind = false;
-    this.send('A', Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    if (!best) return null;
+    const id = this.nextId++;
+    if (this.nextId > 0xfffffff0) this.nextId = 1;
+    best.open.set(id, handler);
+    best.send('O', id, Buffer.from(JSON.stringify(files)));
+    return { id, worker: best };
   }
 
-  finalize(): void {
-    this.send('F');
+  /** Open utterances per worker (tests, metrics). */
+  get load(): number[] {
+    return this.workers.map((w) => w.open.size);
+  }
+
+  get pids(): number[] {
+    return this.workers.map((w) => w.child.pid ?? 0);
   }
 
   async close(): Promise<void> {
-    if (this.closed) return this.exited;
     this.closed = true;
-    this.send('Q');
-    this.child.stdin.end();
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 2000);
-    await this.exited;
-    clearTimeout(timer);
+    await Promise.all(
+      this.workers.map(
+        (w) =>
+          new Promise<void>((res) => {
+            if (w.dead) return res();
+            w.child.once('exit', () => res());
+            w.send('Q', 0);
+            w.child.stdin.end();
+            setTimeout(() => w.child.kill('SIGKILL'), 2000).unref();
+          }),
+      ),
+    );
+  }
+}
+
+const pools = new Map<string, PocketsphinxPool>();
+
+/** The process-wide pool for this Python (created on first use, or at process start by warmLocalStt). */
+export function sharedPool(python = defaultSttPython(), size = defaultPoolSize()): PocketsphinxPool {
+  let p = pools.get(python);
+  if (!p) {
+    p = new PocketsphinxPool(python, size);
+    pools.set(python, p);
+  }
+  return p;
+}
+
+export function defaultPoolSize(): number {
+  const n = Number(process.env.LOCAL_STT_WORKERS);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 64) : Math.max(1, os.availableParallelism());
+}
+
+/**
+ * At process start: when PocketSphinx 5 is installed, start the recogniser pool and build the base vocabulary's
+ * model, so the first call does not pay for either. Resolves false (and does nothing) when it is not installed.
+ */
+export async function warmLocalStt(opts: { python?: string; workers?: number; cacheDir?: string } = {}): Promise<boolean> {
+  const python = opts.python ?? defaultSttPython();
+  try {
+    const backend = await resolveBackend(python, false);
+    const pool = sharedPool(python, opts.workers);
+    await pool.ready();
+    if (backend.kind === 'python') pool.prepare(await prepareModel([], [], backend.cmudict, opts.cacheDir ?? defaultCacheDir()));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function closeLocalStt(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.close()));
+}
+
+const defaultCacheDir = () => join(tmpdir(), 'voice-agent-local-stt');
+
+/** One call's recognition on the shared pool: utterances open on sound, end at finalize / quiet / 30 s. */
+class PooledStream implements SttStream {
+  private closed = false;
+  private utt: { id: number; worker: PoolWorker } | null = null;
+  private readonly preroll: Int16Array[] = [];
+  private prerollSamples = 0;
+  private quietMs = 0;
+  private uttMs = 0;
+  private behind = false;
+
+  constructor(
+    private readonly pool: PocketsphinxPool,
+    private readonly files: { lm: string; dict: string },
+    private readonly onEvent: (e: SttEvent) => void,
+  ) {}
+
+  private overloaded(what: string): void {
+    if (this.behind) return;
+    this.behind = true;
+    this.onEvent({ type: 'error', error: { message: `local STT cannot keep up (${what}): dropping audio`, retryable: true, fatal: false } });
+  }
+
+  write(pcm: Int16Array): void {
+    if (this.closed || pcm.length === 0) return;
+    const ms = (pcm.length / 16000) * 1000;
+    let energy = 0;
+    for (let i = 0; i < pcm.length; i++) energy += pcm[i]! * pcm[i]!;
+    const loud = Math.sqrt(energy / pcm.length) / 32768 >= SPEECH_RMS;
+    if (!this.utt) {
+      this.preroll.push(pcm);
+      this.prerollSamples += pcm.length;
+      while (this.prerollSamples - this.preroll[0]!.length >= (PREROLL_MS / 1000) * 16000) this.prerollSamples -= this.preroll.shift()!.length;
+      if (!loud) return;
+      const utt = this.pool.openUtterance(this.files, (msg) => this.onWorker(msg));
+      if (!utt) return this.overloaded('every recogniser is busy');
+      this.utt = utt;
+      this.quietMs = 0;
+      this.uttMs = 0;
+      const audio = this.preroll.splice(0);
+      this.prerollSamples = 0;
+      for (const a of audio) this.sendAudio(a);
+      return;
+    }
+    this.sendAudio(pcm);
+    this.uttMs += ms;
+    this.quietMs = loud ? 0 : this.quietMs + ms;
+    if (this.quietMs >= AUTO_END_MS || this.uttMs >= MAX_UTTERANCE_MS) this.finalize();
+  }
+
+  private sendAudio(pcm: Int16Array): void {
+    const utt = this.utt!;
+    if (utt.worker.backlog > MAX_BACKLOG) return this.overloaded('CPU overloaded');
+    this.behind = false;
+    utt.worker.send('A', utt.id, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  }
+
+  private onWorker(msg: { type: string; text?: string; message?: string }): void {
+    if (this.closed) return;
+    if (msg.type === 'interim' || msg.type === 'final') {
+      if (msg.text) this.onEvent({ type: msg.type, text: msg.text });
+    } else if (msg.type === 'error') {
+      this.utt = null;
+      this.onEvent({ type: 'error', error: { message: `local STT: ${msg.message ?? 'error'}`, retryable: true, fatal: false } });
+    }
+  }
+
+  finalize(): void {
+    const utt = this.utt;
+    this.utt = null;
+    if (utt) utt.worker.send('F', utt.id);
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    const utt = this.utt;
+    this.utt = null;
+    if (utt) {
+      utt.worker.open.delete(utt.id);
+      utt.worker.send('X', utt.id);
+    }
+    return Promise.resolve();
   }
 }
 
@@ -240,7 +492,7 @@ function openCli(files: { lm: string; dict: string }, onEvent: (e: SttEvent) => 
 
 export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttService {
   const python = opts.python ?? defaultSttPython();
-  const cacheDir = opts.cacheDir ?? join(tmpdir(), 'voice-agent-local-stt');
+  const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const corpus = opts.corpus ?? [];
   return {
     provider: 'local',
@@ -251,51 +503,10 @@ export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttSe
       const backend = mode === 'cli' ? await resolveBackend('/nonexistent/python', true) : await resolveBackend(python, mode === 'auto');
       const files = await prepareModel(corpus, o.keyterms, backend.cmudict, cacheDir);
       if (backend.kind === 'cli') return openCli(files, o.onEvent);
-      const child = spawn(python, [WORKER, JSON.stringify(files)], { stdio: ['pipe', 'pipe', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => {
-        if (stderr.length < 4000) stderr += d.toString();
-      });
-      const stream = await new Promise<PocketsphinxStream>((ok, fail) => {
-        let buf = '';
-        let ready: PocketsphinxStream | null = null;
-        const timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          fail(new Error('local STT did not start within 20 s'));
-        }, 20_000);
-        child.once('error', (err) => {
-          clearTimeout(timer);
-          fail(err);
-        });
-        child.once('exit', (code) => {
-          clearTimeout(timer);
-          if (!ready) fail(new Error(`local STT failed to start (exit ${code}): ${stderr.trim().slice(-500)}`));
-        });
-        child.stdout.on('data', (d: Buffer) => {
-          buf += d.toString();
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            let msg: { type?: string; text?: string; message?: string };
-            try {
-              msg = JSON.parse(line) as typeof msg;
-            } catch {
-              continue;
-            }
-            if (msg.type === 'ready' && !ready) {
-              clearTimeout(timer);
-              ready = new PocketsphinxStream(child, o.onEvent);
-              ok(ready);
-            } else if (msg.type === 'interim' || msg.type === 'final') {
-              if (msg.text) o.onEvent({ type: msg.type, text: msg.text });
-            } else if (msg.type === 'error') {
-              o.onEvent({ type: 'error', error: { message: `local STT: ${msg.message ?? 'error'}`, retryable: false, fatal: true } });
-            }
-          }
-        });
-      });
-      return stream;
+      const pool = sharedPool(python);
+      await pool.ready();
+      pool.prepare(files);
+      return new PooledStream(pool, files, o.onEvent);
     },
   };
 }

@@ -1,0 +1,444 @@
+// bench/real-calls: real calls measured from outside, like a customer would. The service runs as its own process
+// (the `npm start` shape: api + media in one process, scripts/server-main.ts, on a scratch PostgreSQL, no Temporal)
+// with the agent on real engines (default: the local ones — PocketSphinx STT, eSpeak NG TTS, the demo LLM; Silero
+// VAD and the RNNoise gate on, as an agent's defaults have them). This process is an independent client speaking the
+// public protocol: POST /call, then N WebSocket callers joining within the same second, each streaming its
+// microphone in real time (20 ms frames; faint hiss in its pauses), waiting for the greeting, then speaking a synthesized sentence (eSpeak NG)
+// and pausing, TURNS times.
+//
+// Figures per level N (LEVELS, default 1,50,200):
+//   - greeting after join: WebSocket open → first agent audio frame, p50/p99 (and the very first call after start);
+//   - voice-to-voice: last frame of the caller's sentence sent → first frame of the agent's reply, p50/p99;
+//   - audio gaps: within an agent utterance (frames closer than 500 ms), |inter-arrival − 20 ms| p99, and frames
+//     later than their playout time (first frame of the utterance + k·20 ms) by more than 40 ms;
+//   - in-pipeline overhead per turn (calls.logs latency: total − stt − llm − tts) p50/p99;
+//   - CPU per call (% of one core: the server process and its children — recognisers, synthesizers — over the
+//     busy window, minus idle, ÷ N) and RSS per call (peak minus idle, ÷ N, same process tree).
+// Baseline in the same run: N = 1 (the ratio at each level is against it).
+//
+// Engine sets: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids (default local). For vendor ids point the
+// adapters at their fakes with the usual <ID>_BASE_URL / <ID>_API_KEY variables (passed through to the server),
+// e.g. run the fakes yourself, or BENCH_FAKES=path/to/module.ts whose `start()` resolves to
+// `{ env: Record<string,string>, close(): Promise<void> }` (the env is added to the server's).
+//
+//   npm run bench -- real-calls            LEVELS=1,50 TURNS=2 node --import tsx bench/real-calls.ts
+// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { pct } from './_stats.ts';
+
+const log = (m: string) => process.stdout.write(`${m}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toString() : 'n/a');
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const LEVELS = (process.env.LEVELS ?? '1,50,200').split(',').map(Number).filter((n) => n > 0);
+const TURNS = Number(process.env.TURNS ?? 2);
+const PAUSE_MS = Number(process.env.PAUSE_MS ?? 1000);
+const SENTENCES = (process.env.SENTENCES ?? 'what time is it|who are you|what day is it').split('|');
+const ENGINES = { stt: process.env.BENCH_STT ?? 'local', tts: process.env.BENCH_TTS ?? 'local', llm: process.env.BENCH_LLM ?? 'local' };
+const QUIET_MS = 700; // the agent has finished speaking after this long without a frame
+const WAIT_MS = 15_000; // give up on a greeting / reply after this long
+const FRAME = 320; // 20 ms at 16 kHz
+
+// ── the server's process tree: CPU and RSS from /proc ───────────────────────────────────────────────────
+const CLK_TCK = 100;
+function procStat(pid: number): { ppid: number; cpu: number; childCpu: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // fields after the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14)
+    return { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK, childCpu: (Number(f[13]) + Number(f[14])) / CLK_TCK };
+  } catch {
+    return null;
+  }
+}
+function rssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+function tree(root: number): number[] {
+  const kids = new Map<number, number[]>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const st = procStat(Number(e));
+    if (!st) continue;
+    const list = kids.get(st.ppid) ?? [];
+    list.push(Number(e));
+    kids.set(st.ppid, list);
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const p = stack.pop()!;
+    out.push(p);
+    stack.push(...(kids.get(p) ?? []));
+  }
+  return out;
+}
+/** CPU seconds used by the tree so far (live members + reaped children of the root) and its RSS in MB. */
+function sampleTree(root: number): { cpu: number; ownCpu: number; rssMb: number; procs: number } {
+  const pids = tree(root);
+  let cpu = 0;
+  let ownCpu = 0;
+  let rss = 0;
+  for (const p of pids) {
+    const st = procStat(p);
+    if (!st) continue;
+    cpu += st.cpu + (p === root ? st.childCpu : 0);
+    if (p === root) ownCpu = st.cpu;
+    rss += rssKb(p);
+  }
+  return { cpu, ownCpu, rssMb: rss / 1024, procs: pids.length };
+}
+
+// ── one caller ──────────────────────────────────────────────────────────────────────────────────────────
+interface CallerResult {
+  opened: boolean;
+  refused: string | null;
+  greetMs: number | null;
+  v2v: number[];
+  missedReplies: number;
+  jitter: number[];
+  late: number;
+  frames: number;
+  /** `error` events the server sent */
+  errors: string[];
+}
+
+class Caller {
+  readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, frames: 0, errors: [] };
+  private ws!: WebSocket;
+  openAt = 0;
+  closedAt = 0;
+  private err = '';
+  private lastFrameAt = 0;
+  private segStart = 0;
+  private segN = 0;
+  private speech: Int16Array | null = null;
+  private speechOff = 0;
+  private speechEndAt = 0;
+  private hissOff = Math.floor(Math.random() * 50) * FRAME;
+  private waitingReply = false;
+  done!: Promise<void>;
+
+  constructor(
+    private readonly url: string,
+    private readonly sentences: Int16Array[],
+  ) {}
+
+  start(): void {
+    this.done = (async () => {
+      this.ws = new WebSocket(this.url);
+      const closed = new Promise<void>((res) => this.ws.on('close', (code, reason) => {
+        if (!this.r.opened || code === 1013) this.r.refused ??= `${code} ${reason.toString()}${this.err ? ` (${this.err})` : ''}`;
+        this.closedAt = performance.now();
+        res();
+      }));
+      this.ws.on('error', (e) => (this.err = e.message));
+      this.ws.on('unexpected-response', (_q, res) => {
+        this.r.refused = `HTTP ${res.statusCode}`;
+      });
+      this.ws.on('message', (data, binary) => {
+        if (binary) return this.onFrame();
+        try {
+          const ev = JSON.parse(String(data)) as { type?: string; message?: string };
+          if (ev.type === 'error') this.r.errors.push(String(ev.message));
+        } catch {
+          /* not JSON */
+        }
+      });
+      const opened = await Promise.race([new Promise<boolean>((res) => this.ws.once('open', () => res(true))), closed.then(() => false), sleep(30_000).then(() => false)]);
+      if (!opened) {
+        this.ws.terminate();
+        this.r.refused ??= 'not accepted within 30 s';
+        return;
+      }
+      this.r.opened = true;
+      this.openAt = performance.now();
+      const greeted = await this.until(() => this.r.greetMs !== null, WAIT_MS);
+      if (greeted) await this.quiet();
+      for (let t = 0; t < TURNS && this.ws.readyState === WebSocket.OPEN; t++) {
+        this.speech = this.sentences[t % this.sentences.length]!;
+        this.speechOff = 0;
+        await this.until(() => this.speech === null, 30_000);
+        this.waitingReply = true;
+        const replied = await this.until(() => !this.waitingReply, WAIT_MS);
+        if (!replied) {
+          this.waitingReply = false;
+          this.r.missedReplies++;
+        } else await this.quiet();
+        await sleep(PAUSE_MS);
+      }
+      this.ws.close(1000);
+      await Promise.race([closed, sleep(5000)]);
+    })();
+  }
+
+  /** called by the shared 20 ms microphone clock */
+  mic(now: number): void {
+    if (!this.r.opened || this.ws.readyState !== WebSocket.OPEN) return;
+    let frame: Int16Array;
+    if (this.speech) {
+      frame = this.speech.subarray(this.speechOff, this.speechOff + FRAME);
+      this.speechOff += FRAME;
+      if (this.speechOff >= this.speech.length) {
+        this.speech = null;
+        this.speechEndAt = now;
+      }
+    } else {
+      frame = HISS.subarray(this.hissOff, this.hissOff + FRAME);
+      this.hissOff = (this.hissOff + FRAME) % HISS.length;
+    }
+    this.ws.send(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
+  }
+
+  private onFrame(): void {
+    const now = performance.now();
+    this.r.frames++;
+    if (this.r.greetMs === null && this.openAt) this.r.greetMs = now - this.openAt;
+    if (this.waitingReply && this.speechEndAt) {
+      this.r.v2v.push(now - this.speechEndAt);
+      this.waitingReply = false;
+    }
+    if (!this.lastFrameAt || now - this.lastFrameAt > 500) {
+      this.segStart = now;
+      this.segN = 0;
+    } else {
+      // frames 0..5 are the pacer's initial lead burst
+      if (this.segN >= 6) this.r.jitter.push(Math.abs(now - this.lastFrameAt - 20));
+      if (now > this.segStart + this.segN * 20 + 40) this.r.late++;
+    }
+    this.segN++;
+    this.lastFrameAt = now;
+  }
+
+  private async until(cond: () => boolean, ms: number): Promise<boolean> {
+    const end = performance.now() + ms;
+    while (!cond()) {
+      if (performance.now() > end || this.ws.readyState !== WebSocket.OPEN) return cond();
+      await sleep(20);
+    }
+    return true;
+  }
+
+  private async quiet(): Promise<void> {
+    while (this.ws.readyState === WebSocket.OPEN && performance.now() - this.lastFrameAt < QUIET_MS) await sleep(50);
+  }
+}
+// the caller's pauses: faint line hiss (≈ −71 dBFS RMS), not digital zeros, as a real microphone or line sends
+const HISS = new Int16Array(FRAME * 50);
+for (let i = 0, seed = 7; i < HISS.length; i++) {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  HISS[i] = (seed % 33) - 16;
+}
+
+// ── main ────────────────────────────────────────────────────────────────────────────────────────────────
+const { loadConfig } = await import('../core/config.ts');
+const { createDb, sql } = await import('../core/db/pool.ts');
+const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
+const { startScratchDatabase, freePort, waitForPort } = await import('../scripts/infra.ts');
+const { createLocalTts } = await import('../media/services/tts/local.ts');
+const { resample } = await import('../media/audio/index.ts');
+void loadConfig;
+
+const scratch = await startScratchDatabase({ prefix: 'vas-bench-real-' });
+let server: ChildProcess | null = null;
+let fakes: { env: Record<string, string>; close(): Promise<void> } | null = null;
+let exit = 0;
+try {
+  if (process.env.BENCH_FAKES) {
+    const mod = (await import(pathToFileURL(path.resolve(process.env.BENCH_FAKES)).href)) as { start(): Promise<typeof fakes> };
+    fakes = await mod.start();
+  }
+  const db = await createDb(scratch.url, { maximumPoolSize: 4 });
+  const org = await createOrganization(db, { name: 'bench', balanceUsd: 100_000 });
+  await setOrganizationLimits(db, org.id, { concurrency: 1000, ratePerMinute: 100_000 });
+  const key = (await createApiKey(db, org.id, 'bench')).key;
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  server = spawn(process.execPath, ['--max-semi-space-size=32', ...prof, '--import', 'tsx', 'scripts/server-main.ts'], {
+    cwd: REPO,
+    env: {
+      ...process.env,
+      ...(fakes?.env ?? {}),
+      DATABASE_URL: scratch.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: origin,
+      DATA_DIR: path.join(scratch.dir, 'data'),
+      TEMPORAL_ADDRESS: '',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
+      SIGNING_SECRET: 'bench-signing-secret-0123456789',
+      DEFAULT_CONCURRENCY: '1000',
+      DEFAULT_RATE_PER_MINUTE: '100000',
+      DATABASE_POOL_SIZE: '20',
+      // measure past the node's default capacity unless told otherwise (MEDIA_MAX_CALLS=50 shows the refusals)
+      MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const serverPid = server.pid!;
+  await waitForPort(port, 60_000);
+  const api = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : null });
+    const json = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+    return { status: res.status, json };
+  };
+  const agent = await api('POST', '/agents', {
+    name: 'Bench agent',
+    systemPrompt: 'You are a helpful assistant. Answer briefly. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.',
+    llm: { provider: ENGINES.llm, model: ENGINES.llm === 'local' ? 'local-demo' : null },
+    stt: { provider: ENGINES.stt },
+    tts: { provider: ENGINES.tts },
+    greeting: { firstMessages: ['Hello! Thanks for calling. How can I help you today?'] },
+  });
+  if (agent.status !== 201 && agent.status !== 200) throw new Error(`POST /agents → ${agent.status} ${JSON.stringify(agent.json)}`);
+  const agentId = String(agent.json!.uuid);
+
+  // the callers' sentences: eSpeak NG (Klatt voice, slower), 16 kHz
+  const callerTts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150 });
+  const sentences: Int16Array[] = [];
+  for (const s of SENTENCES) {
+    const parts: Int16Array[] = [];
+    for await (const p of callerTts.synthesize(s, new AbortController().signal)) parts.push(p);
+    const pcm24 = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+    parts.reduce((o, p) => (pcm24.set(p, o), o + p.length), 0);
+    sentences.push(resample(pcm24, 24000, 16000));
+  }
+
+  log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call (Node share) | RSS MB per call | procs | tree RSS MB idle → peak |');
+  log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  let firstGreeting: number | null = null;
+  const perLevel: Array<{ n: number; cpuPerCall: number; ok: boolean }> = [];
+  const notes: string[] = [];
+  for (const n of LEVELS) {
+    await sleep(1500);
+    const idle0 = sampleTree(serverPid);
+    await sleep(1000);
+    const idle1 = sampleTree(serverPid);
+    const idleCpuRate = idle1.cpu - idle0.cpu; // core-seconds per second
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(10, n - i) }, () => api('POST', '/call', { agentId, transport: 'websocket' })),
+      );
+      for (const b of batch) {
+        if (b.status !== 201 && b.status !== 200) throw new Error(`POST /call → ${b.status} ${JSON.stringify(b.json)}`);
+        ids.push(String(b.json!.callId ?? b.json!.id));
+      }
+    }
+    const urls = await Promise.all(ids.map(async (id) => `${origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${encodeURIComponent(key)}`));
+    const callers = urls.map((u) => new Caller(u, sentences));
+    // one shared microphone clock for every caller (drift-corrected 20 ms)
+    const t0 = performance.now();
+    let tick = 0;
+    let micTimer: NodeJS.Timeout | null = null;
+    const mic = () => {
+      const now = performance.now();
+      for (const c of callers) c.mic(now);
+      tick++;
+      micTimer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
+    };
+    mic();
+    // N callers join within the same second
+    let peakRss = idle1.rssMb;
+    let peakProcs = idle1.procs;
+    const cpu0 = sampleTree(serverPid);
+    const w0 = performance.now();
+    const sampler = setInterval(() => {
+      const s = sampleTree(serverPid);
+      peakRss = Math.max(peakRss, s.rssMb);
+      peakProcs = Math.max(peakProcs, s.procs);
+    }, 500);
+    const clientLag = monitorEventLoopDelay({ resolution: 10 });
+    clientLag.enable();
+    callers.forEach((c, i) => setTimeout(() => c.start(), (i * 1000) / n));
+    await sleep(1100);
+    await Promise.all(callers.map((c) => c.done));
+    const cpu1 = sampleTree(serverPid);
+    const wall = (performance.now() - w0) / 1000;
+    clearInterval(sampler);
+    clientLag.disable();
+    if (micTimer) clearTimeout(micTimer);
+    const rs = callers.map((c) => c.r);
+    const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
+    if (firstGreeting === null && greet.length) firstGreeting = greet[0]!;
+    const v2v = rs.flatMap((r) => r.v2v);
+    const jitter = rs.flatMap((r) => r.jitter);
+    const late = rs.reduce((a, r) => a + r.late, 0);
+    const frames = rs.reduce((a, r) => a + r.frames, 0);
+    const accepted = rs.filter((r) => r.opened).length;
+    const refused = rs.filter((r) => r.refused).map((r) => r.refused!);
+    const missed = rs.reduce((a, r) => a + r.missedReplies, 0) + rs.filter((r) => r.opened && r.greetMs === null).length;
+    // in-pipeline overhead from the rows (the server writes them at the end of each call; wait up to 60 s)
+    const deadline = Date.now() + 60_000;
+    let overhead: number[] = [];
+    const stages: Record<'stt_ms' | 'llm_ms' | 'tts_ms', number[]> = { stt_ms: [], llm_ms: [], tts_ms: [] };
+    for (;;) {
+      const rows = await db.any(sql.type(z.object({ status: z.string(), logs: z.unknown() }))`SELECT status, logs FROM calls WHERE id = ANY(${sql.array(ids, 'uuid')})`);
+      const ended = rows.filter((r) => r.status !== 'active' && r.status !== 'pending');
+      if (ended.length === rows.length || Date.now() > deadline) {
+        const turns = ended.flatMap((r) => (r.logs as { latency?: Array<Record<string, number | null>> })?.latency ?? []);
+        overhead = turns.flatMap((l) => (typeof l.overhead_ms === 'number' ? [l.overhead_ms] : []));
+        for (const k of ['stt_ms', 'llm_ms', 'tts_ms'] as const) stages[k] = turns.flatMap((l) => (typeof l[k] === 'number' ? [l[k]] : []));
+        break;
+      }
+      await sleep(250);
+    }
+    // average number of calls open over the window (a refused call adds nothing)
+    const openSeconds = callers.reduce((a, c) => a + (c.openAt ? ((c.closedAt || performance.now()) - c.openAt) / 1000 : 0), 0);
+    const avgOpen = openSeconds / wall;
+    const cpuPerCall = ((cpu1.cpu - cpu0.cpu - idleCpuRate * wall) / wall / Math.max(avgOpen, 1e-9)) * 100;
+    // the share of it in the Node process itself (the rest: recogniser and synthesizer processes)
+    const nodeShare = (cpu1.ownCpu - cpu0.ownCpu) / Math.max(cpu1.cpu - cpu0.cpu, 1e-9);
+    const rssPerCall = (peakRss - idle1.rssMb) / Math.max(accepted, 1);
+    perLevel.push({ n, cpuPerCall, ok: accepted === n });
+    // is the client itself keeping up? (its lag delays what it sends and when it stamps what it receives)
+    const errs = new Map<string, number>();
+    for (const e of rs.flatMap((r) => r.errors)) errs.set(e, (errs.get(e) ?? 0) + 1);
+    notes.push(
+      `N=${n}: in the pipeline per turn (p50 / p99 ms): stt stop→final ${f0(pct(stages.stt_ms, 50))} / ${f0(pct(stages.stt_ms, 99))}, ` +
+        `llm ${f0(pct(stages.llm_ms, 50))} / ${f0(pct(stages.llm_ms, 99))}, tts first byte ${f0(pct(stages.tts_ms, 50))} / ${f0(pct(stages.tts_ms, 99))}; ` +
+        `client event-loop delay p99 ${f1(clientLag.percentile(99) / 1e6)} ms (max ${f1(clientLag.max / 1e6)})` +
+        (errs.size ? `; server error events: ${[...errs].map(([m, k]) => `${k}× "${m}"`).join(', ')}` : ''),
+    );
+    log(
+      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} (${f0(nodeShare * 100)} %) | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
+    );
+  }
+  log(notes.join('\n'));
+  log(`first greeting after start: ${f0(firstGreeting ?? NaN)} ms · load average now ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  const base = perLevel[0];
+  for (const l of perLevel.slice(1)) {
+    if (base) log(`ratio CPU per call at ${l.n} vs ${base.n}: ${f2(l.cpuPerCall / base.cpuPerCall)}×`);
+  }
+  const best = perLevel.filter((l) => l.n > 1).at(-1);
+  if (best && best.cpuPerCall > 0) log(`calls per core (from CPU per call at ${best.n}): ${f1(100 / best.cpuPerCall)}  (Pipecat light bench: ≈ 25–29 per core at 3.5–4 % per call)`);
+} catch (err) {
+  exit = 1;
+  log(`bench failed: ${(err as Error).stack ?? String(err)}`);
+} finally {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await Promise.race([new Promise((r) => server!.once('exit', r)), sleep(15_000)]);
+    if (server.exitCode === null) server.kill('SIGKILL');
+  }
+  await fakes?.close().catch(() => {});
+  await scratch.stop().catch(() => {});
+}
+process.exit(exit);

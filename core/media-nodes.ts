@@ -1,0 +1,49 @@
+// Media nodes and their load (table media_nodes, migrations 0030 + 0080). Each media process writes its row
+// (heartbeat + load); the api reads the rows to refuse calls when every live node is full. Shared by api and media,
+// so it lives in core/.
+import os from 'node:os';
+import { z } from 'zod';
+import { sql, type Db } from './db/pool.ts';
+
+/**
+ * Simultaneous calls one core carries on the local engines with voice-to-voice and pacing targets met
+ * (bench/real-calls on 2 cores, see README "Scaling and capacity"). MEDIA_MAX_CALLS overrides the product.
+ */
+export const CALLS_PER_CORE = 25;
+
+export function defaultMaxCalls(cores = os.availableParallelism()): number {
+  return Math.max(1, cores * CALLS_PER_CORE);
+}
+
+export interface NodeLoad {
+  activeCalls: number;
+  capacity: number;
+  /** event-loop delay p99 over the last report interval, ms */
+  loopLagMs: number;
+  draining: boolean;
+}
+
+/** Insert or refresh this node's row: heartbeat and load. */
+export async function reportNode(db: Db, nodeId: string, load: NodeLoad): Promise<void> {
+  await db.query(sql.type(z.object({}))`
+    INSERT INTO media_nodes (node_id, active_calls, capacity, loop_lag_ms, draining)
+    VALUES (${nodeId}, ${load.activeCalls}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
+    ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now(), load_at = now(), active_calls = EXCLUDED.active_calls,
+      capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining`);
+}
+
+/** POST /call's 503 detail when every live media node is at capacity (or draining). */
+export const MEDIA_AT_CAPACITY = 'All media nodes are at capacity; retry shortly';
+
+const capacityRow = z.object({ live: z.number(), available: z.number() });
+
+/**
+ * Live media nodes (fresh heartbeat) and how many of them can take another call (not draining, below capacity).
+ * live = 0 means no node has reported (e.g. an api started before any media process): do not refuse on that.
+ */
+export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live: number; available: number }> {
+  return db.one(sql.type(capacityRow)`
+    SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND (capacity = 0 OR active_calls < capacity))::int AS available
+    FROM media_nodes
+    WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
+}

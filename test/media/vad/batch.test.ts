@@ -1,0 +1,72 @@
+// The Silero VAD at scale: many calls' windows run as one batched inference, each call keeping its own recurrent
+// state, with the same decisions as one inference per window; plainly silent windows skip inference.
+import test from 'ava';
+import { concatInt16 } from '../../../media/audio/pcm.ts';
+import { resample } from '../../../media/audio/resample.ts';
+import { createLocalTts } from '../../../media/services/tts/local.ts';
+import { createVad, vadStats, type VadOptions } from '../../../media/vad/index.ts';
+
+const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150 });
+
+async function caller(text: string): Promise<Int16Array> {
+  const parts: Int16Array[] = [];
+  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
+  return resample(concatInt16(parts), 24000, 16000);
+}
+
+/** Feed streams frame by frame, all streams per 20 ms step concurrently (as live calls do); collect per-window results. */
+async function run(audios: Int16Array[], opts: VadOptions) {
+  const vads = await Promise.all(audios.map(() => createVad(opts)));
+  const out = audios.map(() => ({ probs: [] as number[], starts: [] as number[], ends: [] as number[] }));
+  const longest = Math.max(...audios.map((a) => a.length));
+  for (let o = 0; o < longest; o += 320) {
+    await Promise.all(
+      vads.map(async (v, i) => {
+        const frame = audios[i]!.subarray(o, o + 320);
+        if (!frame.length) return;
+        const r = await v.process(frame);
+        out[i]!.probs.push(r.probability);
+        if (r.speechStart) out[i]!.starts.push(o);
+        if (r.speechEnd) out[i]!.ends.push(o);
+      }),
+    );
+  }
+  for (const v of vads) v.close();
+  return out;
+}
+
+test('batched inference gives every call the decisions and probabilities it gets alone', async (t) => {
+  const sentences = ['Hello, I would like to book an appointment.', 'What time do you open tomorrow?', 'No thank you, that is all.'];
+  const speech = await Promise.all(sentences.map(caller));
+  // six callers: different sentences at different offsets, so each batch mixes speech and silence of many calls
+  const audios = Array.from({ length: 6 }, (_, i) =>
+    concatInt16([new Int16Array(1600 * (i + 1)), speech[i % 3]!, new Int16Array(16000), speech[(i + 1) % 3]!, new Int16Array(16000)]),
+  );
+  const alone = await run(audios, { batch: false, silenceRms: 0 });
+  const batched = await run(audios, { batch: true, silenceRms: 0 });
+  for (let i = 0; i < audios.length; i++) {
+    t.deepEqual(batched[i]!.starts, alone[i]!.starts, `call ${i} speech starts`);
+    t.deepEqual(batched[i]!.ends, alone[i]!.ends, `call ${i} speech ends`);
+    t.is(alone[i]!.starts.length, 2, `call ${i} has two utterances`);
+    const maxDiff = Math.max(...alone[i]!.probs.map((p, k) => Math.abs(p - batched[i]!.probs[k]!)));
+    t.true(maxDiff < 1e-3, `call ${i}: probabilities differ by ${maxDiff}`);
+  }
+});
+
+test('plainly silent windows skip inference; speech after silence is still detected', async (t) => {
+  const speech = await caller('Hello, I would like to book an appointment.');
+  const hiss = new Int16Array(16000 * 2).map((_, i) => ((i * 7919) % 17) - 8); // ≈ −72 dBFS
+  const before = vadStats.inferred;
+  const silentOnly = await run([hiss], {});
+  t.is(vadStats.inferred - before, 0, 'no inference on two seconds of faint hiss');
+  t.deepEqual(silentOnly[0]!.starts, []);
+  const [gated] = await run([concatInt16([hiss, speech, hiss])], {});
+  const [full] = await run([concatInt16([hiss, speech, hiss])], { silenceRms: 0 });
+  t.is(gated!.starts.length, 1);
+  t.is(gated!.ends.length, 1);
+  // the same start (within one window); the end comes at most 200 ms earlier (the model's probability decays over a
+  // few windows of hiss, the gate calls hiss silence at once), never later
+  t.true(Math.abs(gated!.starts[0]! - full!.starts[0]!) <= 512, `start ${gated!.starts[0]} vs ${full!.starts[0]}`);
+  const endShift = full!.ends[0]! - gated!.ends[0]!;
+  t.true(endShift >= 0 && endShift <= 3200, `end ${gated!.ends[0]} vs ${full!.ends[0]}`);
+});
