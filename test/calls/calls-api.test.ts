@@ -199,7 +199,7 @@ test('snapshot validation: a call-time value that makes a tool URL target a priv
   t.like(await onlyRejected(orgId), { connection_status: 'snapshot_validation', agent_uuid: agent.uuid });
 });
 
-test('telephony body rules: toNumber, unknown provider, streaming carrier auth; an unbuilt carrier → 501', async (t) => {
+test('telephony body rules: toNumber, unknown provider, streaming carrier auth; inline auth checked per carrier', async (t) => {
   const { orgId, apiKey } = await s.createOrg();
   const cc = { provider: 'twilio', phoneNumber: '+14155550100', auth: { accountSid: 'AC1', authToken: 'secret-token' } };
   const cases: Array<[unknown, number, unknown]> = [
@@ -216,19 +216,21 @@ test('telephony body rules: toNumber, unknown provider, streaming carrier auth; 
   t.is(streaming.status, 400);
   t.deepEqual(streaming.body.detail.details, [{ path: 'callConfig.smartflo.auth', message: 'Extra inputs are not permitted', type: 'extra_forbidden' }]);
 
-  // A carrier of the set that has no adapter yet (twilio and smartflo are built: test/telephony).
-  const unbuilt = { ...cc, provider: 'plivo' };
-  const outbound = await s.request('POST', '/call', { key: apiKey, body: { type: 'outbound', toNumber: '+14155550101', callConfig: unbuilt, agent: inline() } });
-  t.is(outbound.status, 501);
-  t.is(typeof outbound.body.detail, 'string');
-  t.regex(outbound.body.detail, /Outbound calls.*plivo/);
-  const inbound = await s.request('POST', '/call', { key: apiKey, body: { type: 'inbound', callConfig: unbuilt, agent: inline() } });
-  t.is(inbound.status, 501);
-  t.regex(inbound.body.detail, /Inbound registration/);
+  // Every carrier of the set has an adapter now (test/telephony): inline auth is checked against that carrier's own
+  // shape — Twilio-shaped credentials sent for plivo are a schema failure naming the fields, and are scrubbed.
+  const plivo = { ...cc, provider: 'plivo' };
+  const outbound = await s.request('POST', '/call', { key: apiKey, body: { type: 'outbound', toNumber: '+14155550101', callConfig: plivo, agent: inline() } });
+  t.is(outbound.status, 400);
+  t.is(outbound.body.detail.error, 'Agent configuration validation failed');
+  t.true(outbound.body.detail.details.length > 0);
+  t.true(outbound.body.detail.details.every((d: { path: string }) => d.path.startsWith('callConfig.auth')), JSON.stringify(outbound.body.detail.details));
+  const inbound = await s.request('POST', '/call', { key: apiKey, body: { type: 'inbound', callConfig: plivo, agent: inline() } });
+  t.is(inbound.status, 400);
+  t.is(inbound.body.detail.error, 'Agent configuration validation failed');
 
   const rows = await rowsOf(s.db, orgId);
   t.is(rows.length, 6);
-  const out = rows.find((r) => r.connection_status === 'provider_not_supported' && r.transport === 'outbound')!;
+  const out = rows.filter((r) => r.connection_status === 'schema_validation' && r.transport === 'outbound').at(-1)!;
   t.like(out, { call_source: 'api_outbound', status: 'error' });
   t.deepEqual(out.tags, ['api', 'outbound', 'rejected']);
   t.is(out.config_snapshot.callConfig.auth, undefined, 'inline carrier credentials are scrubbed');
