@@ -8,6 +8,7 @@ import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
+import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 
@@ -24,7 +25,7 @@ export interface Env {
 export async function startEnv(queue: string, opts: { worker?: boolean; env?: Record<string, string> } = {}): Promise<Env> {
   const fake = await FakeTwilio.start();
   const s = await startTestServer({
-    env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: fake.origin, ...opts.env },
+    env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: fake.origin, ...VENDOR_TEST_KEYS, ...opts.env },
   });
   const env: Env = {
     s,

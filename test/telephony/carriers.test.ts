@@ -276,7 +276,9 @@ for (const d of drivers) {
       await amd.machine(call);
       const row = await endedRow(s.db, callId);
       t.is(row.ended_reason, 'voicemail');
-      t.like((await callById(s, callId))!.logs.voicemail_detection, { result: 'machine', by: 'amd' });
+      // the verdict is written to the call's logs beside the ending (not before it): wait for it
+      const verdict = await until(async () => (await callById(s, callId))!.logs.voicemail_detection, 10_000, 'voicemail verdict on the logs');
+      t.like(verdict, { result: 'machine', by: 'amd' });
       await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
       phone.hangup();
     });
