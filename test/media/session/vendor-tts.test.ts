@@ -108,7 +108,9 @@ test('a TTS key refused at connect ends a caller-speaks-first call at once, befo
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } }, greeting }) });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
-  // the caller talks first (the stream stops as soon as the call is closed)
+  // the caller talks first, after a moment of silence that leaves the refusal at connect time to arrive on a loaded
+  // machine (the stream stops as soon as the call is closed)
+  await caller.silence(1500);
   await caller.speak(600);
   await caller.silence(800);
   const closed = await caller.closed;
