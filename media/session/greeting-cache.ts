@@ -8,7 +8,7 @@
 // only stops its own replay. A failed render is not kept (the next caller tries again).
 // The session's TTS is wrapped (cachedTts): chunks of the fixed texts come from here, everything else (LLM
 // replies) goes to the engine as before. prefetch() starts the greeting at join, in parallel with engine setup.
-import type { TtsService } from '../services/types.ts';
+import type { TtsService, TtsSynthesizeOptions } from '../services/types.ts';
 import { splitSentences } from '../pipeline/chunker.ts';
 
 class Render {
@@ -131,19 +131,24 @@ export function cachedTts(tts: TtsService, fixedTexts: string[], tuning: string,
       yield* tts.synthesize(text, signal);
     }
   }
+  // Everything but the synthesis of a fixed text goes straight to the call's engine: the connection opened as the
+  // call connects (and its refusal), contexts per utterance, lookahead, word timings of uncached text.
   const wrapped: CachedTts = {
     provider: tts.provider,
     model: tts.model,
     voice: tts.voice,
-    synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+    synthesize(text: string, signal: AbortSignal, opts?: TtsSynthesizeOptions): AsyncIterable<Int16Array> {
       if (cache.maxBytes > 0 && fixedChunks.has(text.trim())) return fromCache(text.trim(), signal);
-      return tts.synthesize(text, signal);
+      return tts.synthesize(text, signal, opts);
     },
     prefetch(texts: string[]) {
       if (cache.maxBytes <= 0) return;
       for (const t of texts) for (const c of splitSentences(t)) if (c.trim()) render(c.trim());
     },
   };
+  if (tts.lookahead !== undefined) (wrapped as { lookahead?: number }).lookahead = tts.lookahead;
+  if (tts.endUtterance) wrapped.endUtterance = (u: object) => tts.endUtterance!(u);
+  if (tts.connect) wrapped.connect = () => tts.connect!();
   if (tts.close) wrapped.close = () => tts.close!();
   return wrapped;
 }

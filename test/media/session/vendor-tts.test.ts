@@ -105,9 +105,10 @@ test('a refused TTS key ends the call pipeline_error naming the vendor and the r
 test('a TTS key refused at connect ends a caller-speaks-first call at once, before the caller is ever answered', async (t) => {
   const name = 'vendor-tts-refused-user-first';
   const greeting = { firstMessages: ['Hello, how can I help?'], interruptible: false, speakFirst: 'user', agentDelayS: 0, userTimeoutS: 5 };
-  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } }, greeting }) });
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, llm: { provider: 'fake', model: 'fake-llm', temperature: 0.5, maxTokens: 100, prewarm: false }, tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } }, greeting }) });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
+  // (no LLM prewarm: the output side starts with the call, so a prewarm request would be counted below)
   // the caller talks first, after a moment of silence that leaves the refusal at connect time to arrive on a loaded
   // machine (the stream stops as soon as the call is closed)
   await caller.silence(1500);
