@@ -14,7 +14,7 @@
 // (eleven_v3 accepts 0, 0.5 or 1: the nearest is sent).
 import type WebSocket from 'ws';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
-import { AudioChannel, CharAligner, PcmDecoder, VendorSocket, classifyVendorError, clamp, errorText, transient, vendorUrl, type VendorError } from './vendor.ts';
+import { AudioChannel, CharAligner, PcmDecoder, VendorSocket, classifyVendorError, clamp, errorText, jsonMessage, transient, vendorUrl, type VendorError } from './vendor.ts';
 
 export interface ElevenLabsTuning {
   stability?: number;
@@ -205,12 +205,8 @@ export class ElevenLabsTts implements TtsService {
   }
 
   private onMessage(data: WebSocket.RawData): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(data);
+    if (!msg) return;
     const id = typeof msg.contextId === 'string' ? msg.contextId : typeof msg.context_id === 'string' ? msg.context_id : null;
     if (msg.error !== undefined || (msg.message !== undefined && msg.audio === undefined && msg.isFinal === undefined)) {
       const reason = String(msg.message ?? msg.error);
