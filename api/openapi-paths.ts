@@ -1,6 +1,7 @@
 // OpenAPI path items for the resources outside agents/tools (which api/openapi.ts documents itself): API keys,
-// calls, usage, files and the knowledge base. Request bodies come from the same zod schemas the routes validate
-// with where a schema exists; response shapes follow the spec's tables. Registered at import time.
+// calls, usage, files, the knowledge base and the WebRTC signaling the media process serves. Request bodies come
+// from the same zod schemas the routes validate with where a schema exists; response shapes follow the spec's
+// tables. Registered at import time.
 import { z } from 'zod';
 import { envelopeSchema } from '../core/calls/request.ts';
 import { registerOpenApiPaths } from './openapi.ts';
@@ -62,6 +63,45 @@ const fileRecord = {
     retrievalMode: { enum: ['chunked', 'full_document'] }, totalChunks: int, createdAt: ts, updatedAt: ts,
   },
 };
+// WebRTC signaling is served by the media process (media/webrtc/signaling.ts) on the same public origin.
+const iceServers = {
+  type: 'array',
+  description: 'From WEBRTC_ICE_SERVERS; empty unless configured (no default STUN server)',
+  items: { type: 'object', properties: { urls: { type: 'array', items: str }, username: str, credential: str }, required: ['urls'] },
+};
+const webrtcCallId = { name: 'call_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const webrtcAuthErrors = { 401: err("'Authorization header required' / 'Invalid or expired API key'"), 429: err("'Rate limit exceeded'") };
+const webrtcBodyErrors = { 413: err("'Request body exceeds 262144 bytes'"), 422: err('Validation failed (array)') };
+const iceCandidate = {
+  anyOf: [
+    { type: 'string', maxLength: 2000 },
+    { type: 'object', properties: { candidate: { type: 'string', maxLength: 2000 }, sdpMid: nullable({ type: 'string', maxLength: 64 }), sdpMLineIndex: nullable({ type: 'integer', minimum: 0, maximum: 64 }), usernameFragment: nullable({ type: 'string', maxLength: 256 }) }, required: ['candidate'] },
+    { type: 'null' },
+  ],
+};
+const webrtcOffer = {
+  post: {
+    tags: ['WebRTC'], summary: 'SDP offer of a pending WebRTC call → SDP answer (claims the call); with the live peer\'s pc_id, renegotiates it',
+    parameters: [webrtcCallId],
+    requestBody: body({ type: 'object', properties: { sdp: { type: 'string', minLength: 1, maxLength: 200000 }, type: { const: 'offer' }, pc_id: nullable({ type: 'string', maxLength: 100 }) }, required: ['sdp', 'type'] }),
+    responses: {
+      200: ok({ type: 'object', properties: { sdp: str, type: { const: 'answer' }, pc_id: str, iceServers }, required: ['sdp', 'type', 'pc_id', 'iceServers'] }),
+      ...webrtcBodyErrors, 400: err("Unusable offer SDP, 'A JSON body is required' or 'Malformed JSON body: …'"), ...webrtcAuthErrors,
+      404: err("'Call not found' (another organization's call, not a WebRTC call, or not pending)"),
+      409: err("'Duplicate offer: this call already has a peer connection (send its pc_id to renegotiate)'"), 503: err("'Server is draining'"),
+    },
+  },
+  patch: {
+    tags: ['WebRTC'], summary: 'Trickle ICE: remote candidate(s) for the call\'s peer',
+    parameters: [webrtcCallId],
+    requestBody: body({ type: 'object', properties: { candidate: { anyOf: [iceCandidate, { type: 'array', items: iceCandidate, maxItems: 100 }] }, pc_id: nullable({ type: 'string', maxLength: 100 }) }, required: ['candidate'] }),
+    responses: {
+      200: ok({ type: 'object', properties: { success: { const: true } }, required: ['success'] }),
+      ...webrtcBodyErrors, 400: err("'Invalid ICE candidate', 'A JSON body is required' or 'Malformed JSON body: …'"), ...webrtcAuthErrors,
+      404: err("'Call not found'"), 409: err("'No offer has been answered for this call yet: POST the offer first'"),
+    },
+  },
+};
 const usagePath = {
   get: {
     tags: ['Usage'], summary: 'Usage summary for [from, to)',
@@ -91,6 +131,7 @@ registerOpenApiPaths({
         400: err("Validation failed ({error, details}), a business rule (string), or a provider credential not set on this install (string, e.g. \"llm provider 'openai' needs OPENAI_API_KEY\")"), 402: err('Monthly quota (string) or insufficient balance (object)'),
         403: err('Other wallet reason'), 422: err('Model not in the catalog (string)'), 429: err('Concurrency gate (object) or request rate (string)'),
         501: err("A provider without an adapter on this install (string, e.g. \"stt provider 'deepgram' is not implemented on this install\"), or a telephony operation not available yet"),
+        503: err("'All media nodes are at capacity; retry shortly' (every live media node is full)"),
       },
     },
   },
@@ -110,7 +151,11 @@ registerOpenApiPaths({
     get: { tags: ['Calls'], summary: 'One call with configSnapshot, logs, transcript, recording, usage, summary', parameters: [{ name: 'callId', in: 'path', required: true, schema: str }], responses: { 200: ok(callListItem), 404: err("'Call not found'") } },
   },
   '/agents/{agent_uuid}/test-call': {
-    post: { tags: ['Calls'], summary: 'Dashboard test call for a saved agent (WebRTC)', parameters: [{ name: 'agent_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', properties: { contextVariables: nullable({ type: 'object', additionalProperties: str }), telephonySim: { type: 'boolean', default: false } } } } } }, responses: { 200: ok({ type: 'object', properties: { callId: str, offerUrl: str, status: { const: 'pending' }, agentName: str } }), 400: err('A provider credential not set on this install (string naming the variable), or the resolved snapshot fails validation'), 402: err('Insufficient balance'), 403: err('Other wallet reason'), 404: err("'Agent not found'"), 501: err('A provider without an adapter on this install (string naming provider and family)') } },
+    post: { tags: ['Calls'], summary: 'Dashboard test call for a saved agent (WebRTC)', parameters: [{ name: 'agent_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', properties: { contextVariables: nullable({ type: 'object', additionalProperties: str }), telephonySim: { type: 'boolean', default: false } } } } } }, responses: { 200: ok({ type: 'object', properties: { callId: str, offerUrl: str, status: { const: 'pending' }, agentName: str } }), 400: err('A provider credential not set on this install (string naming the variable), or the resolved snapshot fails validation'), 402: err('Insufficient balance'), 403: err('Other wallet reason'), 404: err("'Agent not found'"), 501: err('A provider without an adapter on this install (string naming provider and family)'), 503: err("'All media nodes are at capacity; retry shortly' (every live media node is full)") } },
+  },
+  '/webrtc/offer/{call_id}': webrtcOffer,
+  '/webrtc/ice-servers': {
+    get: { tags: ['WebRTC'], summary: 'The ICE servers a browser should use', responses: { 200: ok({ type: 'object', properties: { iceServers }, required: ['iceServers'] }), ...webrtcAuthErrors } },
   },
   '/wallet/dashboard/usage-summary': usagePath,
   '/organizations/reports/usage-summary': usagePath,

@@ -1,5 +1,13 @@
 // OpenAPI path items of the telephony endpoints (configurations, phone numbers, inbound bindings) and the carrier
 // webhooks. Registered at import time (api/routes/telephony.ts imports this module).
+import { z } from 'zod';
+import { exotel } from '../core/telephony/exotel.ts';
+import { plivo } from '../core/telephony/plivo.ts';
+import { smartflo } from '../core/telephony/smartflo.ts';
+import { telnyx } from '../core/telephony/telnyx.ts';
+import { twilio } from '../core/telephony/twilio.ts';
+import type { CarrierAdapter } from '../core/telephony/types.ts';
+import { vonage } from '../core/telephony/vonage.ts';
 import { registerOpenApiPaths } from './openapi.ts';
 
 const str = { type: 'string' };
@@ -29,11 +37,26 @@ const smartfloConfig = {
   properties: { provider: { const: 'smartflo' }, auth_token: str, click_to_call_api_key: str },
   required: ['provider', 'auth_token'],
 };
+/** A carrier's `config` body from the adapter's own credentials schema (input side) plus `provider` (amd_enabled is
+ *  Twilio's only: another carrier's config with it answers 422). */
+function carrierConfig(adapter: CarrierAdapter): Record<string, unknown> {
+  const js = z.toJSONSchema(adapter.credentialsSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete js.$schema;
+  const props = (js.properties ?? {}) as Record<string, unknown>;
+  return {
+    ...js, type: 'object', title: adapter.id,
+    properties: { provider: { const: adapter.id }, ...props },
+    required: ['provider', ...((js.required as string[] | undefined) ?? [])],
+  };
+}
+const schemaCarriers = [plivo, telnyx, vonage, exotel];
+const carrierConfigs = [twilioConfig, smartfloConfig, ...schemaCarriers.map(carrierConfig)];
+const allCarriers = [twilio, smartflo, ...schemaCarriers];
 const configRecord = {
   type: 'object',
-  description: 'Secrets (auth_token, click_to_call_api_key) are always masked.',
+  description: `Secrets are always masked (${allCarriers.map((a) => `${a.id}: ${a.secretFields.join(', ')}`).join('; ')}).`,
   properties: {
-    id: int, name: str, provider: { enum: ['twilio', 'smartflo'] }, is_default_outbound: bool,
+    id: int, name: str, provider: { enum: allCarriers.map((a) => a.id) }, is_default_outbound: bool,
     config: { type: 'object' }, voice_bot_wss_url: { ...str, description: 'smartflo only: static signed stream URL to paste into the Smartflo portal' },
     phone_numbers_count: int, created_at: ts, updated_at: ts,
   },
@@ -80,7 +103,7 @@ registerOpenApiPaths({
   '/organizations/telephony-configs': {
     post: {
       tags, summary: 'Save carrier credentials (probed with the carrier, encrypted at rest)',
-      requestBody: body({ type: 'object', properties: { name: { ...str, minLength: 1, maxLength: 64 }, is_default_outbound: { ...bool, default: false }, config: { oneOf: [twilioConfig, smartfloConfig] } }, required: ['name', 'config'] }),
+      requestBody: body({ type: 'object', properties: { name: { ...str, minLength: 1, maxLength: 64 }, is_default_outbound: { ...bool, default: false }, config: { oneOf: carrierConfigs } }, required: ['name', 'config'] }),
       responses: { 201: ok(configRecord, 'Created'), 400: err('invalid_credentials: <reason> / unknown_provider: <name>'), 409: err("A telephony configuration named '…' already exists in this organization."), 422: err('Validation failed (array)'), 501: err('Carrier not built yet'), 502: err('The carrier could not be reached') },
     },
     get: { tags, summary: 'List configurations', parameters: page, responses: { 200: ok(pageOf(configRecord)) } },

@@ -291,16 +291,3 @@ export function catalogView() {
     tts: fam(catalog.tts, (e) => ({ hasModelSelector: e.hasModelSelector, defaultVoice: e.defaultVoice, voices: e.voices })),
   };
 }
-
-/** Every provider and whether this install has credentials for it (its API-key variable is set; local: always). */
-export function providerStatus(config: Record<string, unknown>) {
-  const fam = (family: Family, rec: Record<string, { label: string; credentialEnv: string | null }>) =>
-    Object.entries(rec).map(([id, e]) => ({
-      family,
-      provider: id,
-      label: e.label,
-      credentialsConfigured: e.credentialEnv === null ? true : typeof config[e.credentialEnv] === 'string' && (config[e.credentialEnv] as string).length > 0,
-      credentialEnv: e.credentialEnv,
-    }));
-  return [...fam('llm', catalog.llm), ...fam('stt', catalog.stt), ...fam('tts', catalog.tts)];
-}

@@ -118,6 +118,14 @@ test('OpenAPI documents every resource, including the usage summary fields', asy
   for (const p of ['/user/api-keys', '/call', '/calls', '/calls/{callId}', '/agents', '/tools', '/files', '/knowledge-base/upload-url', '/wallet/dashboard/usage-summary', '/organizations/reports/usage-summary']) {
     t.truthy(doc.paths[p], p);
   }
+  // the WebRTC signaling the media process serves on the same origin
+  t.truthy(doc.paths['/webrtc/offer/{call_id}']?.post, 'POST /webrtc/offer/{call_id}');
+  t.truthy(doc.paths['/webrtc/offer/{call_id}']?.patch, 'PATCH /webrtc/offer/{call_id}');
+  t.truthy(doc.paths['/webrtc/ice-servers']?.get, 'GET /webrtc/ice-servers');
+  const offer = doc.paths['/webrtc/offer/{call_id}'].post;
+  t.deepEqual(offer.requestBody.content['application/json'].schema.required, ['sdp', 'type']);
+  t.deepEqual(Object.keys(offer.responses).sort(), ['200', '400', '401', '404', '409', '413', '422', '429', '503']);
+  t.deepEqual(Object.keys(doc.paths['/webrtc/offer/{call_id}'].patch.responses).sort(), ['200', '400', '401', '404', '409', '413', '422', '429']);
   const usage = doc.paths['/wallet/dashboard/usage-summary'].get.responses[200].content['application/json'].schema;
   t.deepEqual(Object.keys(usage.properties).sort(), ['average_duration_seconds', 'billed_minutes', 'connected_calls', 'from', 'rejected_calls', 'spend_usd', 'success_rate', 'to', 'total_calls', 'total_duration_seconds']);
   // and the documented fields are the ones the endpoint returns

@@ -284,6 +284,9 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     if (!runnable.ok) return reject(ctx, row(ref), runnable.reason, runnable.status, runnable.detail);
     const snapshot = await frozenSnapshot(orgId, agent.config, body.contextVariables ?? null);
     if (!snapshot.ok) return reject(ctx, row(ref), 'snapshot_validation', 400, callValidationError(snapshot.items));
+    // every live media node full: the same refusal as POST /call
+    const media = await mediaCapacity(db, config.MEDIA_NODE_DEAD_AFTER_S);
+    if (media.live > 0 && media.available === 0) throw new HttpError(503, MEDIA_AT_CAPACITY);
     const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot });
     if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
     ctx.body = { callId: admission.callId, offerUrl: offerUrl(config.baseUrl, admission.callId), status: 'pending', agentName: agent.name };

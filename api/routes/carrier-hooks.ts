@@ -13,7 +13,6 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
-import { finishUnconnected, onPhoneCallEnded, sendUnconnectedEnded } from '../../core/telephony/ended.ts';
 import { admitInbound, carrierRoutes, refusalMessage } from '../../core/telephony/inbound.ts';
 import { toE164 } from '../../core/telephony/numbers.ts';
 import { carrierFor } from '../../core/telephony/registry.ts';
@@ -21,10 +20,10 @@ import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/sign
 import { callCarrier, configRow, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
 import { carrierStreamUrl } from '../../core/telephony/urls.ts';
-import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import type { ApiDeps } from '../deps.ts';
 import { readRaw } from '../middleware/body.ts';
 import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
+import { endUnconnectedCall } from './unconnected-end.ts';
 import '../openapi-carriers.ts';
 
 const MAX_FORM_BYTES = 64 * 1024;
@@ -76,22 +75,6 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     return creds !== null && adapter.verifyWebhook(creds, req);
   };
 
-  async function handOffPostCall(callId: string, orgId: string, agentId: string | null): Promise<void> {
-    if (!deps.temporal) return;
-    try {
-      await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
-        workflowId: postCallWorkflowId(callId),
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ callId }],
-        signal: callEndedSignal,
-        signalArgs: [{ callId }],
-        typedSearchAttributes: callSearchAttributes({ organizationId: orgId, agentId, callId }),
-      });
-    } catch (err) {
-      logger.error({ err, callId }, 'post-call hand-off failed');
-    }
-  }
-
   /** Status / AMD events of one of our calls (the same row rules as the Twilio callbacks). */
   async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
     if (ev.type === 'amd') {
@@ -107,10 +90,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     // Answered and gone before the media stream connected: the pipeline never started → cancelled.
     const mapped = call.adapter.mapStatus(ev.raw);
     const connectionStatus = mapped === 'completed' ? 'cancelled' : mapped;
-    const ended = await finishUnconnected(db, call.callId, connectionStatus, { carrier_status: { status: ev.raw, duration: ev.durationS } });
-    if (!ended) return;
-    void sendUnconnectedEnded(deps, ended).then(() => handOffPostCall(ended.id, ended.organization_id, ended.agent_uuid));
-    await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
+    await endUnconnectedCall(deps, call.callId, connectionStatus, { status: ev.raw, duration: ev.durationS });
   }
 
   // ── callbacks of one of our calls ──────────────────────────────────────────────────────────────────────────

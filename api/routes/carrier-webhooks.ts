@@ -8,7 +8,6 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
-import { finishUnconnected, onPhoneCallEnded, sendUnconnectedEnded } from '../../core/telephony/ended.ts';
 import { admitInbound, refusalMessage, twilioRoutes } from '../../core/telephony/inbound.ts';
 import { toE164 } from '../../core/telephony/numbers.ts';
 import { streamToken } from '../../core/telephony/signing.ts';
@@ -16,12 +15,13 @@ import { TERMINAL_STATUSES } from '../../core/telephony/status.ts';
 import { callCarrier, configRow, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import { hangupTwiml, refusalTwiml, streamTwiml, twilioBasicAuth, verifyTwilioSignature } from '../../core/telephony/twilio.ts';
 import { twilioStreamUrl } from '../../core/telephony/urls.ts';
-import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
+import { callSearchAttributes } from '../../workflows/post-call/messages.ts';
 import {
   TRANSFER_RECORDING_WORKFLOW_TYPE, transferRecordingWorkflowId, type TransferRecordingInput,
 } from '../../workflows/transfer-recording/messages.ts';
 import type { ApiDeps } from '../deps.ts';
 import { readRaw } from '../middleware/body.ts';
+import { endUnconnectedCall } from './unconnected-end.ts';
 
 const MAX_FORM_BYTES = 64 * 1024;
 
@@ -57,22 +57,6 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     return { call, params };
   }
 
-  async function handOffPostCall(callId: string, orgId: string, agentId: string | null): Promise<void> {
-    if (!deps.temporal) return;
-    try {
-      await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
-        workflowId: postCallWorkflowId(callId),
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ callId }],
-        signal: callEndedSignal,
-        signalArgs: [{ callId }],
-        typedSearchAttributes: callSearchAttributes({ organizationId: orgId, agentId, callId }),
-      });
-    } catch (err) {
-      logger.error({ err, callId }, 'post-call hand-off failed');
-    }
-  }
-
   /** A carrier status for one of our calls: record it; a terminal one before the stream connected ends the row. */
   async function onStatus(call: CallCarrier, params: Record<string, string>): Promise<void> {
     const raw = (params.CallStatus ?? '').toLowerCase();
@@ -83,10 +67,7 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     if (!TERMINAL_STATUSES.has(raw)) return;
     // Answered and gone before the media stream connected: the pipeline never started → cancelled.
     const connectionStatus = raw === 'completed' ? 'cancelled' : call.adapter.mapStatus(raw);
-    const ended = await finishUnconnected(db, call.callId, connectionStatus, { carrier_status: { status: raw, duration: params.CallDuration ?? null } });
-    if (!ended) return;
-    void sendUnconnectedEnded(deps, ended).then(() => handOffPostCall(ended.id, ended.organization_id, ended.agent_uuid));
-    await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
+    await endUnconnectedCall(deps, call.callId, connectionStatus, { status: raw, duration: params.CallDuration ?? null });
   }
 
   // Outbound answer webhook: bridge the audio to our media stream (or hang up a call that is no longer pending).

@@ -14,6 +14,7 @@ import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
+import { startSweeper } from '../sweeper.ts';
 import { recordWebhookResult, sendWebhook } from '../webhook.ts';
 
 const expiredRow = z.object({
@@ -101,20 +102,5 @@ export function sweepIntervalMs(timeoutS: number): number {
 
 /** Start the periodic sweep; stop() waits for a sweep in progress. */
 export function startExpirySweeper(deps: { db: Db; config: Config; logger: Logger }): { stop(): Promise<void> } {
-  let running: Promise<unknown> | null = null;
-  let stopped = false;
-  const timer = setInterval(() => {
-    if (running || stopped) return;
-    running = expirePendingCalls(deps)
-      .catch((err: unknown) => deps.logger.warn({ err }, 'pending-call expiry sweep failed'))
-      .finally(() => { running = null; });
-  }, sweepIntervalMs(deps.config.CALL_JOIN_TIMEOUT_S));
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startSweeper(() => expirePendingCalls(deps), sweepIntervalMs(deps.config.CALL_JOIN_TIMEOUT_S), deps.logger, 'pending-call expiry sweep failed');
 }

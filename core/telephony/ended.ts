@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
+import { startSweeper } from '../sweeper.ts';
 import { recordWebhookResult, sendWebhook } from '../webhook.ts';
 import { notifyCampaignOfCall } from '../campaigns/signal.ts';
 
@@ -110,20 +111,5 @@ export async function expireStalePhoneCalls(deps: PhoneEndDeps): Promise<number>
 
 /** Run expireStalePhoneCalls every 15 s (api process); stop() waits for a sweep in progress. */
 export function startStalePhoneCallSweeper(deps: PhoneEndDeps): { stop(): Promise<void> } {
-  let running: Promise<unknown> | null = null;
-  let stopped = false;
-  const timer = setInterval(() => {
-    if (running || stopped) return;
-    running = expireStalePhoneCalls(deps)
-      .catch((err: unknown) => deps.logger.warn({ err }, 'stale phone-call sweep failed'))
-      .finally(() => { running = null; });
-  }, 15_000);
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startSweeper(() => expireStalePhoneCalls(deps), 15_000, deps.logger, 'stale phone-call sweep failed');
 }

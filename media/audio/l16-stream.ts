@@ -1,6 +1,7 @@
 // Carrier media-stream codec for raw linear PCM (16-bit little-endian, "audio/l16"): Vonage's binary frames
 // (8 or 16 kHz) and Exotel's base64 payloads (8 kHz). Same shape as mulaw-stream.ts so the carrier stream
 // transport can use either: streaming resamplers both ways, whole frames out, positions counted in bytes.
+import { FramedEncoder } from './framed-encoder.ts';
 import { bytesToInt16, int16ToBytes } from './pcm.ts';
 import { Resampler } from './resample.ts';
 
@@ -30,49 +31,21 @@ export class L16Decoder {
   }
 }
 
-/** Pipeline → carrier: 24 kHz s16 in, whole s16le frames of `frameBytes` at `toRate` out. */
-export class L16Encoder {
+/** Pipeline → carrier: 24 kHz s16 in, whole s16le frames of `frameBytes` at `toRate` out (padded with zeros). */
+export class L16Encoder extends FramedEncoder {
   private readonly r: Resampler;
-  private pending = new Uint8Array(0);
-  /** bytes produced so far, including any dropped by discard() (the position in the outgoing stream) */
-  produced = 0;
+  protected readonly silenceByte = 0;
   constructor(
     readonly toRate: number,
     readonly frameBytes: number,
     readonly fromRate = 24000,
   ) {
+    super();
     if (frameBytes <= 0 || frameBytes % 2 !== 0) throw new RangeError('frameBytes must be a positive even number');
     this.r = new Resampler(fromRate, toRate);
   }
 
   push(pcm: Int16Array): Uint8Array[] {
-    const bytes = new Uint8Array(int16ToBytes(this.r.process(pcm)));
-    let all = bytes;
-    if (this.pending.length) {
-      all = new Uint8Array(this.pending.length + bytes.length);
-      all.set(this.pending);
-      all.set(bytes, this.pending.length);
-    }
-    const out: Uint8Array[] = [];
-    let o = 0;
-    for (; o + this.frameBytes <= all.length; o += this.frameBytes) out.push(all.slice(o, o + this.frameBytes));
-    this.pending = all.slice(o);
-    this.produced += o;
-    return out;
-  }
-
-  /** The held partial frame padded with silence (zeros), or null when nothing is held. */
-  flush(): Uint8Array | null {
-    if (!this.pending.length) return null;
-    const f = new Uint8Array(this.frameBytes);
-    f.set(this.pending);
-    this.produced += this.frameBytes;
-    this.pending = new Uint8Array(0);
-    return f;
-  }
-
-  discard(): void {
-    this.produced += this.pending.length;
-    this.pending = new Uint8Array(0);
+    return this.frames(new Uint8Array(int16ToBytes(this.r.process(pcm))));
   }
 }

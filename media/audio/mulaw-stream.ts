@@ -1,6 +1,7 @@
 // Carrier media-stream codecs: 8 kHz G.711 µ-law on the phone side, linear PCM at the pipeline's rates on ours.
 // Both directions are streaming (the resampler keeps its filter state across blocks), so a call's audio is
 // converted exactly as if it were one buffer.
+import { FramedEncoder } from './framed-encoder.ts';
 import { decodeMulaw, encodeMulaw } from './mulaw.ts';
 import { Resampler } from './resample.ts';
 
@@ -22,49 +23,21 @@ export class MulawDecoder {
  * Pipeline → carrier: s16 at `fromRate` (24 kHz agent audio) in, whole µ-law frames of `frameBytes` out (20 ms =
  * 160 bytes; carriers that want larger payloads pass a multiple of 160). A partial frame waits for more audio.
  */
-export class MulawEncoder {
+export class MulawEncoder extends FramedEncoder {
   private readonly r: Resampler;
-  private pending = new Uint8Array(0);
-  /** µ-law bytes produced so far, including any dropped by discard() (the position in the outgoing stream) */
-  produced = 0;
+  /** µ-law silence */
+  protected readonly silenceByte = 0xff;
   constructor(
     readonly fromRate = 24000,
     readonly frameBytes = MULAW_FRAME_BYTES,
   ) {
+    super();
     if (frameBytes <= 0 || frameBytes % MULAW_FRAME_BYTES !== 0) throw new RangeError('frameBytes must be a positive multiple of 160');
     this.r = new Resampler(fromRate, 8000);
   }
 
   /** Encode a block; returns the whole frames now ready (each `frameBytes` long). */
   push(pcm: Int16Array): Uint8Array[] {
-    const bytes = encodeMulaw(this.r.process(pcm));
-    let all = bytes;
-    if (this.pending.length) {
-      all = new Uint8Array(this.pending.length + bytes.length);
-      all.set(this.pending);
-      all.set(bytes, this.pending.length);
-    }
-    const out: Uint8Array[] = [];
-    let o = 0;
-    for (; o + this.frameBytes <= all.length; o += this.frameBytes) out.push(all.slice(o, o + this.frameBytes));
-    this.pending = all.slice(o);
-    this.produced += o;
-    return out;
-  }
-
-  /** The held partial frame padded with µ-law silence (0xFF), or null when nothing is held. */
-  flush(): Uint8Array | null {
-    if (!this.pending.length) return null;
-    const f = new Uint8Array(this.frameBytes).fill(0xff);
-    f.set(this.pending);
-    this.produced += this.frameBytes;
-    this.pending = new Uint8Array(0);
-    return f;
-  }
-
-  /** Barge-in: drop the held partial frame (it counts as produced, so positions stay aligned). */
-  discard(): void {
-    this.produced += this.pending.length;
-    this.pending = new Uint8Array(0);
+    return this.frames(encodeMulaw(this.r.process(pcm)));
   }
 }

@@ -215,6 +215,11 @@ export class CarrierStreamTransport implements LiveTransport {
     this.ws.send(JSON.stringify(m));
   }
 
+  /** A dialect's translation of one Twilio-shaped message (null: nothing to send for it), sent while the socket is open. */
+  protected sendTranslated(out: Record<string, unknown> | null): void {
+    if (out && this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(out));
+  }
+
   /** One payload and its mark; `endBytes` is the stream position just after this payload. */
   private sendFrame(bytes: Uint8Array, endBytes: number): void {
     const streamSid = this.start?.streamSid ?? '';
@@ -326,7 +331,8 @@ export class CarrierStreamTransport implements LiveTransport {
   }
 }
 
-function obj(v: unknown): Record<string, unknown> {
+/** A JSON field as an object ({} for anything else); the dialects (plivo, telnyx, exotel) read with it too. */
+export function obj(v: unknown): Record<string, unknown> {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
 function str(v: unknown): string | null {

@@ -7,9 +7,7 @@
 // `mark` after each, and `clear` on barge-in. Mechanics: carrier-stream.ts; this file maps Exotel's names.
 import type { WebSocket } from 'ws';
 import { L16Decoder, L16Encoder } from '../audio/l16-stream.ts';
-import { CarrierStreamTransport } from './carrier-stream.ts';
-
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+import { CarrierStreamTransport, obj } from './carrier-stream.ts';
 
 export class ExotelStreamTransport extends CarrierStreamTransport {
   constructor(ws: WebSocket, opts: { codec?: 'pcm16' | 'mulaw'; drainMs?: number } = {}) {
@@ -47,12 +45,11 @@ export class ExotelStreamTransport extends CarrierStreamTransport {
   }
 
   protected override send(m: Record<string, unknown>): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
     const stream_sid = this.start?.streamSid ?? '';
     let out: Record<string, unknown> | null = null;
     if (m.event === 'media') out = { event: 'media', stream_sid, media: { payload: obj(m.media).payload } };
     else if (m.event === 'mark') out = { event: 'mark', stream_sid, mark: { name: obj(m.mark).name } };
     else if (m.event === 'clear') out = { event: 'clear', stream_sid };
-    if (out) this.ws.send(JSON.stringify(out));
+    this.sendTranslated(out);
   }
 }

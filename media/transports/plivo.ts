@@ -6,9 +6,7 @@
 // `checkpoint` after each (Plivo's marks) and `clearAudio` on barge-in. Mechanics: carrier-stream.ts; this file
 // translates Plivo's messages to and from the Twilio-shaped ones it speaks.
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport } from './carrier-stream.ts';
-
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+import { CarrierStreamTransport, obj } from './carrier-stream.ts';
 
 /** Plivo's `extraHeaders` ("a=1,b=2", or an object) as custom parameters. */
 function extraHeaders(v: unknown): Record<string, string> {
@@ -58,13 +56,12 @@ export class PlivoStreamTransport extends CarrierStreamTransport {
   }
 
   protected override send(m: Record<string, unknown>): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
     const streamId = this.start?.streamSid ?? '';
     let out: Record<string, unknown> | null = null;
     if (m.event === 'media') {
       out = { event: 'playAudio', media: { contentType: 'audio/x-mulaw', sampleRate: 8000, payload: obj(m.media).payload } };
     } else if (m.event === 'mark') out = { event: 'checkpoint', streamId, name: obj(m.mark).name };
     else if (m.event === 'clear') out = { event: 'clearAudio', streamId };
-    if (out) this.ws.send(JSON.stringify(out));
+    this.sendTranslated(out);
   }
 }

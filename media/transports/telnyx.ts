@@ -5,9 +5,7 @@
 // `error` and `stop`. We send `media{payload}` (20 ms of µ-law, within Telnyx's 20 ms – 30 s per chunk), a
 // `mark` after each, and `clear` on barge-in. Mechanics: carrier-stream.ts; this file maps Telnyx's names.
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport } from './carrier-stream.ts';
-
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+import { CarrierStreamTransport, obj } from './carrier-stream.ts';
 
 export class TelnyxStreamTransport extends CarrierStreamTransport {
   /** Telnyx's `error` frames, for the logs */
@@ -52,11 +50,10 @@ export class TelnyxStreamTransport extends CarrierStreamTransport {
   }
 
   protected override send(m: Record<string, unknown>): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
     let out: Record<string, unknown> | null = null;
     if (m.event === 'media') out = { event: 'media', media: { payload: obj(m.media).payload } };
     else if (m.event === 'mark') out = { event: 'mark', mark: { name: obj(m.mark).name } };
     else if (m.event === 'clear') out = { event: 'clear' };
-    if (out) this.ws.send(JSON.stringify(out));
+    this.sendTranslated(out);
   }
 }

@@ -1,8 +1,8 @@
 // Scale-out and backpressure with real processes: one api process and two media processes (media/main.ts, the
 // production shape) on one PostgreSQL and the suite's Temporal. Calls created through POST /call run on either
 // node; a node over MEDIA_MAX_CALLS refuses a join with 1013 'Media node at capacity' and says so in /readyz;
-// POST /call answers 503 once every live node is full; a killed node's call is reconciled by the other node, and
-// when capacity frees up calls are accepted again.
+// POST /call and POST /agents/{uuid}/test-call answer 503 once every live node is full; a killed node's call is
+// reconciled by the other node, and when capacity frees up calls are accepted again.
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import WebSocket from 'ws';
@@ -111,6 +111,12 @@ test('two media nodes on one database: calls on both, capacity refusals (1013, 5
     return r.status === 503 ? r : null;
   }, 15_000, 'POST /call to answer 503');
   t.deepEqual(full.body, { detail: MEDIA_AT_CAPACITY });
+  // … and so does the dashboard's test call of a saved agent, without creating a row
+  const before = await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM calls`);
+  const testCall = await post(`/agents/${String(agent.body.uuid)}/test-call`, {});
+  t.is(testCall.status, 503);
+  t.deepEqual(testCall.body, { detail: MEDIA_AT_CAPACITY });
+  t.is(await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM calls`), before);
 
   // node B dies: node A reconciles its call (error / pipeline_error); node A alone is still full
   nodeB.child.kill('SIGKILL');

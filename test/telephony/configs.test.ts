@@ -235,4 +235,16 @@ test('the OpenAPI document lists the telephony endpoints and carrier webhooks', 
     t.truthy(r.body.paths[p], p);
   }
   t.truthy(r.body.paths['/telephony/inbound/bindings/{id}'].patch);
+  // every carrier's config body is documented, the schema-generated ones with the adapters' own fields
+  const configs = r.body.paths['/organizations/telephony-configs'].post.requestBody.content['application/json'].schema.properties.config.oneOf as Array<{ title: string; properties: Record<string, unknown>; required: string[] }>;
+  t.deepEqual(configs.map((c) => c.title), ['twilio', 'smartflo', 'plivo', 'telnyx', 'vonage', 'exotel']);
+  const byId = Object.fromEntries(configs.map((c) => [c.title, c]));
+  t.deepEqual(byId.plivo!.required, ['provider', 'auth_id', 'auth_token']);
+  t.deepEqual(byId.telnyx!.required, ['provider', 'api_key', 'public_key', 'connection_id']);
+  t.deepEqual(byId.vonage!.required, ['provider', 'api_key', 'api_secret', 'application_id', 'private_key', 'signature_secret']);
+  t.deepEqual(byId.exotel!.required, ['provider', 'api_key', 'api_token', 'account_sid']);
+  t.like(byId.exotel!.properties, { provider: { const: 'exotel' }, subdomain: { default: 'api.exotel.com' }, stream_encoding: { enum: ['pcm16', 'mulaw'] } });
+  t.falsy(byId.plivo!.properties.amd_enabled, 'amd_enabled is Twilio only');
+  const record = r.body.paths['/organizations/telephony-configs'].get.responses[200].content['application/json'].schema.properties.items.items;
+  t.deepEqual(record.properties.provider.enum, ['twilio', 'smartflo', 'plivo', 'telnyx', 'vonage', 'exotel']);
 });

@@ -9,7 +9,7 @@
 // 800 ms the unformatted text ends the turn), `Termination`. Close codes 1008 (unauthorized) and 4001–4003 are
 // refusals (credentials, funds, free tier); 3005 (session expired) and the like reconnect.
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
-import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+import { clamp, jsonFrame, openWithin, refusedStream, SttSocket, termsOf, TurnTracker, vendorWsUrl } from './ws-session.ts';
 
 export interface AssemblyAiBlock {
   mode?: string;
@@ -71,17 +71,14 @@ export class AssemblyAiStt implements SttService {
   async open(opts: SttOptions): Promise<SttStream> {
     const emit = (ev: SttEvent) => opts.onEvent(ev);
     if (!this.o.apiKey) return refusedStream(emit, 'assemblyai', 'ASSEMBLYAI_API_KEY is not set');
-    let lastInterim = '';
-    let inTurn = false;
+    const turn = new TurnTracker(emit);
     let endedOrder = -1;
     let pendingEnd: { order: number; text: string; timer: NodeJS.Timeout } | null = null;
     const endTurn = (order: number, text: string) => {
       if (pendingEnd) clearTimeout(pendingEnd.timer);
       pendingEnd = null;
       endedOrder = order;
-      inTurn = false;
-      lastInterim = '';
-      if (text) emit({ type: 'turn_end', text });
+      turn.end(text);
     };
     // gather 20 ms frames into 100 ms messages (the vendor refuses messages under 50 ms)
     let acc = new Int16Array(CHUNK);
@@ -95,28 +92,21 @@ export class AssemblyAiStt implements SttService {
         if (!reconnect) return;
         if (pendingEnd) endTurn(pendingEnd.order, pendingEnd.text);
         endedOrder = -1;
-        inTurn = false;
-        lastInterim = '';
+        turn.reset();
       },
       // the gathered tail of the caller's audio goes first (padded), then silence
       keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => (n > 0 ? flush(true) : s.sendSilence(Math.max(50, this.o.keepaliveMs ?? 250))) },
       closeMessage: () => JSON.stringify({ type: 'Terminate' }),
       isFatalClose: (code) => code === 1008 || code === 4001 || code === 4002 || code === 4003 || code === 3006,
       onMessage: (data, isBinary) => {
-        if (isBinary) return;
-        let msg: { type?: string; transcript?: string; end_of_turn?: boolean; turn_is_formatted?: boolean; turn_order?: number; error?: string };
-        try {
-          msg = JSON.parse(data.toString('utf8')) as typeof msg;
-        } catch {
-          return;
-        }
+        const msg = jsonFrame<{ type?: string; transcript?: string; end_of_turn?: boolean; turn_is_formatted?: boolean; turn_order?: number; error?: string }>(data, isBinary);
+        if (!msg) return;
         if (msg.error) {
           if (/auth|credit|fund|quota|insufficient|forbidden|model|invalid/i.test(msg.error)) sock.refuse(msg.error);
           return;
         }
         if (msg.type === 'SpeechStarted') {
-          if (!inTurn) emit({ type: 'speech_started' });
-          inTurn = true;
+          if (!turn.inTurn) turn.start();
           return;
         }
         if (msg.type !== 'Turn') return;
@@ -125,14 +115,7 @@ export class AssemblyAiStt implements SttService {
         const text = (msg.transcript ?? '').trim();
         if (!msg.end_of_turn) {
           if (pendingEnd && pendingEnd.order !== order) endTurn(pendingEnd.order, pendingEnd.text);
-          if (!inTurn && text) {
-            inTurn = true;
-            emit({ type: 'speech_started' });
-          }
-          if (text && text !== lastInterim) {
-            lastInterim = text;
-            emit({ type: 'interim', text });
-          }
+          turn.update(text);
           return;
         }
         if (msg.turn_is_formatted) return endTurn(order, text);

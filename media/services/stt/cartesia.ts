@@ -10,7 +10,7 @@
 // `turn.eager_end` → eager_turn_end, `turn.resume` → turn_resumed, `turn.end{transcript}` → turn_end, `error`
 // (status_code 4xx: refusal).
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
-import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+import { clamp, jsonFrame, openWithin, refusedStream, SttSocket, termsOf, TurnTracker, vendorWsUrl } from './ws-session.ts';
 
 export interface CartesiaSttBlock {
   turnStartThreshold?: number;
@@ -71,14 +71,7 @@ export class CartesiaStt implements SttService {
   async open(opts: SttOptions): Promise<SttStream> {
     const emit = (ev: SttEvent) => opts.onEvent(ev);
     if (!this.o.apiKey) return refusedStream(emit, 'cartesia', 'CARTESIA_API_KEY is not set');
-    let eager = false;
-    let inTurn = false;
-    let lastInterim = '';
-    const reset = () => {
-      eager = false;
-      inTurn = false;
-      lastInterim = '';
-    };
+    const turn = new TurnTracker(emit);
     const idle = this.o.keepaliveMs ?? 100;
     const sock = new SttSocket({
       vendor: 'cartesia',
@@ -86,19 +79,14 @@ export class CartesiaStt implements SttService {
       headers: { 'X-API-Key': this.o.apiKey, 'Cartesia-Version': CARTESIA_VERSION },
       emit,
       onOpen: (_s, reconnect) => {
-        if (reconnect) reset();
+        if (reconnect) turn.reset();
       },
       keepalive: { idleMs: idle, send: (s) => s.sendSilence(idle) },
       closeMessage: () => JSON.stringify({ type: 'close' }),
       isFatalClose: (code) => code === 1008,
       onMessage: (data, isBinary) => {
-        if (isBinary) return;
-        let msg: { type?: string; transcript?: string; status_code?: number; error_code?: string; message?: string; title?: string };
-        try {
-          msg = JSON.parse(data.toString('utf8')) as typeof msg;
-        } catch {
-          return;
-        }
+        const msg = jsonFrame<{ type?: string; transcript?: string; status_code?: number; error_code?: string; message?: string; title?: string }>(data, isBinary);
+        if (!msg) return;
         const text = (msg.transcript ?? '').trim();
         switch (msg.type) {
           case 'error': {
@@ -108,31 +96,19 @@ export class CartesiaStt implements SttService {
             return;
           }
           case 'turn.start':
-            inTurn = true;
-            emit({ type: 'speech_started' });
+            turn.start();
             return;
           case 'turn.update':
-            if (!inTurn && text) {
-              inTurn = true;
-              emit({ type: 'speech_started' });
-            }
-            if (text && text !== lastInterim) {
-              lastInterim = text;
-              emit({ type: 'interim', text });
-            }
+            turn.update(text);
             return;
           case 'turn.eager_end':
-            if (!text) return;
-            eager = true;
-            emit({ type: 'eager_turn_end', text });
+            if (text) turn.eagerEnd(text);
             return;
           case 'turn.resume':
-            if (eager) emit({ type: 'turn_resumed' });
-            eager = false;
+            turn.resume();
             return;
           case 'turn.end':
-            reset();
-            if (text) emit({ type: 'turn_end', text });
+            turn.end(text);
             return;
         }
       },

@@ -10,7 +10,7 @@
 // eager_eot_threshold is not in the agent's tuning block: it is set 0.2 below eot_threshold (floor 0.3, Flux's
 // minimum) so the speculative reply has a head start.
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
-import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+import { clamp, jsonFrame, openWithin, refusedStream, SttSocket, termsOf, TurnTracker, vendorWsUrl } from './ws-session.ts';
 
 export interface DeepgramBlock {
   eotThreshold?: number;
@@ -61,32 +61,21 @@ export class DeepgramStt implements SttService {
   async open(opts: SttOptions): Promise<SttStream> {
     const emit = (ev: SttEvent) => opts.onEvent(ev);
     if (!this.o.apiKey) return refusedStream(emit, 'deepgram', 'DEEPGRAM_API_KEY is not set');
-    let inTurn = false;
-    let eager = false;
-    let lastInterim = '';
+    const turn = new TurnTracker(emit);
     const sock = new SttSocket({
       vendor: 'deepgram',
       url: vendorWsUrl(this.o.baseUrl, '/v2/listen', deepgramQuery(this.model, this.o.block ?? {}, opts.languages, opts.keyterms)),
       headers: { Authorization: `Token ${this.o.apiKey}` },
       emit,
       onOpen: (_s, reconnect) => {
-        if (reconnect) {
-          inTurn = false;
-          eager = false;
-          lastInterim = '';
-        }
+        if (reconnect) turn.reset();
       },
       keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => s.sendSilence(this.o.keepaliveMs ?? 250) },
       closeMessage: () => JSON.stringify({ type: 'CloseStream' }),
       isFatalClose: (code) => code === 1008,
       onMessage: (data, isBinary) => {
-        if (isBinary) return;
-        let msg: { type?: string; event?: string; transcript?: string; code?: string; description?: string };
-        try {
-          msg = JSON.parse(data.toString('utf8')) as typeof msg;
-        } catch {
-          return;
-        }
+        const msg = jsonFrame<{ type?: string; event?: string; transcript?: string; code?: string; description?: string }>(data, isBinary);
+        if (!msg) return;
         if (msg.type === 'Error') {
           const reason = `${msg.code ?? ''} ${msg.description ?? ''}`.trim();
           if (/auth|credit|quota|insufficient|permission|forbidden|model|invalid|unsupported/i.test(reason)) sock.refuse(reason || 'Error');
@@ -96,33 +85,20 @@ export class DeepgramStt implements SttService {
         const text = (msg.transcript ?? '').trim();
         switch (msg.event) {
           case 'StartOfTurn':
-            inTurn = true;
-            emit({ type: 'speech_started' });
+            turn.start();
             if (text) emit({ type: 'interim', text });
             return;
           case 'Update':
-            if (!inTurn && text) {
-              inTurn = true;
-              emit({ type: 'speech_started' });
-            }
-            if (text && text !== lastInterim) {
-              lastInterim = text;
-              emit({ type: 'interim', text });
-            }
+            turn.update(text);
             return;
           case 'EagerEndOfTurn':
-            eager = true;
-            emit({ type: 'eager_turn_end', text });
+            turn.eagerEnd(text);
             return;
           case 'TurnResumed':
-            if (eager) emit({ type: 'turn_resumed' });
-            eager = false;
+            turn.resume();
             return;
           case 'EndOfTurn':
-            inTurn = false;
-            eager = false;
-            lastInterim = '';
-            if (text) emit({ type: 'turn_end', text });
+            turn.end(text);
             return;
         }
       },

@@ -11,7 +11,7 @@
 // still speaks (or after a flush) → final (joined into the turn); END_SPEECH with no transcript within 1.5 s (0.3 s
 // when a flush already brought the text) ends the turn with what is final.
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
-import { openWithin, pcmBytes, refusedStream, SttSocket, vendorWsUrl } from './ws-session.ts';
+import { jsonFrame, openWithin, pcmBytes, refusedStream, SttSocket, vendorWsUrl } from './ws-session.ts';
 
 export interface SarvamBlock {
   mode?: string;
@@ -86,13 +86,8 @@ export class SarvamStt implements SttService {
       keepalive: { idleMs: this.o.keepaliveMs ?? 1000, send: (s) => s.sendSilence(Math.min(1000, this.o.keepaliveMs ?? 1000)) },
       closeMessage: () => null,
       onMessage: (data, isBinary) => {
-        if (isBinary) return;
-        let msg: { type?: string; data?: { transcript?: string; signal_type?: string; message?: string; error?: string; code?: string | number } };
-        try {
-          msg = JSON.parse(data.toString('utf8')) as typeof msg;
-        } catch {
-          return;
-        }
+        const msg = jsonFrame<{ type?: string; data?: { transcript?: string; signal_type?: string; message?: string; error?: string; code?: string | number } }>(data, isBinary);
+        if (!msg) return;
         if (msg.type === 'error') {
           const reason = `${msg.data?.code ?? ''} ${msg.data?.message ?? msg.data?.error ?? ''}`.trim() || 'error';
           if (/timeout|timed out|idle|internal|unavailable|5\d\d/i.test(reason)) return; // the close that follows reconnects

@@ -9,7 +9,7 @@
 // Events: the first text of a turn → speech_started; every response → interim (turn text so far);
 // `<fin>` → final (what settled since the last final); `<end>` → turn_end (the rest of the turn).
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
-import { clamp, openWithin, refusedStream, SttSocket, termsOf, vendorWsUrl } from './ws-session.ts';
+import { clamp, jsonFrame, openWithin, refusedStream, SttSocket, termsOf, TurnTracker, vendorWsUrl } from './ws-session.ts';
 
 export interface SonioxBlock {
   contextTerms?: string;
@@ -65,14 +65,12 @@ export class SonioxStt implements SttService {
     if (!this.o.apiKey) return refusedStream(emit, 'soniox', 'SONIOX_API_KEY is not set');
     let settled = ''; // final text of this turn not yet emitted as `final`
     let emittedFinal = ''; // final text of this turn already emitted
-    let inTurn = false;
-    let lastInterim = '';
+    const turn = new TurnTracker(emit);
     let lastFinalizeAt = 0;
     const resetTurn = () => {
       settled = '';
       emittedFinal = '';
-      inTurn = false;
-      lastInterim = '';
+      turn.reset();
     };
     const sock = new SttSocket({
       vendor: 'soniox',
@@ -86,12 +84,8 @@ export class SonioxStt implements SttService {
       keepalive: { idleMs: this.o.keepaliveMs ?? 5000, send: (s) => s.sendControl({ type: 'keepalive' }) },
       closeMessage: () => Buffer.alloc(0),
       onMessage: (data) => {
-        let msg: { tokens?: SonioxToken[]; error_code?: number; error_message?: string; finished?: boolean };
-        try {
-          msg = JSON.parse(data.toString('utf8')) as typeof msg;
-        } catch {
-          return;
-        }
+        const msg = jsonFrame<{ tokens?: SonioxToken[]; error_code?: number; error_message?: string; finished?: boolean }>(data);
+        if (!msg) return;
         if (msg.error_code !== undefined || msg.error_message) {
           const code = Number(msg.error_code ?? 0);
           const reason = `${code || ''} ${msg.error_message ?? ''}`.trim();
@@ -116,14 +110,7 @@ export class SonioxStt implements SttService {
           else nonFinal += t.text;
         }
         const turnText = (emittedFinal + settled + nonFinal).trim();
-        if (turnText && !inTurn) {
-          inTurn = true;
-          emit({ type: 'speech_started' });
-        }
-        if (turnText && turnText !== lastInterim && !end) {
-          lastInterim = turnText;
-          emit({ type: 'interim', text: turnText });
-        }
+        turn.update(turnText, !end);
         if (fin && settled.trim() && !end) {
           emit({ type: 'final', text: settled.trim() });
           emittedFinal += settled;

@@ -315,3 +315,64 @@ export function refusedStream(emit: (ev: SttEvent) => void, vendor: string, reas
   queueMicrotask(() => emit({ type: 'error', error: { message: `${vendor} STT refused: ${reason}`, retryable: false, fatal: true } }));
   return { write: () => {}, finalize: () => {}, close: async () => {} };
 }
+
+/** A vendor's text frame as JSON (null for binary frames, unparsable text or a non-object). */
+export function jsonFrame<T extends object>(data: Buffer, isBinary = false): T | null {
+  if (isBinary) return null;
+  try {
+    const v: unknown = JSON.parse(data.toString('utf8'));
+    return v && typeof v === 'object' ? (v as T) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The turn state the turn-detecting adapters keep between vendor messages: whether the caller's turn has started,
+ * whether an eager end is pending, and the last interim text (so an unchanged interim is not emitted twice).
+ */
+export class TurnTracker {
+  inTurn = false;
+  eager = false;
+  private lastInterim = '';
+  constructor(private readonly emit: (ev: SttEvent) => void) {}
+
+  /** The vendor says the caller started speaking. */
+  start(): void {
+    this.inTurn = true;
+    this.emit({ type: 'speech_started' });
+  }
+
+  /** The turn's text so far: speech_started first if the turn had not started, then the interim when it changed
+   *  (`interim` false: only the start). */
+  update(text: string, interim = true): void {
+    if (!this.inTurn && text) this.start();
+    if (interim && text && text !== this.lastInterim) {
+      this.lastInterim = text;
+      this.emit({ type: 'interim', text });
+    }
+  }
+
+  eagerEnd(text: string): void {
+    this.eager = true;
+    this.emit({ type: 'eager_turn_end', text });
+  }
+
+  /** The caller resumed after an eager end: turn_resumed only if an eager end was emitted. */
+  resume(): void {
+    if (this.eager) this.emit({ type: 'turn_resumed' });
+    this.eager = false;
+  }
+
+  reset(): void {
+    this.inTurn = false;
+    this.eager = false;
+    this.lastInterim = '';
+  }
+
+  /** The turn ended: reset, then turn_end with the text (nothing for an empty turn). */
+  end(text: string): void {
+    this.reset();
+    if (text) this.emit({ type: 'turn_end', text });
+  }
+}

@@ -10,7 +10,7 @@
 // Tuning: speed (0.6–1.5) and volume (0.5–2.0) → generation_config.
 import type WebSocket from 'ws';
 import { ContextTts, type VendorContext } from './context-tts.ts';
-import { classifyVendorError, clamp, vendorUrl } from './vendor.ts';
+import { classifyVendorError, clamp, jsonMessage, vendorUrl } from './vendor.ts';
 import { CARTESIA_VERSION } from '../stt/cartesia.ts';
 
 export interface CartesiaTuning {
@@ -80,12 +80,8 @@ export class CartesiaTts extends ContextTts {
   }
 
   protected onMessage(data: WebSocket.RawData): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(data);
+    if (!msg) return;
     if (msg.type === 'error') {
       const reason = String(msg.message ?? msg.error ?? msg.title ?? 'error') + (msg.error_code ? ` (${String(msg.error_code)})` : '');
       const status = typeof msg.status_code === 'number' ? msg.status_code : undefined;

@@ -28,16 +28,47 @@ export interface VendorContext {
   detach(): void;
 }
 
+/**
+ * The vendor contexts of one socket: one per utterance (or per one-off text), ids unique per adapter instance, each
+ * cancelled when the signal it was opened with aborts. Shared by ContextTts and the ElevenLabs adapter.
+ */
+export class UtteranceContexts<C extends { id: string; closed: boolean; detach(): void }> {
+  readonly byId = new Map<string, C>();
+  private readonly byUtterance = new WeakMap<object, C>();
+  private seq = 0;
+  private readonly prefix = Math.random().toString(36).slice(2, 8);
+
+  /** The utterance's open context; undefined for one-off text, a closed context or one a reopened socket dropped. */
+  live(utterance: object | undefined): C | undefined {
+    const ctx = utterance === undefined ? undefined : this.byUtterance.get(utterance);
+    return ctx && !ctx.closed && this.byId.has(ctx.id) ? ctx : undefined;
+  }
+
+  /** A new context, registered under the utterance if there is one; the signal's abort runs `cancel(id)`. */
+  create(signal: AbortSignal, utterance: object | undefined, cancel: (id: string) => void, make: (id: string, detach: () => void) => C): C {
+    const id = `${this.prefix}-${++this.seq}`;
+    const onAbort = () => cancel(id);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const ctx = make(id, () => signal.removeEventListener('abort', onAbort));
+    this.byId.set(id, ctx);
+    if (utterance !== undefined) this.byUtterance.set(utterance, ctx);
+    return ctx;
+  }
+
+  /** The utterance's context, open or not (endUtterance closes it). */
+  of(utterance: object): C | undefined {
+    return this.byUtterance.get(utterance);
+  }
+}
+
 export abstract class ContextTts implements TtsService {
   abstract readonly provider: string;
   abstract readonly model: string;
   abstract readonly voice: string;
   /** the chunks of a reply go into its context as soon as they are released (the vendor generates ahead) */
   readonly lookahead = 8;
-  protected readonly contexts = new Map<string, VendorContext>();
-  private readonly byUtterance = new WeakMap<object, VendorContext>();
-  private seq = 0;
-  private readonly prefix = Math.random().toString(36).slice(2, 8);
+  private readonly book = new UtteranceContexts<VendorContext>();
+  protected readonly contexts = this.book.byId;
   protected socket!: VendorSocket;
 
   protected abstract readonly vendorName: string;
@@ -75,17 +106,9 @@ export abstract class ContextTts implements TtsService {
 
   private start(text: string, signal: AbortSignal, opts: TtsSynthesizeOptions): PendingChunk {
     const own = opts.utterance === undefined;
-    let ctx = own ? undefined : this.byUtterance.get(opts.utterance!);
-    if (ctx && (ctx.closed || !this.contexts.has(ctx.id))) ctx = undefined; // reopened socket: a new context
+    let ctx = this.book.live(opts.utterance); // none after a reopened socket: a new context
     const first = !ctx;
-    if (!ctx) {
-      const id = `${this.prefix}-${++this.seq}`;
-      const onAbort = () => this.cancel(id);
-      signal.addEventListener('abort', onAbort, { once: true });
-      ctx = { id, chunks: [], closed: false, produced: 0, detach: () => signal.removeEventListener('abort', onAbort) };
-      this.contexts.set(id, ctx);
-      if (!own) this.byUtterance.set(opts.utterance!, ctx);
-    }
+    ctx ??= this.book.create(signal, opts.utterance, (id) => this.cancel(id), (id, detach) => ({ id, chunks: [], closed: false, produced: 0, detach }));
     const chunk: PendingChunk = { channel: new AudioChannel(), decoder: new PcmDecoder(), onWords: opts.onWords, startInContext: null };
     ctx.chunks.push(chunk);
     if (!this.socket.isOpen) chunk.channel.fail(transient(this.vendorName, 'connection lost'));
@@ -95,7 +118,7 @@ export abstract class ContextTts implements TtsService {
   }
 
   endUtterance(utterance: object): void {
-    const ctx = this.byUtterance.get(utterance);
+    const ctx = this.book.of(utterance);
     if (ctx) this.close_(ctx);
   }
 

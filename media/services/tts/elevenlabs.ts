@@ -14,7 +14,8 @@
 // (eleven_v3 accepts 0, 0.5 or 1: the nearest is sent).
 import type WebSocket from 'ws';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
-import { AudioChannel, CharAligner, PcmDecoder, VendorSocket, classifyVendorError, clamp, errorText, transient, vendorUrl, type VendorError } from './vendor.ts';
+import { UtteranceContexts } from './context-tts.ts';
+import { AudioChannel, CharAligner, PcmDecoder, VendorSocket, classifyVendorError, clamp, errorText, jsonMessage, transient, vendorUrl, type VendorError } from './vendor.ts';
 
 export interface ElevenLabsTuning {
   stability?: number;
@@ -72,10 +73,8 @@ export class ElevenLabsTts implements TtsService {
   private readonly socket: VendorSocket | null;
   /** WebSocket: a reply's chunks go into its context at once (8 ahead); HTTP (eleven_v3): one request ahead */
   readonly lookahead: number;
-  private readonly contexts = new Map<string, Context>();
-  private readonly byUtterance = new WeakMap<object, Context>();
-  private seq = 0;
-  private readonly prefix = Math.random().toString(36).slice(2, 8);
+  private readonly book = new UtteranceContexts<Context>();
+  private readonly contexts = this.book.byId;
 
   constructor(private readonly o: ElevenLabsOptions) {
     this.model = o.model;
@@ -159,17 +158,11 @@ export class ElevenLabsTts implements TtsService {
 
   private send(socket: VendorSocket, text: string, signal: AbortSignal, opts: TtsSynthesizeOptions): Chunk {
     const own = opts.utterance === undefined;
-    let ctx = own ? undefined : this.byUtterance.get(opts.utterance!);
-    if (ctx && (ctx.closed || !this.contexts.has(ctx.id))) ctx = undefined; // the socket was reopened meanwhile
+    let ctx = this.book.live(opts.utterance); // none after the socket was reopened meanwhile
     const chunk: Chunk = { channel: new AudioChannel(), decoder: new PcmDecoder(), aligner: new CharAligner(), target: nonSpace(text), length: text.endsWith(' ') ? text.length : text.length + 1, covered: 0, coveredAll: 0, onWords: opts.onWords, idle: null };
     if (!ctx) {
-      const id = `${this.prefix}-${++this.seq}`;
-      const onAbort = () => this.cancel(id);
-      signal.addEventListener('abort', onAbort, { once: true });
-      ctx = { id, chunks: [], closed: false, detach: () => signal.removeEventListener('abort', onAbort) };
-      this.contexts.set(id, ctx);
-      if (!own) this.byUtterance.set(opts.utterance!, ctx);
-      socket.send(JSON.stringify({ text: ' ', voice_settings: this.voiceSettings(), context_id: id }));
+      ctx = this.book.create(signal, opts.utterance, (id) => this.cancel(id), (id, detach) => ({ id, chunks: [], closed: false, detach }));
+      socket.send(JSON.stringify({ text: ' ', voice_settings: this.voiceSettings(), context_id: ctx.id }));
     }
     ctx.chunks.push(chunk);
     const sent = socket.send(JSON.stringify({ text: text.endsWith(' ') ? text : `${text} `, context_id: ctx.id, flush: true }));
@@ -179,7 +172,7 @@ export class ElevenLabsTts implements TtsService {
   }
 
   endUtterance(utterance: object): void {
-    const ctx = this.byUtterance.get(utterance);
+    const ctx = this.book.of(utterance);
     if (ctx) this.endContext(ctx);
   }
 
@@ -205,12 +198,8 @@ export class ElevenLabsTts implements TtsService {
   }
 
   private onMessage(data: WebSocket.RawData): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(data);
+    if (!msg) return;
     const id = typeof msg.contextId === 'string' ? msg.contextId : typeof msg.context_id === 'string' ? msg.context_id : null;
     if (msg.error !== undefined || (msg.message !== undefined && msg.audio === undefined && msg.isFinal === undefined)) {
       const reason = String(msg.message ?? msg.error);

@@ -11,7 +11,7 @@
 // Tuning: speakingRate (0.5–1.5) → audioConfig.speakingRate; temperature (0.01–2; Inworld: (0, 2]) → temperature.
 import type WebSocket from 'ws';
 import { ContextTts, type VendorContext } from './context-tts.ts';
-import { classifyVendorError, clamp, stripWavHeader, vendorUrl } from './vendor.ts';
+import { classifyVendorError, clamp, jsonMessage, stripWavHeader, vendorUrl } from './vendor.ts';
 
 export interface InworldTuning {
   speakingRate?: number;
@@ -81,12 +81,8 @@ export class InworldTts extends ContextTts {
   }
 
   protected onMessage(data: WebSocket.RawData): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(data);
+    if (!msg) return;
     const result = (msg.result ?? {}) as Record<string, unknown>;
     const id = result.contextId ?? result.context_id;
     const status = result.status as { code?: number; message?: string } | undefined;

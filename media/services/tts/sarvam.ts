@@ -9,7 +9,7 @@
 // Tuning: pace (bulbul:v3 0.5–2.0, v2 0.3–3.0) → pace; temperature (v3 0.01–1; v2 has none) → temperature.
 import type WebSocket from 'ws';
 import { SequentialTts } from './sequential-tts.ts';
-import { classifyVendorError, clamp, stripWavHeader, vendorUrl } from './vendor.ts';
+import { classifyVendorError, clamp, jsonMessage, stripWavHeader, vendorUrl } from './vendor.ts';
 
 export interface SarvamTuning {
   pace?: number;
@@ -78,12 +78,8 @@ export class SarvamTts extends SequentialTts {
   }
 
   protected onMessage(data: WebSocket.RawData): void {
-    let msg: { type?: string; data?: Record<string, unknown> };
-    try {
-      msg = JSON.parse(data.toString()) as typeof msg;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage<{ type?: string; data?: Record<string, unknown> }>(data);
+    if (!msg) return;
     switch (msg.type) {
       case 'audio':
         if (typeof msg.data?.audio === 'string') this.audio(stripWavHeader(Buffer.from(msg.data.audio, 'base64')));

@@ -359,3 +359,13 @@ export class CharAligner {
     return out;
   }
 }
+
+/** A vendor's WebSocket message as a JSON object (null for unparsable text or a non-object). */
+export function jsonMessage<T extends object = Record<string, unknown>>(data: WebSocket.RawData): T | null {
+  try {
+    const v: unknown = JSON.parse(data.toString());
+    return v && typeof v === 'object' ? (v as T) : null;
+  } catch {
+    return null;
+  }
+}

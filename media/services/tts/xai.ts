@@ -8,7 +8,7 @@
 // refusals when they say so (key, quota, voice).
 import type WebSocket from 'ws';
 import { SequentialTts } from './sequential-tts.ts';
-import { classifyVendorError, clamp, refusal, vendorUrl, type VendorError } from './vendor.ts';
+import { classifyVendorError, clamp, jsonMessage, refusal, vendorUrl, type VendorError } from './vendor.ts';
 
 export const XAI_VOICES = ['ara', 'eve', 'leo', 'rex', 'sal'];
 const XAI_LANGUAGE: Record<string, string> = { pt: 'pt-BR', ar: 'ar-SA', es: 'es-MX' };
@@ -95,12 +95,8 @@ export class XaiTts extends SequentialTts {
   }
 
   protected onMessage(data: WebSocket.RawData): void {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(data);
+    if (!msg) return;
     switch (msg.type) {
       case 'audio.delta':
         if (typeof msg.delta === 'string') this.audio(Buffer.from(msg.delta, 'base64'));
