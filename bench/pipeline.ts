@@ -22,12 +22,12 @@
 //  (b) N simultaneous speaking callers (default 200): reply audio pacing jitter p99 (inter-arrival |Δ − 20 ms|
 //      within each reply), end of speech → first reply audio p50/p99 at load, server CPU per call, RSS per call.
 //   MODE=vendors CALLS=20 TURNS=10 SECONDS=20 node --import tsx bench/pipeline.ts
-import { fork } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { WebSocketServer } from 'ws';
-import { pct } from './_stats.ts';
+import { f1, pct } from './_stats.ts';
+import { forkRole, wsCaller } from './_callers.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
@@ -35,8 +35,6 @@ const log = (m: string) => process.stdout.write(`${m}\n`);
 const FIXED = { vadStopMs: 300, sttFinalMs: 50, llmFirstTokenMs: 100, ttsFirstByteMs: 80 };
 /** MODE=vendors: the STT fakes' end-of-turn silence window (Flux EndOfTurn / Soniox <end>) */
 const STT_END_MS = 400;
-
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 
 // ── client role: N concurrent callers, in a child process ───────────────────────────────────────────────
 interface ClientJob {
@@ -57,50 +55,34 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
   let late = 0;
   let frames = 0;
   let opened = 0;
+  // 60 ms caller frames (the protocol accepts any size) keep the client process light enough to measure
+  const silence = Buffer.alloc(1920);
   await Promise.all(
-    job.callIds.map(
-      (id) =>
-        new Promise<void>((resolve) => {
-          const ws = new WebSocket(`${job.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${job.key}`);
-          let first = 0;
-          let prev = 0;
-          let n = 0;
-          let timer: NodeJS.Timeout | null = null;
-          // 60 ms caller frames (the protocol accepts any size) keep the client process light enough to measure
-          const silence = Buffer.alloc(1920);
-          ws.on('open', () => {
-            opened++;
-            // the caller streams (silent) audio in real time like a real client
-            const start = performance.now();
-            let k = 0;
-            const send = () => {
-              if (ws.readyState !== ws.OPEN) return;
-              ws.send(silence);
-              k++;
-              timer = setTimeout(send, Math.max(0, start + k * 60 - performance.now()));
-            };
-            send();
-            setTimeout(() => ws.close(1000), job.seconds * 1000);
-          });
-          ws.on('message', (_d, binary) => {
-            if (!binary) return;
-            const now = performance.now();
-            if (n === 0) first = now;
-            // frames 0..4 are the initial 100 ms lead burst; after that one frame per 20 ms is expected
-            if (n >= 6) jitter.push(Math.abs(now - prev - 20));
-            // playout deadline of frame n if the client starts playing the first frame on arrival
-            if (now > first + n * 20 + 1) late++;
-            prev = now;
-            n++;
-            frames++;
-          });
-          ws.on('close', () => {
-            if (timer) clearTimeout(timer);
-            resolve();
-          });
-          ws.on('error', () => resolve());
-        }),
-    ),
+    job.callIds.map((callId) => {
+      let first = 0;
+      let prev = 0;
+      let n = 0;
+      // the caller streams (silent) audio in real time like a real client
+      return wsCaller({
+        origin: job.origin,
+        key: job.key,
+        callId,
+        frameMs: 60,
+        seconds: job.seconds,
+        frame: () => silence,
+        onOpen: () => opened++,
+        onAudio: (now) => {
+          if (n === 0) first = now;
+          // frames 0..4 are the initial 100 ms lead burst; after that one frame per 20 ms is expected
+          if (n >= 6) jitter.push(Math.abs(now - prev - 20));
+          // playout deadline of frame n if the client starts playing the first frame on arrival
+          if (now > first + n * 20 + 1) late++;
+          prev = now;
+          n++;
+          frames++;
+        },
+      });
+    }),
   );
   return { jitter, late, frames, opened };
 }
@@ -126,15 +108,6 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
   await mainVendors();
 } else {
   await main();
-}
-
-function clientProcess(job: ClientJob): Promise<ClientResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['client'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-    child.once('message', (r) => resolve(r as ClientResult));
-    child.once('error', reject);
-    child.send(job);
-  });
 }
 
 async function main(): Promise<void> {
@@ -275,7 +248,7 @@ async function main(): Promise<void> {
       const prog = process.env.BENCH_DEBUG ? setInterval(() => log(`  t+${f1((performance.now() - t0) / 1000)}s active=${combined.media.activeCalls()} loop max=${f1(h.max / 1e6)}ms`), 1000) : null;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const r = await clientProcess({ origin, key, callIds: ids, seconds: SECONDS });
+      const r = await forkRole<ClientResult>(import.meta.url, 'client', { origin, key, callIds: ids, seconds: SECONDS } satisfies ClientJob).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
@@ -341,79 +314,66 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
   let opened = 0;
   let turns = 0;
   await Promise.all(
-    job.callIds.map(
-      (id, idx) =>
-        new Promise<void>((resolve) => {
-          const ws = new WebSocket(`${job.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${job.key}`);
-          let timer: NodeJS.Timeout | null = null;
-          let lastAudio = 0;
-          let prev = 0;
-          let inBurst = 0;
-          let speakingUntil = -1; // sample index while speaking, -1 when silent
-          let pos = 0;
-          let endOfSpeech = 0;
-          let waitingReply = false;
-          let nextSpeakAt = 0;
-          ws.on('open', () => {
-            opened++;
-            const start = performance.now();
-            // stagger the callers' first sentences over 2 s, after the greeting
-            nextSpeakAt = start + 2500 + (idx % 40) * 50;
-            let k = 0;
-            const send = () => {
-              if (ws.readyState !== ws.OPEN) return;
-              const now = performance.now();
-              if (speakingUntil < 0 && !waitingReply && now >= nextSpeakAt) {
-                speakingUntil = speech.length;
-                pos = 0;
-              }
-              let buf: Buffer;
-              if (speakingUntil >= 0) {
-                const chunk = new Int16Array(FRAME);
-                chunk.set(speech.subarray(pos, Math.min(speech.length, pos + FRAME)));
-                buf = Buffer.from(chunk.buffer);
-                pos += FRAME;
-                if (pos >= loudEnd && endOfSpeech === 0) endOfSpeech = now + 60 - (pos - loudEnd) / 16;
-                if (pos >= speakingUntil) {
-                  speakingUntil = -1;
-                  waitingReply = true;
-                }
-              } else buf = Buffer.alloc(FRAME * 2);
-              ws.send(buf);
-              // the reply is over: 800 ms without agent audio after it started, or 8 s without any reply
-              if (waitingReply && endOfSpeech && ((lastAudio > endOfSpeech && now - lastAudio > 800) || now - endOfSpeech > 8000)) {
-                waitingReply = false;
-                endOfSpeech = 0;
-                nextSpeakAt = now + 300;
-              }
-              k++;
-              timer = setTimeout(send, Math.max(0, start + k * 60 - performance.now()));
-            };
-            send();
-            setTimeout(() => ws.close(1000), job.seconds * 1000);
-          });
-          ws.on('message', (_d, binary) => {
-            if (!binary) return;
-            const now = performance.now();
-            if (waitingReply && endOfSpeech && lastAudio < endOfSpeech) {
-              replyMs.push(now - endOfSpeech);
-              turns++;
+    job.callIds.map((callId, idx) => {
+      let lastAudio = 0;
+      let prev = 0;
+      let inBurst = 0;
+      let speakingUntil = -1; // sample index while speaking, -1 when silent
+      let pos = 0;
+      let endOfSpeech = 0;
+      let waitingReply = false;
+      let nextSpeakAt = 0;
+      return wsCaller({
+        origin: job.origin,
+        key: job.key,
+        callId,
+        frameMs: 60,
+        seconds: job.seconds,
+        onOpen: (start) => {
+          opened++;
+          // stagger the callers' first sentences over 2 s, after the greeting
+          nextSpeakAt = start + 2500 + (idx % 40) * 50;
+        },
+        frame: (now) => {
+          if (speakingUntil < 0 && !waitingReply && now >= nextSpeakAt) {
+            speakingUntil = speech.length;
+            pos = 0;
+          }
+          let buf: Buffer;
+          if (speakingUntil >= 0) {
+            const chunk = new Int16Array(FRAME);
+            chunk.set(speech.subarray(pos, Math.min(speech.length, pos + FRAME)));
+            buf = Buffer.from(chunk.buffer);
+            pos += FRAME;
+            if (pos >= loudEnd && endOfSpeech === 0) endOfSpeech = now + 60 - (pos - loudEnd) / 16;
+            if (pos >= speakingUntil) {
+              speakingUntil = -1;
+              waitingReply = true;
             }
-            // a gap of more than 100 ms starts a new burst (reply); its first 6 frames are the lead burst
-            if (now - prev > 100) inBurst = 0;
-            if (inBurst >= 6) jitter.push(Math.abs(now - prev - 20));
-            inBurst++;
-            prev = now;
-            lastAudio = now;
-            frames++;
-          });
-          ws.on('close', () => {
-            if (timer) clearTimeout(timer);
-            resolve();
-          });
-          ws.on('error', () => resolve());
-        }),
-    ),
+          } else buf = Buffer.alloc(FRAME * 2);
+          // the reply is over: 800 ms without agent audio after it started, or 8 s without any reply
+          if (waitingReply && endOfSpeech && ((lastAudio > endOfSpeech && now - lastAudio > 800) || now - endOfSpeech > 8000)) {
+            waitingReply = false;
+            endOfSpeech = 0;
+            nextSpeakAt = now + 300;
+          }
+          return buf;
+        },
+        onAudio: (now) => {
+          if (waitingReply && endOfSpeech && lastAudio < endOfSpeech) {
+            replyMs.push(now - endOfSpeech);
+            turns++;
+          }
+          // a gap of more than 100 ms starts a new burst (reply); its first 6 frames are the lead burst
+          if (now - prev > 100) inBurst = 0;
+          if (inBurst >= 6) jitter.push(Math.abs(now - prev - 20));
+          inBurst++;
+          prev = now;
+          lastAudio = now;
+          frames++;
+        },
+      });
+    }),
   );
   return { jitter, replyMs, frames, opened, turns };
 }
@@ -442,17 +402,6 @@ async function runFakes(): Promise<void> {
   process.on('disconnect', () => process.exit(0));
 }
 
-function forkRole<T>(role: string, job?: unknown): { result: Promise<T>; kill(): void } {
-  const child = fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-  const result = new Promise<T>((resolve, reject) => {
-    child.once('message', (r) => resolve(r as T));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`${role} process exited (${code})`)));
-  });
-  if (job !== undefined) child.send(job as object);
-  return { result, kill: () => child.kill() };
-}
-
 async function mainVendors(): Promise<void> {
   const { loadConfig } = await import('../core/config.ts');
   const { createDb } = await import('../core/db/pool.ts');
@@ -468,7 +417,7 @@ async function mainVendors(): Promise<void> {
   const TURNS = Number(process.env.TURNS ?? 20);
   const SECONDS = Number(process.env.SECONDS ?? 20);
   const STT = process.env.STT === 'soniox' ? 'soniox' : 'deepgram';
-  const fakes = forkRole<{ deepgram: string; soniox: string; openai: string; elevenlabs: string }>('fakes');
+  const fakes = forkRole<{ deepgram: string; soniox: string; openai: string; elevenlabs: string }>(import.meta.url, 'fakes');
   const urls = await fakes.result;
   const scratch = await startScratchDatabase({ prefix: 'vas-bench-pipeline-' });
   let exit = 0;
@@ -564,7 +513,7 @@ async function mainVendors(): Promise<void> {
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: Buffer.from(sentence.buffer, sentence.byteOffset, sentence.byteLength).toString('base64') };
-      const r = await forkRole<SpeakingResult>('client', job).result;
+      const r = await forkRole<SpeakingResult>(import.meta.url, 'client', job).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);

@@ -8,16 +8,13 @@
 // so the server's CPU is its own.
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
-import { fork } from 'node:child_process';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { pct } from './_stats.ts';
+import { f1, f2, pct } from './_stats.ts';
+import { forkRole, wsCaller } from './_callers.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
-const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
 type Kind = 'websocket' | 'webrtc';
 interface ClientJob {
@@ -40,40 +37,28 @@ function jitterOf(times: number[], out: number[]): void {
 }
 
 async function runWsClients(job: ClientJob): Promise<ClientResult> {
-  const { default: WebSocket } = await import('ws');
   const jitter: number[] = [];
   let frames = 0;
   let connected = 0;
   const silence = Buffer.alloc(640); // 20 ms at 16 kHz
   const t0 = performance.now();
-  await Promise.all(job.callIds.map((id) => new Promise<void>((resolve) => {
-    const ws = new WebSocket(`${job.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${job.key}`);
+  await Promise.all(job.callIds.map((callId) => {
     const times: number[] = [];
-    let timer: NodeJS.Timeout | null = null;
-    ws.on('open', () => {
-      connected++;
-      const start = performance.now();
-      let k = 0;
-      const send = () => {
-        if (ws.readyState !== ws.OPEN) return;
-        ws.send(silence);
-        k++;
-        timer = setTimeout(send, Math.max(0, start + k * 20 - performance.now()));
-      };
-      send();
-      setTimeout(() => ws.close(1000), job.seconds * 1000);
+    return wsCaller({
+      origin: job.origin,
+      key: job.key,
+      callId,
+      frameMs: 20,
+      seconds: job.seconds,
+      frame: () => silence,
+      onOpen: () => connected++,
+      onAudio: (now) => times.push(now),
+      onClose: () => {
+        frames += times.length;
+        jitterOf(times, jitter);
+      },
     });
-    ws.on('message', (_d, binary) => {
-      if (binary) times.push(performance.now());
-    });
-    ws.on('close', () => {
-      if (timer) clearTimeout(timer);
-      frames += times.length;
-      jitterOf(times, jitter);
-      resolve();
-    });
-    ws.on('error', () => resolve());
-  })));
+  }));
   return { jitter, frames, connected, windowMs: performance.now() - t0 };
 }
 
@@ -156,16 +141,6 @@ if (ROLE === 'client') {
   await main();
 }
 
-function clientProcess(job: ClientJob): Promise<ClientResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['client'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-    child.once('message', (r) => resolve(r as ClientResult));
-    child.once('error', reject);
-    child.once('exit', (code) => (code ? reject(new Error(`client process exited ${code}`)) : undefined));
-    child.send(job);
-  });
-}
-
 async function main(): Promise<void> {
   const { createDb } = await import('../core/db/pool.ts');
   const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
@@ -217,7 +192,7 @@ async function main(): Promise<void> {
       const sent0 = await rtpSent();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const r = await clientProcess({ kind, origin, key, callIds: ids, seconds: SECONDS });
+      const r = await forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids, seconds: SECONDS } satisfies ClientJob).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       const serverSent = (await rtpSent()) - sent0;

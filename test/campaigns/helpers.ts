@@ -10,7 +10,7 @@ import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { multipart } from '../knowledge-base/helpers.ts';
+import { multipart, running } from '../knowledge-base/helpers.ts';
 
 export const logger = createLogger({ level: 'silent' });
 
@@ -54,20 +54,7 @@ export async function isolateCampaignIds(s: TestServer): Promise<void> {
 
 export async function runWorker(s: TestServer, taskQueue: string) {
   const { worker, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue });
-  const run = worker.run();
-  let closing: Promise<void> | null = null;
-  return {
-    worker,
-    run,
-    close() {
-      closing ??= (async () => {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await run.catch(() => undefined);
-        await connection.close();
-      })();
-      return closing;
-    },
-  };
+  return running(worker, connection);
 }
 
 export interface Org {

@@ -6,6 +6,7 @@
 import WebSocket from 'ws';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { resample } from '../../media/audio/resample.ts';
+import { CallerScript, tone8k } from './caller-script.ts';
 
 /** What the service sent, as the fake carrier understood it. */
 export type DialectIn = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string } | { kind: 'clear' } | { kind: 'other' };
@@ -46,9 +47,7 @@ export class FakePhoneStream {
   readonly opened: Promise<void>;
   private readonly queue: Queued[] = [];
   private heard: Uint8Array[] = [];
-  private script = new Uint8Array(0);
-  private scriptOff = 0;
-  private waiters: Array<{ at: number; resolve: () => void }> = [];
+  private readonly caller = new CallerScript();
   private timer: NodeJS.Timeout | null = null;
   private t0 = 0;
   private ticks = 0;
@@ -146,40 +145,21 @@ export class FakePhoneStream {
 
   private sendCaller(): void {
     const size = Math.round(this.dialect.callerMs * this.bytesPerMs);
-    const out = new Uint8Array(size).fill(this.dialect.codec === 'mulaw' ? 0xff : 0);
-    const n = Math.min(size, this.script.length - this.scriptOff);
-    if (n > 0) {
-      out.set(this.script.subarray(this.scriptOff, this.scriptOff + n));
-      this.scriptOff += n;
-    }
+    const out = this.caller.take(new Uint8Array(size).fill(this.dialect.codec === 'mulaw' ? 0xff : 0));
     this.chunk++;
     this.send(this.dialect.media(out, this.chunk, (this.chunk - 1) * this.dialect.callerMs));
-    for (const w of this.waiters.filter((x) => this.scriptOff >= x.at)) {
-      this.waiters.splice(this.waiters.indexOf(w), 1);
-      w.resolve();
-    }
   }
 
   /** Queue caller audio (s16 at `rate`); resolves once it has all been sent. */
   say(pcm: Int16Array, rate: number): Promise<void> {
     const at = rate === this.dialect.rate ? pcm : resample(pcm, rate, this.dialect.rate);
     const bytes = this.dialect.codec === 'mulaw' ? encodeMulaw(at) : new Uint8Array(at.buffer, at.byteOffset, at.byteLength).slice();
-    const rest = this.script.subarray(this.scriptOff);
-    const next = new Uint8Array(rest.length + bytes.length);
-    next.set(rest);
-    next.set(bytes, rest.length);
-    this.waiters = this.waiters.map((w) => ({ ...w, at: w.at - this.scriptOff }));
-    this.script = next;
-    this.scriptOff = 0;
-    return new Promise((resolve) => this.waiters.push({ at: next.length, resolve }));
+    return this.caller.push(bytes);
   }
 
   /** A 440 Hz tone (speech for the energy-VAD fake engines). */
   tone(ms: number, amplitude = 8000): Promise<void> {
-    const n = Math.round((ms * 8000) / 1000);
-    const pcm = new Int16Array(n);
-    for (let i = 0; i < n; i++) pcm[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / 8000));
-    return this.say(pcm, 8000);
+    return this.say(tone8k(ms, amplitude), 8000);
   }
 
   silence(ms: number): Promise<void> {
@@ -203,8 +183,7 @@ export class FakePhoneStream {
   private halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    // the stream is over: nothing queued will be sent
-    for (const w of this.waiters.splice(0)) w.resolve();
+    this.caller.release();
   }
 
   get heardMs(): number {

@@ -7,6 +7,7 @@
 import WebSocket from 'ws';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { resample } from '../../media/audio/resample.ts';
+import { CallerScript, tone8k } from './caller-script.ts';
 
 export interface FakeStreamStart {
   callSid: string;
@@ -55,9 +56,7 @@ export class FakeCarrierStream {
   readonly closed: Promise<{ code: number; reason: string }>;
   readonly opened: Promise<void>;
   private readonly queue: Queued[] = [];
-  private script: Uint8Array = new Uint8Array(0);
-  private scriptOff = 0;
-  private scriptDone: Array<{ at: number; resolve: () => void }> = [];
+  private readonly caller = new CallerScript();
   private sentBytes = 0;
   private seq = 0;
   private chunk = 0;
@@ -211,12 +210,7 @@ export class FakeCarrierStream {
   }
 
   private sendCaller(): void {
-    const out = new Uint8Array(this.payloadBytes).fill(0xff);
-    const n = Math.min(this.payloadBytes, this.script.length - this.scriptOff);
-    if (n > 0) {
-      out.set(this.script.subarray(this.scriptOff, this.scriptOff + n));
-      this.scriptOff += n;
-    }
+    const out = this.caller.take(new Uint8Array(this.payloadBytes).fill(0xff));
     this.sentBytes += this.payloadBytes;
     this.chunk++;
     this.sendJson({
@@ -224,32 +218,18 @@ export class FakeCarrierStream {
       streamSid: this.streamSid,
       media: { track: 'inbound', chunk: String(this.chunk), timestamp: String(Math.round((this.sentBytes - this.payloadBytes) / 8)), payload: Buffer.from(out).toString('base64') },
     });
-    for (const w of this.scriptDone.filter((x) => this.scriptOff >= x.at)) {
-      this.scriptDone.splice(this.scriptDone.indexOf(w), 1);
-      w.resolve();
-    }
   }
 
   /** Queue caller speech (s16 at `rate`, converted to 8 kHz µ-law); resolves when it has all been sent (or the stream ended). */
   say(pcm: Int16Array, rate = 8000): Promise<void> {
     if (this.closeCode !== null || this.stopped) return Promise.resolve();
     const bytes = encodeMulaw(rate === 8000 ? pcm : resample(pcm, rate, 8000));
-    const rest = this.script.subarray(this.scriptOff);
-    const next = new Uint8Array(rest.length + bytes.length);
-    next.set(rest);
-    next.set(bytes, rest.length);
-    this.script = next;
-    this.scriptDone = this.scriptDone.map((w) => ({ ...w, at: w.at - this.scriptOff }));
-    this.scriptOff = 0;
-    return new Promise((resolve) => this.scriptDone.push({ at: next.length, resolve }));
+    return this.caller.push(bytes);
   }
 
   /** A tone of `ms` at 440 Hz (speech for energy-VAD fakes). */
   tone(ms: number, amplitude = 8000): Promise<void> {
-    const n = Math.round((ms * 8000) / 1000);
-    const pcm = new Int16Array(n);
-    for (let i = 0; i < n; i++) pcm[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / 8000));
-    return this.say(pcm, 8000);
+    return this.say(tone8k(ms, amplitude), 8000);
   }
 
   /** Wait `ms` of stream time (silence is sent meanwhile). */
@@ -280,7 +260,7 @@ export class FakeCarrierStream {
   private halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    for (const w of this.scriptDone.splice(0)) w.resolve();
+    this.caller.release();
   }
 
   /** agent audio buffered but not yet played (ms) */

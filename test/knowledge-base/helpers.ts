@@ -105,10 +105,17 @@ export async function startWorker(s: TestServer, taskQueue: string, opts: { stor
     taskQueue,
     activities: createActivities({ config, db: s.db, logger, storage: opts.storage ?? s.storage }),
   });
+  return running(worker, connection);
+}
+
+/** Run `worker` until close(): close (once, however often it is called) shuts it down, waits for it to stop and
+ * closes its Temporal connection. */
+export function running(worker: Worker, connection: { close(): Promise<void> }) {
   const run = worker.run();
   let closing: Promise<void> | null = null;
   return {
     worker,
+    run,
     close() {
       closing ??= (async () => {
         if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -4,8 +4,6 @@
 // stream, with a greeting and a full caller turn ending in a completed row; busy / no-answer / failed ending
 // never-connected rows with call.ended and no call.started; an inbound call by number attachment; forged
 // callbacks → 403 with nothing changed; another organization's configuration, number and binding → 404.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
@@ -14,14 +12,12 @@ import type { EngineFactory } from '../../media/deps.ts';
 import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
 import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import type { FakePhoneStream } from '../fakes/carrier-phone.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
-import { callById, saveAgent } from './rest-helpers.ts';
+import { callById, HookSink, saveAgent } from './rest-helpers.ts';
+import { agentQuiet } from './media-helpers.ts';
 
 let s: TestServer;
-let hooks: http.Server;
-let hookUrl = '';
-const events: Array<{ event: string; callId: string; [k: string]: unknown }> = [];
+const hooks = new HookSink();
 const scenarios = new Map<string, FakeScenario>();
 const made = new Map<string, ReturnType<typeof fakeEngines>>();
 let n = 0;
@@ -35,20 +31,7 @@ const factory: EngineFactory = async ({ config }) => {
 
 test.before(async () => {
   for (const d of drivers) await d.start();
-  hooks = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      try {
-        events.push(JSON.parse(raw));
-      } catch {
-        /* ignored */
-      }
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((ok) => hooks.listen(0, '127.0.0.1', ok));
-  hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+  await hooks.start();
   s = await startTestServer({
     temporal: false,
     env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }, ...drivers.map((d) => d.env())),
@@ -59,10 +42,10 @@ test.before(async () => {
 test.after.always(async () => {
   await s?.close();
   for (const d of drivers) await d.close();
-  await new Promise((ok) => hooks?.close(ok));
+  await hooks.close();
 });
 
-const eventsOf = (callId: string) => events.filter((e) => e.callId === callId);
+const eventsOf = (callId: string) => hooks.events.filter((e) => e.callId === callId);
 
 function agent(scenario: FakeScenario, over: Record<string, unknown> = {}): Record<string, unknown> {
   const name = `carrier-scenario-${++n}`;
@@ -76,7 +59,7 @@ function agent(scenario: FakeScenario, over: Record<string, unknown> = {}): Reco
     noiseGate: { enabled: false },
     greeting: { firstMessages: ['Hello.'], interruptible: false },
     voicemailDetection: false,
-    webhook: { url: hookUrl },
+    webhook: { url: hooks.url },
     ...over,
   };
 }
@@ -99,19 +82,6 @@ async function dial(d: CarrierDriver, key: string, acc: unknown, agentConfig: Re
   if (r.status !== 200) throw new Error(`POST /call: ${r.status} ${JSON.stringify(r.body)}`);
   const call = await until(() => d.dialAt(seen), 10_000, 'the dial to reach the fake carrier');
   return { callId: r.body.callId as string, call, body: r.body };
-}
-
-async function agentQuiet(m: FakePhoneStream, ms = 400): Promise<void> {
-  let last = m.heardMs;
-  let since = performance.now();
-  await until(() => {
-    if (m.heardMs !== last || m.bufferedMs > 0) {
-      last = m.heardMs;
-      since = performance.now();
-      return false;
-    }
-    return performance.now() - since >= ms;
-  }, 20_000, 'agent quiet');
 }
 
 for (const d of drivers) {

@@ -122,8 +122,8 @@ export async function speech(text: string): Promise<Int16Array> {
   return all;
 }
 
-/** Wait until the agent has been quiet (no new audio played) for `ms`. */
-export async function agentQuiet(m: FakeCarrierStream, ms = 400, timeoutMs = 20_000): Promise<void> {
+/** Wait until the agent has been quiet (no new audio played) for `ms`, on any fake carrier's media stream. */
+export async function agentQuiet(m: Pick<FakeCarrierStream, 'heardMs' | 'bufferedMs'>, ms = 400, timeoutMs = 20_000): Promise<void> {
   let last = m.heardMs;
   let since = performance.now();
   await until(() => {

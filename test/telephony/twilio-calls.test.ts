@@ -2,8 +2,6 @@
 // <Connect><Stream>, status callbacks ending never-connected calls (rows + call.ended without call.started),
 // forged signatures, dial failures (400/502 provider_rejected leaving dial_failed rows), AMD, every error string,
 // inbound registration and inbound routing (binding wins, PATCH swaps, DELETE falls back to the number's agent).
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -11,40 +9,25 @@ import { verifyStreamToken } from '../../core/telephony/signing.ts';
 import { FakeTwilio, type FakeAccount } from '../fakes/twilio.ts';
 import { until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { addNumber, callById, callsOf, fakeEnv, inlineAgent, saveAgent, twilioConfig } from './rest-helpers.ts';
+import { addNumber, callById, callsOf, fakeEnv, HookSink, inlineAgent, saveAgent, twilioConfig } from './rest-helpers.ts';
 
 let s: TestServer;
 let twilio: FakeTwilio;
-let hooks: http.Server;
-let hookUrl = '';
-const events: Array<{ event: string; callId: string; [k: string]: unknown }> = [];
+const hooks = new HookSink();
 
 test.before(async () => {
   twilio = await FakeTwilio.start();
-  hooks = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      try {
-        events.push(JSON.parse(raw));
-      } catch {
-        /* ignored */
-      }
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((ok) => hooks.listen(0, '127.0.0.1', ok));
-  hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+  await hooks.start();
   s = await startTestServer({ temporal: false, env: fakeEnv(twilio) });
 });
 test.after.always(async () => {
   await s?.close();
   await twilio?.close();
-  await new Promise((ok) => hooks?.close(ok));
+  await hooks.close();
 });
 
-const withHook = (extra: Record<string, unknown> = {}) => inlineAgent({ webhook: { url: hookUrl }, ...extra });
-const eventsOf = (callId: string) => events.filter((e) => e.callId === callId);
+const withHook = (extra: Record<string, unknown> = {}) => inlineAgent({ webhook: { url: hooks.url }, ...extra });
+const eventsOf = (callId: string) => hooks.events.filter((e) => e.callId === callId);
 
 async function setup(o: { balanceUsd?: number; concurrency?: number } = {}) {
   const org = await s.createOrg(o);

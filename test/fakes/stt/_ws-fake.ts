@@ -123,6 +123,27 @@ export async function startWsFake(o: WsFakeOptions): Promise<WsFake> {
   };
 }
 
+/** Caller audio (16-bit little-endian PCM) as the fake's recogniser takes it, counted on the connection. */
+export function callerAudio(c: FakeConnection, bytes: Buffer): Int16Array {
+  const pcm = new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  c.samples += pcm.length;
+  return pcm;
+}
+
+/** The vendor's idle timeout: each call of the returned function (re)starts it; `ms` without one closes the socket
+ * with code 1000 and `reason`. Without `ms` the vendor never closes an idle socket. */
+export function idleClose(c: FakeConnection, ms: number | undefined, reason: string): () => void {
+  let timer: NodeJS.Timeout | null = null;
+  c.ws.on('close', () => {
+    if (timer) clearTimeout(timer);
+  });
+  return () => {
+    if (!ms) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => c.ws.close(1000, reason), ms);
+  };
+}
+
 export const GRANULE = 320; // 20 ms at 16 kHz
 const LOUD = 800;
 

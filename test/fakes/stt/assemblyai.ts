@@ -6,7 +6,7 @@
 // turn_is_formatted:false}` and, with format_turns=true, the formatted copy `Turn{end_of_turn:true,
 // turn_is_formatted:true}` (the script's own text); turn_order increments per turn. `ForceEndpoint` ends the
 // turn now; `Terminate` → `Termination{audio_duration_seconds, session_duration_seconds}` then close 1000.
-import { Listener, scriptReader, startWsFake, unformatted, type FakeConnection, type WsFake } from './_ws-fake.ts';
+import { callerAudio, Listener, scriptReader, startWsFake, unformatted, type FakeConnection, type WsFake } from './_ws-fake.ts';
 
 const MODELS = ['u3-rt-pro', 'universal-streaming-english', 'universal-streaming-multilingual', 'universal-3-5-pro'];
 
@@ -56,8 +56,7 @@ export async function startAssemblyAiFake(o: { apiKey?: string; script?: string[
           c.ws.close(3007, 'Input duration violation: audio must be between 50 ms and 1000 ms');
           return;
         }
-        const pcm = new Int16Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
-        c.samples += pcm.length;
+        const pcm = callerAudio(c, data);
         listeners.get(c)?.feed(pcm);
         return;
       }

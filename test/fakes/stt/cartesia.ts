@@ -6,7 +6,7 @@
 // `eagerMs` of silence, turn.resume if speech comes back after it, turn.end after `endMs` of silence. Quirk kept:
 // silence only counts while audio arrives, so when the caller's audio stops mid-turn turn.end never comes.
 // `{"type":"close"}` transcribes what is buffered and closes.
-import { Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
+import { callerAudio, Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
 
 export async function startCartesiaSttFake(o: { apiKey?: string; script?: string[]; prefix?: string; eagerMs?: number; endMs?: number } = {}): Promise<WsFake & { apiKey: string }> {
   const apiKey = o.apiKey ?? 'cartesiakey';
@@ -56,8 +56,7 @@ export async function startCartesiaSttFake(o: { apiKey?: string; script?: string
     },
     onMessage: (c, data, isBinary) => {
       if (isBinary) {
-        const pcm = new Int16Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
-        c.samples += pcm.length;
+        const pcm = callerAudio(c, data);
         listeners.get(c)?.feed(pcm);
         return;
       }

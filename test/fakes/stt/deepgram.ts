@@ -5,7 +5,7 @@
 // when eager_eot_threshold is set), TurnResumed when speech comes back after an EagerEndOfTurn (never otherwise),
 // EndOfTurn after `endMs` of silence (capped by eot_timeout_ms) with the same transcript as the eager one;
 // turn_index increments after each EndOfTurn. `{"type":"CloseStream"}` → close 1000.
-import { Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
+import { callerAudio, Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
 
 export interface DeepgramFake extends WsFake {
   apiKey: string;
@@ -60,8 +60,7 @@ export async function startDeepgramFake(o: { apiKey?: string; script?: string[];
     },
     onMessage: (c, data, isBinary) => {
       if (isBinary) {
-        const pcm = new Int16Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
-        c.samples += pcm.length;
+        const pcm = callerAudio(c, data);
         listeners.get(c)?.feed(pcm);
         return;
       }

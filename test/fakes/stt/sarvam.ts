@@ -7,20 +7,14 @@
 // per utterance `{"type":"data","data":{"transcript","language_code",...}}` (no interims). `{"type":"flush"}`
 // transcribes what was heard so far right away (that part is then not repeated). Quirk kept: the socket closes
 // after `idleCloseMs` (60 s on the real service) without audio.
-import { Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
+import { callerAudio, idleClose, Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
 
 export async function startSarvamFake(
   o: { apiKey?: string; script?: string[]; prefix?: string; endMs?: number; highVadEndMs?: number; idleCloseMs?: number } = {},
 ): Promise<WsFake & { apiKey: string }> {
   const apiKey = o.apiKey ?? 'sarvamkey';
   const next = scriptReader(o.script ?? []);
-  const state = new Map<FakeConnection, { listener: Listener; flushedWords: number; idle: NodeJS.Timeout | null; flush: () => void }>();
-  const armIdle = (c: FakeConnection) => {
-    const s = state.get(c);
-    if (!s || !o.idleCloseMs) return;
-    if (s.idle) clearTimeout(s.idle);
-    s.idle = setTimeout(() => c.ws.close(1000, 'Connection idle timeout'), o.idleCloseMs);
-  };
+  const state = new Map<FakeConnection, { listener: Listener; flushedWords: number; armIdle: () => void; flush: () => void }>();
   const fake = await startWsFake({
     path: '/speech-to-text/ws',
     ...(o.prefix ? { prefix: o.prefix } : {}),
@@ -34,7 +28,7 @@ export async function startSarvamFake(
       const signals = c.query.get('vad_signals') === 'true';
       const endMs = c.query.get('high_vad_sensitivity') === 'true' ? (o.highVadEndMs ?? 300) : (o.endMs ?? 600);
       const lang = c.query.get('language-code') === 'unknown' ? 'hi-IN' : c.query.get('language-code');
-      const s = { listener: null as unknown as Listener, flushedWords: 0, idle: null as NodeJS.Timeout | null, flush: () => {} };
+      const s = { listener: null as unknown as Listener, flushedWords: 0, armIdle: idleClose(c, o.idleCloseMs, 'Connection idle timeout'), flush: () => {} };
       const transcript = (text: string) => c.send({ type: 'data', data: { request_id: `r${Date.now()}`, transcript: text, language_code: lang, metrics: { audio_duration: c.samples / 16000 } } });
       s.listener = new Listener(next, {
         onset: (resumed) => {
@@ -57,10 +51,7 @@ export async function startSarvamFake(
         if (part) transcript(part);
       };
       state.set(c, s);
-      armIdle(c);
-      c.ws.on('close', () => {
-        if (s.idle) clearTimeout(s.idle);
-      });
+      s.armIdle();
     },
     onMessage: (c, data, isBinary) => {
       const s = state.get(c)!;
@@ -73,10 +64,8 @@ export async function startSarvamFake(
         return;
       }
       if (msg.audio?.data) {
-        const b = Buffer.from(msg.audio.data, 'base64');
-        const pcm = new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
-        c.samples += pcm.length;
-        armIdle(c);
+        const pcm = callerAudio(c, Buffer.from(msg.audio.data, 'base64'));
+        s.armIdle();
         s.listener.feed(pcm);
         return;
       }

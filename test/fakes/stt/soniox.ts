@@ -6,7 +6,7 @@
 // total_audio_proc_ms}`: final tokens are sent once, the last two words of an utterance stay non-final (repeated)
 // until they settle; after `endpointMs` of silence the rest is final and a final `<end>` token marks the endpoint.
 // Quirk kept: with neither audio nor keepalive for `idleCloseMs` Soniox closes the socket (code 1000).
-import { Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
+import { callerAudio, idleClose, Listener, scriptReader, startWsFake, type FakeConnection, type WsFake } from './_ws-fake.ts';
 
 export interface SonioxFake extends WsFake {
   apiKey: string;
@@ -16,14 +16,8 @@ export async function startSonioxFake(o: { apiKey?: string; script?: string[]; p
   const apiKey = o.apiKey ?? 'sonioxkey';
   const endpointMs = o.endpointMs ?? 300;
   const next = scriptReader(o.script ?? []);
-  const state = new Map<FakeConnection, { listener: Listener; finalCount: number; configured: boolean; procMs: number; idle: NodeJS.Timeout | null }>();
+  const state = new Map<FakeConnection, { listener: Listener; finalCount: number; configured: boolean; procMs: number; armIdle: () => void }>();
   const tok = (w: string, i: number, isFinal: boolean) => ({ text: i === 0 ? w : ` ${w}`, is_final: isFinal, start_ms: i * 100, end_ms: i * 100 + 90, confidence: 0.97, language: 'en' });
-  const armIdle = (c: FakeConnection) => {
-    const s = state.get(c);
-    if (!s || !o.idleCloseMs) return;
-    if (s.idle) clearTimeout(s.idle);
-    s.idle = setTimeout(() => c.ws.close(1000, 'No audio received'), o.idleCloseMs);
-  };
   const fake = await startWsFake({
     path: '/transcribe-websocket',
     ...(o.prefix ? { prefix: o.prefix } : {}),
@@ -33,7 +27,7 @@ export async function startSonioxFake(o: { apiKey?: string; script?: string[]; p
         finalCount: 0,
         configured: false,
         procMs: 0,
-        idle: null as NodeJS.Timeout | null,
+        armIdle: idleClose(c, o.idleCloseMs, 'No audio received'),
         listener: null as unknown as Listener,
       };
       s.listener = new Listener(next, {
@@ -59,10 +53,7 @@ export async function startSonioxFake(o: { apiKey?: string; script?: string[]; p
         },
       });
       state.set(c, s);
-      armIdle(c);
-      c.ws.on('close', () => {
-        if (s.idle) clearTimeout(s.idle);
-      });
+      s.armIdle();
     },
     onMessage: (c, data, isBinary) => {
       const s = state.get(c)!;
@@ -87,15 +78,14 @@ export async function startSonioxFake(o: { apiKey?: string; script?: string[]; p
           c.ws.close(1000);
           return;
         }
-        const pcm = new Int16Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
-        c.samples += pcm.length;
+        const pcm = callerAudio(c, data);
         s.procMs += pcm.length / 16;
-        armIdle(c);
+        s.armIdle();
         s.listener.feed(pcm);
         return;
       }
       const msg = JSON.parse(data.toString('utf8')) as { type?: string };
-      if (msg.type === 'keepalive') armIdle(c);
+      if (msg.type === 'keepalive') s.armIdle();
       if (msg.type === 'finalize') {
         const words = s.listener.active ? s.listener.words : [];
         const tokens = [];

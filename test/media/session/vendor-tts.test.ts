@@ -2,7 +2,7 @@
 // the vendor's local fake through <ID>_BASE_URL): greeting spoken through the vendor, barge-in cuts the greeting in
 // the LLM context at a word boundary, usage and cost carry the vendor's provider/model/characters; a refused key ends
 // the call pipeline_error with the vendor and reason on the row, never the key.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
 import { createEngines } from '../../../media/services/index.ts';
@@ -87,10 +87,9 @@ test('elevenlabs call: greeting through the vendor, barge-in cuts it at a word i
   t.true(computeCost(row.usage).tts > 0);
 });
 
-test('a refused TTS key ends the call pipeline_error naming the vendor and the reason, never the key', async (t) => {
-  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: 'vendor-tts-refused', tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } } }) });
-  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
-  await caller.waitOpen();
+/** The call closed 1011 and ended pipeline_error naming Cartesia's refusal; the key is in neither the row's logs nor
+ * the caller's events. Returns the ended row. */
+async function refusedEnd(t: ExecutionContext, caller: TestCaller, callId: string) {
   const closed = await caller.closed;
   t.is(closed.code, 1011);
   const row = await endedRow(s.db, callId);
@@ -100,6 +99,14 @@ test('a refused TTS key ends the call pipeline_error naming the vendor and the r
   t.regex(logs, /Cartesia TTS refused: HTTP 401/);
   t.false(logs.includes('sk-cartesia-wrong-secret'));
   t.false(caller.events.some((e) => JSON.stringify(e).includes('sk-cartesia-wrong-secret')));
+  return row;
+}
+
+test('a refused TTS key ends the call pipeline_error naming the vendor and the reason, never the key', async (t) => {
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: 'vendor-tts-refused', tts: { provider: 'cartesia', model: 'sonic-3', voice: 'v', cartesia: { speed: 1, volume: 1.5 } } }) });
+  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
+  await caller.waitOpen();
+  await refusedEnd(t, caller, callId);
 });
 
 test('a TTS key refused at connect ends a caller-speaks-first call at once, before the caller is ever answered', async (t) => {
@@ -114,15 +121,7 @@ test('a TTS key refused at connect ends a caller-speaks-first call at once, befo
   await caller.silence(1500);
   await caller.speak(600);
   await caller.silence(800);
-  const closed = await caller.closed;
-  t.is(closed.code, 1011);
-  const row = await endedRow(s.db, callId);
-  t.is(row.status, 'error');
-  t.is(row.ended_reason, 'pipeline_error');
-  const logs = JSON.stringify(row.logs);
-  t.regex(logs, /Cartesia TTS refused: HTTP 401/);
-  t.false(logs.includes('sk-cartesia-wrong-secret'));
-  t.false(caller.events.some((e) => JSON.stringify(e).includes('sk-cartesia-wrong-secret')));
+  const row = await refusedEnd(t, caller, callId);
   t.is(llms.get(name)?.requests.length ?? 0, 0, 'the call ended at connect: the agent was never asked to answer the caller');
   t.false(row.transcript.some((e: { role: string }) => e.role === 'user'), 'no caller turn was taken');
 });

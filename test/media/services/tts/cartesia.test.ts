@@ -2,32 +2,14 @@ import test from 'ava';
 import { CartesiaTts, type CartesiaTtsOptions } from '../../../../media/services/tts/cartesia.ts';
 import { FakeCartesia } from '../../../fakes/tts/cartesia.ts';
 import { toneFor, until } from '../../../fakes/tts/common.ts';
-import { conformance } from './conformance.ts';
+import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { synth } from './helpers.ts';
 
 const KEY = 'ca-test-key';
 const VOICE = 'f786b574-daa5-4673-aa0c-cbe3e8534c02';
 
-async function make(o: { key?: string; keepaliveMs?: number; gapMs?: number; base?: (b: string) => string } = {}, extra: Partial<CartesiaTtsOptions> = {}) {
-  const fake = await new FakeCartesia({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
-  const tts = new CartesiaTts({
-    baseUrl: o.base ? o.base(fake.server.baseUrl) : fake.server.baseUrl,
-    apiKey: o.key ?? KEY,
-    model: 'sonic-3',
-    voice: VOICE,
-    languages: ['fr', 'en'],
-    ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
-    ...extra,
-  });
-  return {
-    fake,
-    tts,
-    server: fake.server,
-    close: async () => {
-      await tts.close();
-      await fake.close();
-    },
-  };
+function make(o: AdapterOnFakeOptions = {}, extra: Partial<CartesiaTtsOptions> = {}) {
+  return adapterOnFake(KEY, o, (f) => new FakeCartesia(f).listen(), (common) => new CartesiaTts({ ...common, model: 'sonic-3', voice: VOICE, languages: ['fr', 'en'], ...extra }));
 }
 
 conformance({

@@ -30,6 +30,40 @@ export interface Conformance {
   wordTimings: boolean;
 }
 
+/** How a test asks for a fake + adapter: `key` overrides the adapter's key, `keepaliveMs` its keepalive period,
+ * `gapMs` the fake's pause between audio pieces, `base` rewrites the fake's base URL (override prefixes). */
+export interface AdapterOnFakeOptions {
+  key?: string;
+  keepaliveMs?: number;
+  gapMs?: number;
+  base?: (baseUrl: string) => string;
+}
+
+/** Start a vendor fake that expects `apiKey`, then build the adapter against it with the options every adapter
+ * shares (base URL, key, keepalive); `build` adds the vendor's own (model, voice, languages, tuning…). */
+export async function adapterOnFake<F extends { server: FakeServer; close(): Promise<void> }, T extends TtsService & { close(): Promise<void> }>(
+  apiKey: string,
+  o: AdapterOnFakeOptions,
+  listen: (fake: { apiKey: string; gapMs?: number }) => Promise<F>,
+  build: (common: { baseUrl: string; apiKey: string; keepaliveMs?: number }) => T,
+) {
+  const fake = await listen({ apiKey, ...(o.gapMs ? { gapMs: o.gapMs } : {}) });
+  const tts = build({
+    baseUrl: o.base ? o.base(fake.server.baseUrl) : fake.server.baseUrl,
+    apiKey: o.key ?? apiKey,
+    ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
+  });
+  return {
+    fake,
+    tts,
+    server: fake.server,
+    close: async () => {
+      await tts.close();
+      await fake.close();
+    },
+  };
+}
+
 export function conformance(c: Conformance): void {
   const run = async (t: { teardown(fn: () => unknown): void }, o: Parameters<Conformance['setup']>[0] = {}) => {
     const s = await c.setup(o);

@@ -6,7 +6,7 @@ import { computeCost, PRICES } from '../../../../core/pricing.ts';
 import { FakeElevenLabs } from '../../../fakes/tts/elevenlabs.ts';
 import { amplitudeOf, toneFor, until } from '../../../fakes/tts/common.ts';
 import { maxAbs, stageWithPacer, synth } from './helpers.ts';
-import { conformance } from './conformance.ts';
+import { adapterOnFake, conformance } from './conformance.ts';
 
 const KEY = 'el-test-key';
 const VOICE = 'voice123';
@@ -24,18 +24,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, fake: Partial<Con
 conformance({
   name: 'elevenlabs (shared)',
   vendor: 'ElevenLabs',
-  setup: async (o) => {
-    const el = await new FakeElevenLabs({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
-    const tts = new ElevenLabsTts({ baseUrl: el.server.baseUrl, apiKey: o.key ?? KEY, model: 'eleven_flash_v2_5', voice: VOICE, languages: ['en'], ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}) });
-    return {
-      tts,
-      server: el.server,
-      close: async () => {
-        await tts.close();
-        await el.close();
-      },
-    };
-  },
+  setup: (o) => adapterOnFake(KEY, o, (f) => new FakeElevenLabs(f).listen(), (common) => new ElevenLabsTts({ ...common, model: 'eleven_flash_v2_5', voice: VOICE, languages: ['en'] })),
   audioFor: (text) => toneFor(`${text} `),
   keepaliveSeen: (server) => server.pings.length > 0,
   wordTimings: true,

@@ -2,31 +2,13 @@ import test from 'ava';
 import { InworldTts, type InworldTtsOptions } from '../../../../media/services/tts/inworld.ts';
 import { FakeInworld } from '../../../fakes/tts/inworld.ts';
 import { toneFor, until } from '../../../fakes/tts/common.ts';
-import { conformance } from './conformance.ts';
+import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { synth } from './helpers.ts';
 
 const KEY = 'iw-test-key';
 
-async function make(o: { key?: string; keepaliveMs?: number; gapMs?: number; base?: (b: string) => string } = {}, extra: Partial<InworldTtsOptions> = {}) {
-  const fake = await new FakeInworld({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
-  const tts = new InworldTts({
-    baseUrl: o.base ? o.base(fake.server.baseUrl) : fake.server.baseUrl,
-    apiKey: o.key ?? KEY,
-    model: 'inworld-tts-1.5-max',
-    voice: 'Ashley',
-    languages: ['en'],
-    ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
-    ...extra,
-  });
-  return {
-    fake,
-    tts,
-    server: fake.server,
-    close: async () => {
-      await tts.close();
-      await fake.close();
-    },
-  };
+function make(o: AdapterOnFakeOptions = {}, extra: Partial<InworldTtsOptions> = {}) {
+  return adapterOnFake(KEY, o, (f) => new FakeInworld(f).listen(), (common) => new InworldTts({ ...common, model: 'inworld-tts-1.5-max', voice: 'Ashley', languages: ['en'], ...extra }));
 }
 
 conformance({

@@ -2,31 +2,13 @@ import test from 'ava';
 import { SarvamTts, sarvamTtsLanguage, type SarvamTtsOptions } from '../../../../media/services/tts/sarvam.ts';
 import { FakeSarvam } from '../../../fakes/tts/sarvam.ts';
 import { toneFor, until } from '../../../fakes/tts/common.ts';
-import { conformance } from './conformance.ts';
+import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { maxAbs, synth } from './helpers.ts';
 
 const KEY = 'sv-test-key';
 
-async function make(o: { key?: string; keepaliveMs?: number; gapMs?: number; base?: (b: string) => string } = {}, extra: Partial<SarvamTtsOptions> = {}) {
-  const fake = await new FakeSarvam({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
-  const tts = new SarvamTts({
-    baseUrl: o.base ? o.base(fake.server.baseUrl) : fake.server.baseUrl,
-    apiKey: o.key ?? KEY,
-    model: 'bulbul:v3',
-    voice: null,
-    languages: ['hi', 'en'],
-    ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
-    ...extra,
-  });
-  return {
-    fake,
-    tts,
-    server: fake.server,
-    close: async () => {
-      await tts.close();
-      await fake.close();
-    },
-  };
+function make(o: AdapterOnFakeOptions = {}, extra: Partial<SarvamTtsOptions> = {}) {
+  return adapterOnFake(KEY, o, (f) => new FakeSarvam(f).listen(), (common) => new SarvamTts({ ...common, model: 'bulbul:v3', voice: null, languages: ['hi', 'en'], ...extra }));
 }
 
 conformance({

@@ -2,30 +2,13 @@ import test from 'ava';
 import { XaiTts, xaiLanguage, type XaiTtsOptions } from '../../../../media/services/tts/xai.ts';
 import { FakeXai } from '../../../fakes/tts/xai.ts';
 import { toneFor, until } from '../../../fakes/tts/common.ts';
-import { conformance } from './conformance.ts';
+import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { maxAbs, synth } from './helpers.ts';
 
 const KEY = 'xai-test-key';
 
-async function make(o: { key?: string; keepaliveMs?: number; gapMs?: number; base?: (b: string) => string } = {}, extra: Partial<XaiTtsOptions> = {}) {
-  const fake = await new FakeXai({ apiKey: KEY, ...(o.gapMs ? { gapMs: o.gapMs } : {}) }).listen();
-  const tts = new XaiTts({
-    baseUrl: o.base ? o.base(fake.server.baseUrl) : fake.server.baseUrl,
-    apiKey: o.key ?? KEY,
-    voice: 'eve',
-    languages: ['en'],
-    ...(o.keepaliveMs ? { keepaliveMs: o.keepaliveMs } : {}),
-    ...extra,
-  });
-  return {
-    fake,
-    tts,
-    server: fake.server,
-    close: async () => {
-      await tts.close();
-      await fake.close();
-    },
-  };
+function make(o: AdapterOnFakeOptions = {}, extra: Partial<XaiTtsOptions> = {}) {
+  return adapterOnFake(KEY, o, (f) => new FakeXai(f).listen(), (common) => new XaiTts({ ...common, voice: 'eve', languages: ['en'], ...extra }));
 }
 
 conformance({
