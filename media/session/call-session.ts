@@ -162,6 +162,8 @@ export class CallSession {
   private watchdog: NodeJS.Timeout | null = null;
   /** VAD keeps reporting speech that the watchdog decided is not speech (music, noise) */
   private ignoringSpeech = false;
+  /** tool calls still running, with their kind (a transfer whose carrier moved the call before answering) */
+  private readonly toolsInFlight = new Map<Extract<TranscriptEntry, { role: 'tool' }>, string>();
   /** the TTS engine's early connect(): its failure, if any */
   private readonly ttsConnect: Promise<unknown>;
 
@@ -315,6 +317,8 @@ export class CallSession {
     this.pacer.close();
     await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
     this.ctx.prune();
+    // The carrier moved the call (its stream stopped) before answering the transfer request: that transfer succeeded.
+    if (reason === 'transferred') for (const [entry, kind] of this.toolsInFlight) if (kind === 'transferCall') entry.status = 'success';
     const usage: Usage = {};
     const { llm, stt, tts } = this.o.engines;
     if (this.llmUsage.seen) {
@@ -716,7 +720,8 @@ export class CallSession {
               const message = this.o.tools.pickMessage(tool);
               // a transfer's message is said in full before the caller is moved
               const spoken = message && !this.ending ? this.say(message, 'tool_message', tool.kind !== 'transferCall', false) : null;
-              const r = await tool.run(args, s.abort.signal, { spoken: spoken ? spoken.done.then(() => undefined) : Promise.resolve() });
+              this.toolsInFlight.set(entry, tool.kind);
+              const r = await tool.run(args, s.abort.signal, { spoken: spoken ? spoken.done.then(() => undefined) : Promise.resolve() }).finally(() => this.toolsInFlight.delete(entry));
               entry.status = r.status;
               content = r.content;
               farewell = r.endCall?.farewell;
