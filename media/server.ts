@@ -1,5 +1,4 @@
-// The media service: owns every live audio connection (today the raw-audio WebSocket; WebRTC and carrier streams
-// are not served yet).
+// The media service: owns every live audio connection (the raw-audio WebSocket, WebRTC peers, carrier media streams).
 // It plugs into an HTTP server as upgrade handlers and plain HTTP handlers.
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -16,7 +15,6 @@ import {
   handOffPostCall,
   heartbeat,
   HEARTBEAT_MS,
-  joinsRefused,
   loadCall,
   mediaLoadGauges,
   reconcileOrphans,
@@ -25,6 +23,7 @@ import {
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
+import { createAdmission } from './admission.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
@@ -35,7 +34,7 @@ export interface MediaService {
   http: HttpHandler[];
   /** Live calls on this process (reported in /metrics and used when draining). */
   activeCalls(): number;
-  /** Load as reported in media_nodes, /metrics and /readyz: calls (live + joining), capacity, event-loop lag. */
+  /** Load as reported in media_nodes, /metrics and /readyz: calls (live + joining on any transport), capacity, event-loop lag. */
   load(): NodeLoad;
   /** Stop accepting new calls; resolves when active calls have ended or graceMs passed. */
   drain(graceMs: number): Promise<void>;
@@ -55,16 +54,17 @@ export function createMediaService(deps: MediaDeps): MediaService {
   if (!deps.engines) void warmMedia(deps.config, logger);
   let draining = false;
   let closed = false;
-  const phone = createTelephonyStreams(deps, runner, () => draining || closed);
 
-  // Capacity: calls live or joining on this process; past MEDIA_MAX_CALLS new joins are refused (1013) so the
-  // calls already here keep real time, and the client (or the proxy) tries another node.
+  // Capacity: calls live or joining on this process, on every transport; past MEDIA_MAX_CALLS new joins are refused
+  // (WebSocket and carrier stream: close 1013, WebRTC offer: 503) so the calls already here keep real time, and the
+  // client (or the proxy, or the carrier) tries another node. One admission point for all transports.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
-  let joining = 0;
+  const admission = createAdmission({ capacity, live: () => live.size, draining: () => draining || closed });
+  const phone = createTelephonyStreams(deps, runner, admission);
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
-  const load = (): NodeLoad => ({ activeCalls: live.size + joining, capacity, loopLagMs: lagMs, draining });
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, capacity, loopLagMs: lagMs, draining });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
@@ -127,16 +127,12 @@ export function createMediaService(deps: MediaDeps): MediaService {
       if (!key) return reject(socket, 401, 'Authorization header required');
       const principal = await resolveApiKey(deps.db, key);
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
-      if (draining || closed) return acceptAndClose(req, socket, head, 1013, 'Server is draining');
-      if (live.size + joining >= capacity) {
-        joinsRefused.inc({ reason: 'capacity' });
-        return acceptAndClose(req, socket, head, 1013, 'Media node at capacity');
-      }
-      joining++;
+      const admitted = admission.admit();
+      if (!admitted.ok) return acceptAndClose(req, socket, head, 1013, admitted.text);
       try {
         await join(req, socket, head, callId, principal.organizationId);
       } finally {
-        joining--;
+        admitted.release();
       }
     })().catch((err: unknown) => {
       logger.error({ err, callId }, 'websocket setup failed');
@@ -152,7 +148,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
     const t: Promise<void> = p.then(() => {}, () => {}).finally(() => pendingSetups.delete(t));
     pendingSetups.add(t);
   };
-  const webrtc = createWebRtcSignaling(deps, runner, { draining: () => draining || closed, track });
+  const webrtc = createWebRtcSignaling(deps, runner, { admission, track });
 
   /** An admitted join: the call row's checks, then the pipeline (resolves once it started or could not). */
   async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null): Promise<void> {

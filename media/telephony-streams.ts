@@ -7,6 +7,10 @@
 //    hears a short refusal and is hung up.
 // Every accepted stream waits for `start`, checks its credentials before touching any row (a bad token changes
 // nothing: close 1008), claims the pending row and runs it through the call runner like any other transport.
+// Backpressure (media/admission.ts): while the node drains a new stream closes 1013 'Server is draining'; once its
+// credentials are checked, a stream over the node's capacity closes 1013 'Media node at capacity' before anything
+// is claimed or created (the call row stays as it was: pending). From then until its call runs (or the set-up
+// fails) the stream counts toward capacity as a joining call.
 // The phone-only parts of a call live here: carrier hang-up when the agent ends the call, transfer through the
 // carrier adapter, voicemail detection, and the end-of-call hook of core/telephony.
 //
@@ -28,6 +32,7 @@ import { verifySmartfloStreamSig, verifyStreamToken } from '../core/telephony/si
 import { callCarrier } from '../core/telephony/store.ts';
 import { twilioRecordingUrl } from '../core/telephony/urls.ts';
 import type { MediaDeps } from './deps.ts';
+import type { Admission } from './admission.ts';
 import { createLocalTts } from './services/tts/local.ts';
 import { claimCall, loadCall, type CallRow } from './session/lifecycle.ts';
 import type { CallRunner, RunOptions } from './session/runner.ts';
@@ -59,7 +64,7 @@ export interface TelephonyStreams {
   close(): Promise<void>;
 }
 
-export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDraining: () => boolean): TelephonyStreams {
+export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admission: Admission): TelephonyStreams {
   const { db, config, logger } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   const pending = new Set<Promise<void>>();
@@ -93,16 +98,18 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
 
   async function twilioStream(ws: WebSocket, callId: string): Promise<void> {
     const transport = new TwilioStreamTransport(ws);
-    if (isDraining()) return transport.closeWith(1013, 'Server is draining');
+    if (admission.refusal() === 'draining') return transport.closeWith(1013, 'Server is draining');
     const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
     if (!start) return transport.closeWith(1008, 'No start message');
     if (!verifyStreamToken(config, callId, start.customParameters.token)) {
       logger.warn({ callId }, 'twilio stream with a missing or forged token refused');
       return transport.closeWith(1008, 'Invalid stream token');
     }
-    const info = await phoneInfo(callId);
-    if (!info || info.telephony_provider !== 'twilio' || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
-    await runPhoneCall(transport, callId, start.callSid, info);
+    await admitted(transport, async () => {
+      const info = await phoneInfo(callId);
+      if (!info || info.telephony_provider !== 'twilio' || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+      await runPhoneCall(transport, callId, start.callSid, info);
+    });
   }
 
   async function smartfloStream(ws: WebSocket, rawConfigId: string, sig: string | null): Promise<void> {
@@ -111,21 +118,24 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
       logger.warn({ configId: rawConfigId }, 'smartflo stream with a missing or forged signature refused');
       return transport.closeWith(1008, 'Invalid stream signature');
     }
-    if (isDraining()) return transport.closeWith(1013, 'Server is draining');
+    if (admission.refusal() === 'draining') return transport.closeWith(1013, 'Server is draining');
     const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
     if (!start) return transport.closeWith(1008, 'No start message');
-    const admission = await resolveInboundStream(
-      { db, config, logger, temporal: deps.temporal },
-      { configId: Number(rawConfigId), customParameters: start.customParameters, from: start.from ?? '', to: start.to ?? '', carrierCallId: start.callSid || null },
-    );
-    if (!admission.ok) {
-      logger.info({ reason: admission.reason, callId: admission.callId }, 'smartflo stream refused');
-      await speakAndClose(transport, admission.message);
-      return;
-    }
-    const info = await phoneInfo(admission.callId);
-    if (!info || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
-    await runPhoneCall(transport, admission.callId, start.callSid, info);
+    // before resolveInboundStream: a refused stream creates no inbound call row
+    await admitted(transport, async () => {
+      const inbound = await resolveInboundStream(
+        { db, config, logger, temporal: deps.temporal },
+        { configId: Number(rawConfigId), customParameters: start.customParameters, from: start.from ?? '', to: start.to ?? '', carrierCallId: start.callSid || null },
+      );
+      if (!inbound.ok) {
+        logger.info({ reason: inbound.reason, callId: inbound.callId }, 'smartflo stream refused');
+        await speakAndClose(transport, inbound.message);
+        return;
+      }
+      const info = await phoneInfo(inbound.callId);
+      if (!info || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+      await runPhoneCall(transport, inbound.callId, start.callSid, info);
+    });
   }
 
   /** A carrier on the generic stream path: the signed per-call token is in the URL, checked before anything else. */
@@ -134,12 +144,28 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, isDr
       logger.warn({ callId, carrier }, 'carrier stream with a missing or forged token refused');
       return transport.closeWith(1008, 'Invalid stream token');
     }
-    if (isDraining()) return transport.closeWith(1013, 'Server is draining');
+    if (admission.refusal() === 'draining') return transport.closeWith(1013, 'Server is draining');
     const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
     if (!start) return transport.closeWith(1008, 'No start message');
-    const info = await phoneInfo(callId);
-    if (!info || info.telephony_provider !== carrier || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
-    await runPhoneCall(transport, callId, start.callSid, info);
+    await admitted(transport, async () => {
+      const info = await phoneInfo(callId);
+      if (!info || info.telephony_provider !== carrier || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+      await runPhoneCall(transport, callId, start.callSid, info);
+    });
+  }
+
+  /** A stream whose credentials checked out: refused over capacity (or draining), else counted as joining during setUp. */
+  async function admitted(transport: CarrierStreamTransport, setUp: () => Promise<void>): Promise<void> {
+    const a = admission.admit();
+    if (!a.ok) {
+      logger.info({ reason: a.reason, transport: transport.kind }, 'carrier stream refused');
+      return transport.closeWith(1013, a.text);
+    }
+    try {
+      await setUp(); // resolves once runner.run has the call live, or it could not start
+    } finally {
+      a.release();
+    }
   }
 
   async function phoneInfo(callId: string) {

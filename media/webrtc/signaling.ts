@@ -8,6 +8,10 @@
 // peer's pc_id renegotiates that peer. Another organization's call, a non-web call, or a call that is not
 // pending → 404. An answered peer that never connects within WEBRTC_CONNECT_TIMEOUT_S (or whose ICE fails first)
 // ends the call as no_participant (status error, endedReason null, tag not_connected) and frees its slot.
+// Backpressure: a first offer while the node is draining → 503 'Server is draining', while it is at capacity
+// (MEDIA_MAX_CALLS, live calls plus joins on every transport) → 503 'Media node at capacity'; either way nothing is
+// claimed (the row stays pending, a retry on another node works). An answered peer counts toward capacity from its
+// offer until its call runs or ends. Renegotiating a live peer (its pc_id) is never refused.
 import type http from 'node:http';
 import { z } from 'zod';
 import type { HttpHandler } from '../../core/http-server.ts';
@@ -18,6 +22,7 @@ import { resolveApiKey } from '../../core/orgs.ts';
 import { hitRateLimit } from '../../core/ratelimit.ts';
 import { to422, zodToItems } from '../../core/validation.ts';
 import type { MediaDeps } from '../deps.ts';
+import type { Admission } from '../admission.ts';
 import type { CallRunner } from '../session/runner.ts';
 import { claimCall, loadCall, type CallRow } from '../session/lifecycle.ts';
 import { OfferError, WebRtcTransport, type WebRtcNetOptions } from '../transports/webrtc.ts';
@@ -54,6 +59,8 @@ interface Entry {
   row: CallRow;
   timer: NodeJS.Timeout | null;
   running: boolean;
+  /** stops counting this peer as joining (idempotent): once its call runs, or when it is forgotten */
+  release: () => void;
 }
 
 export interface WebRtcSignaling {
@@ -72,7 +79,7 @@ class Reply extends Error {
 export function createWebRtcSignaling(
   deps: MediaDeps,
   runner: CallRunner,
-  ctl: { draining(): boolean; track(p: Promise<unknown>): void },
+  ctl: { admission: Admission; track(p: Promise<unknown>): void },
 ): WebRtcSignaling {
   const { logger, config } = deps;
   const browserIce: BrowserIceServer[] = parseIceServers(config.WEBRTC_ICE_SERVERS);
@@ -88,6 +95,7 @@ export function createWebRtcSignaling(
   const starting = new Set<string>(); // call ids whose first offer is being answered
 
   function forget(e: Entry): void {
+    e.release();
     if (e.timer) clearTimeout(e.timer);
     e.timer = null;
     if (peers.get(e.callId) === e) peers.delete(e.callId);
@@ -126,10 +134,9 @@ export function createWebRtcSignaling(
       e.transport.close('refused', 'Call not available');
       return;
     }
-    const session = await runner.run(e.transport, { ...e.row, started_at: startedAt }, {
-      claimed: true,
-      onFinished: async () => forget(e),
-    });
+    const session = await runner
+      .run(e.transport, { ...e.row, started_at: startedAt }, { claimed: true, onFinished: async () => forget(e) })
+      .finally(() => e.release()); // live now (or it could not start): no longer joining
     if (!session) forget(e);
   }
 
@@ -150,10 +157,12 @@ export function createWebRtcSignaling(
     }
     if (row.status === 'active' || starting.has(callId) || peers.has(callId)) throw new Reply(409, DUPLICATE_OFFER);
     if (row.status !== 'pending') throw new Reply(404, CALL_NOT_FOUND);
-    if (ctl.draining()) throw new Reply(503, 'Server is draining');
+    const admitted = ctl.admission.admit();
+    if (!admitted.ok) throw new Reply(503, admitted.text);
 
     starting.add(callId);
     let transport: WebRtcTransport | null = null;
+    let release: (() => void) | null = admitted.release;
     try {
       const telephonySim = await deps.db.maybeOneFirst(sql.type(z.object({ telephony_sim: z.boolean() }))`
         SELECT telephony_sim FROM calls WHERE id = ${callId}`);
@@ -161,10 +170,11 @@ export function createWebRtcSignaling(
       transport = answered.transport;
       const claimed = await claimCall(deps.db, callId, orgId);
       if (!claimed) throw new Reply(409, DUPLICATE_OFFER);
-      const e: Entry = { callId, orgId, transport, row: claimed, timer: null, running: false };
+      const e: Entry = { callId, orgId, transport, row: claimed, timer: null, running: false, release };
       peers.set(callId, e);
       byPc.set(transport.pcId, e);
       transport = null; // owned by the entry now
+      release = null;
       e.timer = setTimeout(() => void noParticipant(e, `not connected within ${config.WEBRTC_CONNECT_TIMEOUT_S} s`).catch((err: unknown) =>
         logger.error({ err, callId }, 'could not end an unconnected webrtc call')), config.WEBRTC_CONNECT_TIMEOUT_S * 1000);
       e.timer.unref();
@@ -174,6 +184,7 @@ export function createWebRtcSignaling(
     } finally {
       starting.delete(callId);
       transport?.destroy();
+      release?.(); // not answered: no longer joining
     }
   }
 
