@@ -88,7 +88,7 @@ const webrtcOffer = {
       200: ok({ type: 'object', properties: { sdp: str, type: { const: 'answer' }, pc_id: str, iceServers }, required: ['sdp', 'type', 'pc_id', 'iceServers'] }),
       ...webrtcBodyErrors, 400: err("Unusable offer SDP, 'A JSON body is required' or 'Malformed JSON body: …'"), ...webrtcAuthErrors,
       404: err("'Call not found' (another organization's call, not a WebRTC call, or not pending)"),
-      409: err("'Duplicate offer: this call already has a peer connection (send its pc_id to renegotiate)'"), 503: err("'Server is draining'"),
+      409: err("'Duplicate offer: this call already has a peer connection (send its pc_id to renegotiate)'"), 503: err("'Server is draining' or 'Media node at capacity' (over MEDIA_MAX_CALLS; nothing is claimed, the call stays pending: retry, another node may take it)"),
     },
   },
   patch: {
