@@ -132,21 +132,30 @@ export function prepareModel(corpus: string[], keyterms: string[], cmudictPath: 
 const MAX_BACKLOG = 16000 * 2 * 60; // bytes per worker: 60 s of audio (a few seconds of decoding) waiting
 const MAX_UTTERANCES_PER_WORKER = 96;
 /** Decoders built ahead per worker for each agent vocabulary (first call of the agent on this process). */
-const PREPARED_DECODERS = 12;
+const PREPARED_DECODERS = 16;
 const PREROLL_MS = 300;
+/**
+ * Within an utterance, quiet past this long is not sent on (the recogniser has all it needs to end the last word;
+ * the VAD's end of speech comes only after ≈ 600 ms of it): it is kept as preroll instead and sent only if sound
+ * resumes. Decoding silence costs as much as decoding speech, and it is a third of a short utterance.
+ */
+const TRAIL_MS = 250;
 const AUTO_END_MS = 2000;
 const MAX_UTTERANCE_MS = 30_000;
 /** Frames quieter than this (RMS, full scale 1; ≈ −60 dBFS) do not open an utterance. */
 const SPEECH_RMS = 0.001;
 
 type Kind = 'O' | 'A' | 'F' | 'X' | 'P' | 'Q';
-type UttHandler = (msg: { type: string; text?: string; message?: string }) => void;
+type WorkerMsg = { type: string; text?: string; message?: string; cmn?: string };
+type UttHandler = (msg: WorkerMsg) => void;
 
 class PoolWorker {
   readonly child: ChildProcessWithoutNullStreams;
   readonly open = new Map<number, UttHandler>();
   readonly ready: Promise<void>;
   dead = false;
+  /** Audio the recogniser has received but not decoded yet (ms, all its utterances; it reports changes). */
+  queuedMs = 0;
   private stderr = '';
 
   constructor(python: string, onExit: (w: PoolWorker) => void) {
@@ -178,7 +187,7 @@ class PoolWorker {
         while ((nl = buf.indexOf('\n')) >= 0) {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
-          let msg: { id?: number; type?: string; text?: string; message?: string };
+          let msg: Partial<WorkerMsg> & { id?: number; backlog_ms?: number };
           try {
             msg = JSON.parse(line) as typeof msg;
           } catch {
@@ -187,6 +196,8 @@ class PoolWorker {
           if (msg.type === 'ready') {
             clearTimeout(timer);
             ok();
+          } else if (msg.type === 'load') {
+            this.queuedMs = Number(msg.backlog_ms) || 0;
           } else if (msg.id !== undefined) {
             const h = this.open.get(msg.id);
             if (!h) continue;
@@ -215,8 +226,9 @@ class PoolWorker {
     return true;
   }
 
+  /** Undecoded audio in bytes: still in the pipe plus queued in the recogniser. */
   get backlog(): number {
-    return this.child.stdin.writableLength;
+    return this.child.stdin.writableLength + this.queuedMs * 32;
   }
 }
 
@@ -261,7 +273,8 @@ export class PocketsphinxPool {
   }
 
   /** Open an utterance on the least loaded live worker; null when every worker is full or down. */
-  openUtterance(files: { lm: string; dict: string }, handler: UttHandler): { id: number; worker: PoolWorker } | null {
+  /** cmn: the cepstral mean the call's previous utterance ended with (the recogniser adapts to the caller's line). */
+  openUtterance(files: { lm: string; dict: string }, handler: UttHandler, cmn?: string): { id: number; worker: PoolWorker } | null {
     let best: PoolWorker | null = null;
     for (const w of this.workers) {
       if (w.dead || w.open.size >= MAX_UTTERANCES_PER_WORKER || w.backlog > MAX_BACKLOG) continue;
@@ -271,7 +284,7 @@ export class PocketsphinxPool {
     const id = this.nextId++;
     if (this.nextId > 0xfffffff0) this.nextId = 1;
     best.open.set(id, handler);
-    best.send('O', id, Buffer.from(JSON.stringify(files)));
+    best.send('O', id, Buffer.from(JSON.stringify({ ...files, cmn })));
     return { id, worker: best };
   }
 
@@ -352,6 +365,8 @@ class PooledStream implements SttStream {
   private quietMs = 0;
   private uttMs = 0;
   private behind = false;
+  /** This caller's cepstral mean after its last utterance (the line's average spectrum), for the next one. */
+  private cmn: string | undefined;
 
   constructor(
     private readonly pool: PocketsphinxPool,
@@ -365,6 +380,20 @@ class PooledStream implements SttStream {
     this.onEvent({ type: 'error', error: { message: `local STT cannot keep up (${what}): dropping audio`, retryable: true, fatal: false } });
   }
 
+  /** Keep the latest PREROLL_MS of audio not sent (yet). */
+  private hold(pcm: Int16Array): void {
+    this.preroll.push(pcm);
+    this.prerollSamples += pcm.length;
+    while (this.prerollSamples - this.preroll[0]!.length >= (PREROLL_MS / 1000) * 16000) this.prerollSamples -= this.preroll.shift()!.length;
+  }
+
+  /** Send what hold() kept, oldest first. */
+  private flushHeld(): void {
+    const held = this.preroll.splice(0);
+    this.prerollSamples = 0;
+    for (const a of held) this.sendAudio(a);
+  }
+
   write(pcm: Int16Array): void {
     if (this.closed || pcm.length === 0) return;
     const ms = (pcm.length / 16000) * 1000;
@@ -372,23 +401,25 @@ class PooledStream implements SttStream {
     for (let i = 0; i < pcm.length; i++) energy += pcm[i]! * pcm[i]!;
     const loud = Math.sqrt(energy / pcm.length) / 32768 >= SPEECH_RMS;
     if (!this.utt) {
-      this.preroll.push(pcm);
-      this.prerollSamples += pcm.length;
-      while (this.prerollSamples - this.preroll[0]!.length >= (PREROLL_MS / 1000) * 16000) this.prerollSamples -= this.preroll.shift()!.length;
+      this.hold(pcm);
       if (!loud) return;
-      const utt = this.pool.openUtterance(this.files, (msg) => this.onWorker(msg));
+      const utt = this.pool.openUtterance(this.files, (msg) => this.onWorker(msg), this.cmn);
       if (!utt) return this.overloaded('every recogniser is busy');
       this.utt = utt;
       this.quietMs = 0;
       this.uttMs = 0;
-      const audio = this.preroll.splice(0);
-      this.prerollSamples = 0;
-      for (const a of audio) this.sendAudio(a);
+      this.flushHeld();
       return;
     }
-    this.sendAudio(pcm);
     this.uttMs += ms;
     this.quietMs = loud ? 0 : this.quietMs + ms;
+    if (this.quietMs > TRAIL_MS) {
+      // quiet that may well be the end: held back (the latest PREROLL_MS of it) until sound resumes
+      this.hold(pcm);
+    } else {
+      this.flushHeld();
+      this.sendAudio(pcm);
+    }
     if (this.quietMs >= AUTO_END_MS || this.uttMs >= MAX_UTTERANCE_MS) this.finalize();
   }
 
@@ -399,8 +430,9 @@ class PooledStream implements SttStream {
     utt.worker.send('A', utt.id, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
   }
 
-  private onWorker(msg: { type: string; text?: string; message?: string }): void {
+  private onWorker(msg: WorkerMsg): void {
     if (this.closed) return;
+    if (msg.type === 'final' && msg.cmn) this.cmn = msg.cmn;
     if (msg.type === 'interim' || msg.type === 'final') {
       if (msg.text) this.onEvent({ type: msg.type, text: msg.text });
     } else if (msg.type === 'error') {

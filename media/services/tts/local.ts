@@ -1,11 +1,14 @@
-// `local` TTS: eSpeak NG (system package). One `espeak-ng --stdout` process per text chunk; its 22 050 Hz WAV is
-// streamed as produced, resampled to 24 kHz (polyphase FIR, media/audio) and yielded in chunks. An abort kills
-// the process at once. Voice: `tts.voice` when it names an eSpeak voice (e.g. `en-us+f3`, `en-gb`, `hi`),
+// `local` TTS: eSpeak NG (system package). The media process's shared synthesizers (espeak-pool.ts: long-lived
+// libespeak-ng workers) speak every call's text; where they cannot run (no python3 or no libespeak-ng), or when
+// a `binary` is named, one `espeak-ng --stdout` process per text chunk instead. Either way the 22 050 Hz audio is
+// streamed as produced, resampled to 24 kHz (polyphase FIR, media/audio) and yielded in chunks; an abort stops
+// the synthesis at once. Voice: `tts.voice` when it names an eSpeak voice (e.g. `en-us+f3`, `en-gb`, `hi`),
 // else the agent's first language mapped to its eSpeak voice (en → en-us, zh → cmn, others by their code).
 import { spawn } from 'node:child_process';
 import { Resampler } from '../../audio/resample.ts';
 import type { TtsService } from '../types.ts';
 import { engineError } from '../llm/openai.ts';
+import { sharedEspeakPool } from './espeak-pool.ts';
 
 export const ESPEAK_RATE = 22050;
 
@@ -30,13 +33,32 @@ export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
   const voice = espeakVoice(opts.voice, opts.languages ?? ['en']);
   if (!/^[A-Za-z0-9][A-Za-z0-9_+\-/]*$/.test(voice)) throw new Error(`invalid eSpeak voice '${voice}'`);
   const binary = opts.binary ?? 'espeak-ng';
-  const wpm = String(Math.round(opts.wordsPerMinute ?? 175));
+  const wordsPerMinute = Math.round(opts.wordsPerMinute ?? 175);
+  const wpm = String(wordsPerMinute);
   return {
     provider: 'local',
     model: opts.model ?? 'espeak-ng',
     voice,
     async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
       if (signal.aborted || !text.trim()) return;
+      const pool = opts.binary ? null : await sharedEspeakPool();
+      if (pool) {
+        const resampler = new Resampler(pool.rate, 24000);
+        try {
+          for await (const pcm of pool.synthesize(text.replace(/\s+/g, ' '), voice, wordsPerMinute, signal)) {
+            const out = resampler.process(pcm);
+            if (out.length) yield out;
+          }
+        } catch (err) {
+          if (signal.aborted) return;
+          const message = (err as Error).message;
+          throw engineError(`eSpeak NG failed: ${message}`, /exited|running/.test(message), false);
+        }
+        if (signal.aborted) return;
+        const tail = resampler.flush();
+        if (tail.length) yield tail;
+        return;
+      }
       const child = spawn(binary, ['--stdout', '-v', voice, '-s', wpm, '--stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
       const kill = () => child.kill('SIGKILL');
       signal.addEventListener('abort', kill, { once: true });

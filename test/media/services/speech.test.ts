@@ -56,7 +56,11 @@ test('local TTS: voice follows the language; a voice that looks like an option i
   t.like((err as any).engineError, { fatal: true });
 });
 
-async function recognise(stt: ReturnType<typeof createLocalStt>, keyterms: string[], utterances: Int16Array[]): Promise<{ finals: string[]; interims: string[] }> {
+/**
+ * Each utterance (with 200 ms of silence around it) in 20 ms frames, then finalize. paceMs > 0 sends a frame every
+ * paceMs (audio flowing as from a caller: interim transcripts come while it flows); 0 writes all at once.
+ */
+async function recognise(stt: ReturnType<typeof createLocalStt>, keyterms: string[], utterances: Int16Array[], paceMs = 0): Promise<{ finals: string[]; interims: string[] }> {
   const finals: string[] = [];
   const interims: string[] = [];
   let resolveFinal: (() => void) | null = null;
@@ -76,7 +80,10 @@ async function recognise(stt: ReturnType<typeof createLocalStt>, keyterms: strin
       const all = concatInt16([silence, pcm, silence]);
       const before = finals.length;
       const got = new Promise<void>((ok) => (resolveFinal = ok));
-      for (let o = 0; o < all.length; o += 320) stream.write(all.subarray(o, o + 320));
+      for (let o = 0; o < all.length; o += 320) {
+        stream.write(all.subarray(o, o + 320));
+        if (paceMs) await new Promise((r) => setTimeout(r, paceMs));
+      }
       stream.finalize();
       const deadline = new Promise<void>((ok) => setTimeout(ok, 15000));
       await Promise.race([got, deadline]);
@@ -96,7 +103,7 @@ test('local STT: recognises the key words of an eSpeak sentence, with interim tr
   const { finals, interims } = await recognise(stt, DENTAL_TERMS, [
     await caller('I would like to book a teeth cleaning with Doctor Patel'),
     await caller('I need to cancel my appointment for tomorrow'),
-  ]);
+  ], 10);
   t.log(finals);
   const first = finals[0]!;
   for (const w of ['book', 'teeth', 'cleaning', 'patel']) t.true(first.includes(w), `'${w}' in '${first}'`);
