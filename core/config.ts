@@ -50,6 +50,8 @@ export const configSchema = z.object({
   LOCAL_LLM_MODEL: z.string().optional(),
   /** Python with PocketSphinx 5 for the local STT (default: .data/stt-venv/bin/python made by scripts/setup.sh). */
   LOCAL_STT_PYTHON: z.string().optional(),
+  /** Python 3 (standard library only) that runs the local TTS's eSpeak NG synthesizers (default: python3). */
+  LOCAL_TTS_PYTHON: z.string().optional(),
   SONIOX_API_KEY: z.string().optional(),
   SONIOX_BASE_URL: url.default('https://stt-rt.soniox.com'),
   DEEPGRAM_API_KEY: z.string().optional(),
@@ -100,6 +102,8 @@ export const configSchema = z.object({
   MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),
   /** Recogniser processes of the local STT pool per media process (default: one per core). */
   LOCAL_STT_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
+  /** eSpeak NG synthesizer processes of the local TTS per media process (default: one per core). */
+  LOCAL_TTS_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /** Rendered greeting / idle-prompt audio kept per media process (MB; 0 disables; default 64, 0 under NODE_ENV=test). */
   MEDIA_TTS_CACHE_MB: z.coerce.number().min(0).max(4096).optional(),
 });
