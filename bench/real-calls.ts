@@ -10,7 +10,8 @@
 //   - greeting after join: WebSocket open → first agent audio frame, p50/p99 (and the very first call after start);
 //   - voice-to-voice: last frame of the caller's sentence sent → first frame of the agent's reply, p50/p99;
 //   - audio gaps: within an agent utterance (frames closer than 500 ms), |inter-arrival − 20 ms| p99, and frames
-//     later than their playout time (first frame of the utterance + k·20 ms) by more than 40 ms;
+//     later than their playout time (first frame of the utterance + k·20 ms) by more than 40 ms; per agent
+//     utterance the most its frames fell behind that time (p50/p99), and gaps over 60 ms between frames;
 //   - in-pipeline overhead per turn (calls.logs latency: total − stt − llm − tts) p50/p99;
 //   - CPU per call (% of one core: the server process and its children — recognisers, synthesizers — over the
 //     busy window, minus idle, ÷ N) and RSS per call (peak minus idle, ÷ N, same process tree).
@@ -113,13 +114,17 @@ interface CallerResult {
   missedReplies: number;
   jitter: number[];
   late: number;
+  /** inter-arrival gaps over 60 ms inside an agent utterance (the pacer ran dry or was held up) */
+  gaps: number;
+  /** per agent utterance: how far its latest frame was behind its playout time (ms) */
+  segLate: number[];
   frames: number;
   /** `error` events the server sent */
   errors: string[];
 }
 
 class Caller {
-  readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, frames: 0, errors: [] };
+  readonly r: CallerResult = { opened: false, refused: null, greetMs: null, v2v: [], missedReplies: 0, jitter: [], late: 0, gaps: 0, segLate: [], frames: 0, errors: [] };
   private ws!: WebSocket;
   openAt = 0;
   closedAt = 0;
@@ -127,6 +132,7 @@ class Caller {
   private lastFrameAt = 0;
   private segStart = 0;
   private segN = 0;
+  private segMaxLate = 0;
   private speech: Int16Array | null = null;
   private speechOff = 0;
   private speechEndAt = 0;
@@ -214,9 +220,13 @@ class Caller {
       this.waitingReply = false;
     }
     if (!this.lastFrameAt || now - this.lastFrameAt > 500) {
+      if (this.lastFrameAt) this.r.segLate.push(this.segMaxLate);
       this.segStart = now;
       this.segN = 0;
+      this.segMaxLate = 0;
     } else {
+      if (now - this.lastFrameAt > 60) this.r.gaps++;
+      this.segMaxLate = Math.max(this.segMaxLate, now - (this.segStart + this.segN * 20));
       // frames 0..5 are the pacer's initial lead burst
       if (this.segN >= 6) this.r.jitter.push(Math.abs(now - this.lastFrameAt - 20));
       if (now > this.segStart + this.segN * 20 + 40) this.r.late++;
@@ -321,8 +331,8 @@ try {
   }
 
   log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | overhead p50 / p99 ms | CPU % core per call (Node share) | RSS MB per call | procs | tree RSS MB idle → peak |');
-  log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | utterance max lateness p50 / p99 ms · gaps >60 ms | overhead p50 / p99 ms | CPU % core per call (Node share) | RSS MB per call | procs | tree RSS MB idle → peak |');
+  log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   let firstGreeting: number | null = null;
   const perLevel: Array<{ n: number; cpuPerCall: number; ok: boolean }> = [];
   const notes: string[] = [];
@@ -381,6 +391,8 @@ try {
     const v2v = rs.flatMap((r) => r.v2v);
     const jitter = rs.flatMap((r) => r.jitter);
     const late = rs.reduce((a, r) => a + r.late, 0);
+    const gaps = rs.reduce((a, r) => a + r.gaps, 0);
+    const segLate = rs.flatMap((r) => r.segLate);
     const frames = rs.reduce((a, r) => a + r.frames, 0);
     const accepted = rs.filter((r) => r.opened).length;
     const refused = rs.filter((r) => r.refused).map((r) => r.refused!);
@@ -418,7 +430,7 @@ try {
         (errs.size ? `; server error events: ${[...errs].map(([m, k]) => `${k}× "${m}"`).join(', ')}` : ''),
     );
     log(
-      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} (${f0(nodeShare * 100)} %) | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
+      `| ${n} | ${accepted}${refused.length ? ` (${refused.length} refused: ${[...new Set(refused)].slice(0, 2).join('; ')})` : ''} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} | ${f1(pct(jitter, 99))} | ${late} of ${frames} | ${f0(pct(segLate, 50))} / ${f0(pct(segLate, 99))} · ${gaps} | ${f1(pct(overhead, 50))} / ${f1(pct(overhead, 99))} | ${f2(cpuPerCall)} (${f0(nodeShare * 100)} %) | ${f1(rssPerCall)} | ${peakProcs} | ${f0(idle1.rssMb)} → ${f0(peakRss)} |`,
     );
   }
   log(notes.join('\n'));
