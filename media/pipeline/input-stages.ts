@@ -15,17 +15,54 @@ export interface Denoiser {
   close(): void;
 }
 
+/** The same, with the output coming back later (media/noise/threaded.ts: the gate runs on a worker thread). */
+export interface AsyncDenoiser {
+  submit(pcm16k: Int16Array, done: (out: Int16Array) => void): void;
+  close(): void;
+}
+
 export class NoiseGateStage extends Processor {
   readonly name = 'noiseGate';
-  constructor(private readonly denoiser: Denoiser) {
+  /** frames behind audio still being denoised: they go on in arrival order once it is back */
+  private readonly queue: Array<{ frame: Frame | null; out: Int16Array | null }> = [];
+  constructor(private readonly denoiser: Denoiser | AsyncDenoiser) {
     super();
   }
   protected override process(frame: Frame): void {
-    if (frame.type !== 'audioIn') return this.push(frame);
-    const out = this.denoiser.process(frame.pcm);
-    if (out.length) this.push({ type: 'audioIn', pcm: out });
+    const d = this.denoiser;
+    if (!('submit' in d)) {
+      if (frame.type !== 'audioIn') return this.push(frame);
+      const out = d.process(frame.pcm);
+      if (out.length) this.push({ type: 'audioIn', pcm: out });
+      return;
+    }
+    if (frame.type !== 'audioIn') {
+      if (!this.queue.length) return this.push(frame);
+      this.queue.push({ frame, out: null });
+      return;
+    }
+    const item: { frame: Frame | null; out: Int16Array | null } = { frame: null, out: null };
+    this.queue.push(item);
+    d.submit(frame.pcm, (out) => {
+      item.out = out;
+      this.drain();
+    });
+  }
+  private drain(): void {
+    while (this.queue.length) {
+      const head = this.queue[0]!;
+      if (!head.frame && !head.out) return; // still being denoised
+      this.queue.shift();
+      try {
+        if (head.frame) this.push(head.frame);
+        else if (head.out!.length) this.push({ type: 'audioIn', pcm: head.out! });
+      } catch (err) {
+        this.onError(err, this.name);
+      }
+    }
   }
   override close(): void {
+    this.queue.length = 0;
     this.denoiser.close();
   }
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { Engines, LlmChunk, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
-import { NoiseGateStage, SttStage, TurnManager, VadStage, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { NoiseGateStage, SttStage, TurnManager, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
 import { SentenceChunker } from '../pipeline/chunker.ts';
 import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
@@ -74,7 +74,7 @@ export interface SessionOptions {
   systemPrompt: string;
   engines: Engines;
   vad: Vad;
-  denoiser: Denoiser | null;
+  denoiser: Denoiser | AsyncDenoiser | null;
   tools: ToolSet;
   transport: Transport;
   logger: Logger;

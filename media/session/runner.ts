@@ -9,7 +9,7 @@ import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
 import type { EngineFactory, MediaDeps } from '../deps.ts';
-import { createNoiseGate } from '../noise/index.ts';
+import { createThreadedNoiseGate } from '../noise/threaded.ts';
 import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
 import type { Engines } from '../services/types.ts';
@@ -135,7 +135,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       builtins: liveCallBuiltins({ customerNumber: row.customer_number, platformNumber: row.platform_number }),
     }).all;
     const systemPrompt = substitute(config.systemPrompt, vars);
-    const [{ engines, vad }, tools, denoiser] = await Promise.all([
+    const [{ engines, vad }, tools] = await Promise.all([
       // the greeting's audio starts rendering (or comes from the cache) while the rest is set up
       engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) =>
         audioCache ? { ...built, engines: withFixedTextCache(built.engines, config, audioCache) } : built,
@@ -154,8 +154,9 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
         },
         config.tools,
       ),
-      config.noiseGate.enabled ? createNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : Promise.resolve(null),
     ]);
+    // the caller's noise gate runs on the process's gate thread (created last: nothing to release if setup failed)
+    const denoiser = config.noiseGate.enabled ? createThreadedNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : null;
     return new CallSession({
       callId: row.id,
       config,

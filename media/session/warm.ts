@@ -1,9 +1,9 @@
 // Process start: load what every call needs before the first call arrives, so the first caller after a start or a
-// deploy does not pay for model loading: the Silero VAD model (and one inference), RNNoise's WASM module, and —
+// deploy does not pay for model loading: the Silero VAD model (and one inference), the noise-gate thread with RNNoise's WASM module, and —
 // outside tests — the local STT's recogniser pool with the base vocabulary's model and the local TTS's synthesizers.
 import type { Config } from '../../core/config.ts';
 import type { Logger } from '../../core/logger.ts';
-import { createNoiseGate } from '../noise/index.ts';
+import { warmNoiseGateThread } from '../noise/threaded.ts';
 import { warmLocalStt } from '../services/stt/local.ts';
 import { sharedEspeakPool } from '../services/tts/espeak-pool.ts';
 import { warmVad } from '../vad/index.ts';
@@ -12,7 +12,7 @@ export async function warmMedia(config: Config, logger: Logger): Promise<void> {
   const t0 = performance.now();
   const [vad, noise, stt, tts] = await Promise.allSettled([
     warmVad(),
-    createNoiseGate({ model: 'voice-focus', enhancementLevel: 0.8 }).then((g) => g.close()),
+    warmNoiseGateThread(),
     config.NODE_ENV === 'test'
       ? Promise.resolve(false)
       : warmLocalStt({ ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}), ...(config.LOCAL_STT_WORKERS ? { workers: config.LOCAL_STT_WORKERS } : {}) }),

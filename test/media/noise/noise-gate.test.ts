@@ -178,3 +178,47 @@ test('cost: µs per 20 ms frame (logged), many gates at once stay independent', 
   for (const g of gates) g.close();
   t.pass();
 });
+
+// ── the gate on its worker thread (media/noise/threaded.ts: what calls use) ─────────────────────────────────
+import { createThreadedNoiseGate } from '../../../media/noise/threaded.ts';
+import { NoiseGateStage } from '../../../media/pipeline/input-stages.ts';
+import { harness } from '../../../media/pipeline/processor.ts';
+
+test('threaded gate: two calls interleaved on the gate thread get exactly the inline gate\'s audio, in order', async (t) => {
+  const inline = await run('voice-focus', 0.8, noisy);
+  const a = createThreadedNoiseGate({ model: 'voice-focus', enhancementLevel: 0.8 });
+  const b = createThreadedNoiseGate({ model: 'voice-focus', enhancementLevel: 0.8 });
+  const outA: Int16Array[] = [];
+  const outB: Int16Array[] = [];
+  const pending: Promise<void>[] = [];
+  const silence = new Int16Array(320);
+  for (let i = 0; i < noisy.length; i += 320) {
+    // the caller's buffer is reused right after submit: the gate must have taken its own copy
+    const frame = noisy.slice(i, i + 320);
+    pending.push(new Promise((r) => a.submit(frame, (o) => (outA.push(o), r()))));
+    frame.fill(1234);
+    pending.push(new Promise((r) => b.submit(silence, (o) => (outB.push(o), r()))));
+  }
+  await Promise.all(pending);
+  a.close();
+  b.close();
+  const joined = new Int16Array(noisy.length);
+  outA.reduce((o, p) => (joined.set(p, o), o + p.length), 0);
+  t.is(outA.length, noisy.length / 320);
+  t.deepEqual(Array.from(joined), Array.from(inline.out));
+  t.true(outB.every((o) => o.length === 320 && o.every((v) => v === 0)));
+});
+
+test('threaded gate in the pipeline stage: frames other than audio keep their place behind audio being denoised', async (t) => {
+  const { pipeline, out } = harness(new NoiseGateStage(createThreadedNoiseGate({ model: 'noise-suppression', enhancementLevel: 1 })));
+  pipeline.push({ type: 'audioIn', pcm: noisy.subarray(0, 320) });
+  pipeline.push({ type: 'userStartedSpeaking' });
+  pipeline.push({ type: 'audioIn', pcm: noisy.subarray(320, 640) });
+  t.deepEqual(out.frames, []); // nothing overtakes the first frame while it is on the gate thread
+  await new Promise<void>((r) => {
+    const check = () => (out.frames.length === 3 ? r() : setTimeout(check, 5));
+    check();
+  });
+  t.deepEqual(out.frames.map((f) => f.type), ['audioIn', 'userStartedSpeaking', 'audioIn']);
+  await pipeline.close();
+});
