@@ -320,7 +320,7 @@ try {
   const agentId = String(agent.json!.uuid);
 
   // the callers' sentences: eSpeak NG (Klatt voice, slower), 16 kHz
-  const callerTts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150 });
+  const callerTts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' }); // a fresh engine per sentence: the same audio every run
   const sentences: Int16Array[] = [];
   for (const s of SENTENCES) {
     const parts: Int16Array[] = [];

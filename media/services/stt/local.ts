@@ -14,6 +14,7 @@
 // is used instead with the same language model: finals only (no interims), lower accuracy. Words without a CMU
 // pronunciation get one guessed through eSpeak NG (pronounce.ts).
 import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { HelperPool, HelperProcess } from '../helper-process.ts';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile, rename } from 'node:fs/promises';
@@ -149,81 +150,50 @@ type Kind = 'O' | 'A' | 'F' | 'X' | 'P' | 'Q';
 type WorkerMsg = { type: string; text?: string; message?: string; cmn?: string };
 type UttHandler = (msg: WorkerMsg) => void;
 
-class PoolWorker {
-  readonly child: ChildProcessWithoutNullStreams;
+class PoolWorker extends HelperProcess {
   readonly open = new Map<number, UttHandler>();
-  readonly ready: Promise<void>;
-  dead = false;
   /** Audio the recogniser has received but not decoded yet (ms, all its utterances; it reports changes). */
   queuedMs = 0;
-  private stderr = '';
+  private buf = '';
 
-  constructor(python: string, onExit: (w: PoolWorker) => void) {
-    this.child = spawn(python, [WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
-    // the pool never keeps the process alive by itself (the recognisers exit when their stdin closes)
-    this.child.unref();
-    for (const s of [this.child.stdin, this.child.stdout, this.child.stderr]) (s as unknown as { unref?(): void }).unref?.();
-    this.child.stdin.on('error', () => {}); // EPIPE after a crash is reported through 'exit'
-    this.child.stderr.on('data', (d: Buffer) => {
-      if (this.stderr.length < 4000) this.stderr += d.toString();
-    });
-    this.ready = new Promise<void>((ok, fail) => {
-      const timer = setTimeout(() => {
-        this.child.kill('SIGKILL');
-        fail(new Error('local STT did not start within 20 s'));
-      }, 20_000);
-      this.child.once('error', (err) => {
-        clearTimeout(timer);
-        fail(err);
-      });
-      this.child.once('exit', (code) => {
-        clearTimeout(timer);
-        fail(new Error(`local STT failed to start (exit ${code}): ${this.stderr.trim().slice(-500)}`));
-      });
-      let buf = '';
-      this.child.stdout.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          let msg: Partial<WorkerMsg> & { id?: number; backlog_ms?: number };
-          try {
-            msg = JSON.parse(line) as typeof msg;
-          } catch {
-            continue;
-          }
-          if (msg.type === 'ready') {
-            clearTimeout(timer);
-            ok();
-          } else if (msg.type === 'load') {
-            this.queuedMs = Number(msg.backlog_ms) || 0;
-          } else if (msg.id !== undefined) {
-            const h = this.open.get(msg.id);
-            if (!h) continue;
-            if (msg.type === 'final' || msg.type === 'error') this.open.delete(msg.id);
-            h(msg as { type: string });
-          }
-        }
-      });
-    });
-    this.ready.catch(() => {});
-    this.child.once('exit', () => {
-      this.dead = true;
-      for (const h of this.open.values()) h({ type: 'error', message: 'local STT recogniser restarted: the last words were lost' });
-      this.open.clear();
-      onExit(this);
-    });
+  constructor(python: string) {
+    super(python, [WORKER], 'local STT', 20_000);
   }
 
-  send(kind: Kind, id: number, payload?: Buffer): boolean {
-    if (this.dead || this.child.stdin.destroyed) return false;
-    const header = Buffer.alloc(9);
-    header.write(kind, 0, 'latin1');
-    header.writeUInt32LE(id, 1);
-    header.writeUInt32LE(payload?.length ?? 0, 5);
-    this.child.stdin.write(payload ? Buffer.concat([header, payload]) : header);
-    return true;
+  protected onOutput(d: Buffer): void {
+    this.buf += d.toString();
+    let nl: number;
+    while ((nl = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, nl);
+      this.buf = this.buf.slice(nl + 1);
+      let msg: Partial<WorkerMsg> & { id?: number; backlog_ms?: number };
+      try {
+        msg = JSON.parse(line) as typeof msg;
+      } catch {
+        continue;
+      }
+      if (msg.type === 'ready') this.started();
+      else if (msg.type === 'load') this.queuedMs = Number(msg.backlog_ms) || 0;
+      else if (msg.id !== undefined) {
+        const h = this.open.get(msg.id);
+        if (!h) continue;
+        if (msg.type === 'final' || msg.type === 'error') this.open.delete(msg.id);
+        h(msg as WorkerMsg);
+      }
+    }
+  }
+
+  protected busy(): boolean {
+    return false; // utterances never keep the process alive: the call's transport does
+  }
+
+  protected onDeath(): void {
+    for (const h of this.open.values()) h({ type: 'error', message: 'local STT recogniser restarted: the last words were lost' });
+    this.open.clear();
+  }
+
+  override send(kind: Kind, id: number, payload?: Buffer): boolean {
+    return super.send(kind, id, payload);
   }
 
   /** Undecoded audio in bytes: still in the pipe plus queued in the recogniser. */
@@ -232,36 +202,15 @@ class PoolWorker {
   }
 }
 
-export class PocketsphinxPool {
-  private readonly workers: PoolWorker[] = [];
+export class PocketsphinxPool extends HelperPool<PoolWorker> {
   private nextId = 1;
-  private closed = false;
   private readonly prepared = new Set<string>();
-  private restarts = 0;
 
   constructor(
     readonly python: string,
     readonly size: number,
   ) {
-    for (let i = 0; i < size; i++) this.workers.push(this.spawn());
-  }
-
-  private spawn(): PoolWorker {
-    return new PoolWorker(this.python, (dead) => {
-      if (this.closed) return;
-      const i = this.workers.indexOf(dead);
-      if (i < 0) return;
-      // restart with a small backoff when it keeps failing
-      const delay = Math.min(5000, 100 * 2 ** Math.min(6, this.restarts++));
-      setTimeout(() => {
-        if (!this.closed && this.workers[i] === dead) this.workers[i] = this.spawn();
-      }, delay).unref();
-    });
-  }
-
-  /** Resolves once every worker is up (rejects with the first failure). */
-  ready(): Promise<void> {
-    return Promise.all(this.workers.map((w) => w.ready)).then(() => undefined);
+    super(size, () => new PoolWorker(python));
   }
 
   /** Build a decoder for this model in every worker now (the first utterances of a new agent skip it). */
@@ -272,8 +221,10 @@ export class PocketsphinxPool {
     for (const w of this.workers) w.send('P', 0, payload);
   }
 
-  /** Open an utterance on the least loaded live worker; null when every worker is full or down. */
-  /** cmn: the cepstral mean the call's previous utterance ended with (the recogniser adapts to the caller's line). */
+  /**
+   * Open an utterance on the least loaded live worker; null when every worker is full or down. cmn: the cepstral
+   * mean the call's previous utterance ended with (the recogniser adapts to the caller's line).
+   */
   openUtterance(files: { lm: string; dict: string }, handler: UttHandler, cmn?: string): { id: number; worker: PoolWorker } | null {
     let best: PoolWorker | null = null;
     for (const w of this.workers) {
@@ -291,26 +242,6 @@ export class PocketsphinxPool {
   /** Open utterances per worker (tests, metrics). */
   get load(): number[] {
     return this.workers.map((w) => w.open.size);
-  }
-
-  get pids(): number[] {
-    return this.workers.map((w) => w.child.pid ?? 0);
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all(
-      this.workers.map(
-        (w) =>
-          new Promise<void>((res) => {
-            if (w.dead) return res();
-            w.child.once('exit', () => res());
-            w.send('Q', 0);
-            w.child.stdin.end();
-            setTimeout(() => w.child.kill('SIGKILL'), 2000).unref();
-          }),
-      ),
-    );
   }
 }
 

@@ -6,10 +6,10 @@
 // synthesized; an abort stops it at the next ~60 ms of audio. A worker that dies fails its requests (a retryable
 // engine error) and is restarted. Where the workers cannot start (no python3, no libespeak-ng), local.ts falls
 // back to one process per sentence.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HelperPool, HelperProcess } from '../helper-process.ts';
 
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'espeak_worker.py');
 const START_TIMEOUT_MS = 10_000;
@@ -19,96 +19,59 @@ interface Request {
   end(error: string | null): void;
 }
 
-class SynthWorker {
-  readonly child: ChildProcessWithoutNullStreams;
+class SynthWorker extends HelperProcess {
   readonly pending = new Map<number, Request>();
-  readonly ready: Promise<number>;
-  dead = false;
-  private stderr = '';
+  /** sample rate the synthesizer announced when it started */
+  rate = 0;
   private buf: Buffer = Buffer.alloc(0);
 
-  constructor(python: string, onExit: (w: SynthWorker) => void) {
-    this.child = spawn(python, [WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
-    // idle workers never keep the process alive; one with requests outstanding does (see track())
-    this.child.unref();
-    for (const s of [this.child.stdin, this.child.stdout, this.child.stderr]) (s as unknown as { unref?(): void }).unref?.();
-    this.child.stdin.on('error', () => {});
-    this.child.stderr.on('data', (d: Buffer) => {
-      if (this.stderr.length < 4000) this.stderr += d.toString();
-    });
-    let started: (rate: number) => void = () => {};
-    this.ready = new Promise<number>((ok, fail) => {
-      const timer = setTimeout(() => {
-        this.child.kill('SIGKILL');
-        fail(new Error(`eSpeak NG synthesizer did not start within ${START_TIMEOUT_MS / 1000} s`));
-      }, START_TIMEOUT_MS);
-      started = (rate) => {
-        clearTimeout(timer);
-        ok(rate);
-      };
-      this.child.once('error', (err) => {
-        clearTimeout(timer);
-        fail(err);
-      });
-      this.child.once('exit', (code) => {
-        clearTimeout(timer);
-        fail(new Error(`eSpeak NG synthesizer failed to start (exit ${code}): ${this.stderr.trim().slice(-300)}`));
-      });
-    });
-    this.ready.catch(() => {});
-    this.child.stdout.on('data', (d: Buffer) => {
-      this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
-      while (this.buf.length >= 9) {
-        const len = this.buf.readUInt32LE(5);
-        if (this.buf.length < 9 + len) break;
-        const kind = String.fromCharCode(this.buf[0]!);
-        const id = this.buf.readUInt32LE(1);
-        const payload = this.buf.subarray(9, 9 + len);
-        this.buf = this.buf.subarray(9 + len);
-        if (kind === 'R') started(Number(payload.toString()));
-        else if (kind === 'A') {
-          // copy out of the stream's buffer (aligned, and not kept alive by a view)
-          const pcm = new Int16Array(payload.length >> 1);
-          new Uint8Array(pcm.buffer).set(payload.subarray(0, pcm.length * 2));
-          this.pending.get(id)?.push(pcm);
-        } else if (kind === 'E') {
-          const r = this.pending.get(id);
-          this.pending.delete(id);
-          this.track();
-          r?.end(payload.length ? payload.toString() : null);
-        }
+  constructor(python: string) {
+    super(python, [WORKER], 'eSpeak NG synthesizer', START_TIMEOUT_MS);
+  }
+
+  protected onOutput(d: Buffer): void {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
+    while (this.buf.length >= 9) {
+      const len = this.buf.readUInt32LE(5);
+      if (this.buf.length < 9 + len) break;
+      const kind = String.fromCharCode(this.buf[0]!);
+      const id = this.buf.readUInt32LE(1);
+      const payload = this.buf.subarray(9, 9 + len);
+      this.buf = this.buf.subarray(9 + len);
+      if (kind === 'R') {
+        this.rate = Number(payload.toString());
+        this.started();
+      } else if (kind === 'A') {
+        // copy out of the stream's buffer (aligned, and not kept alive by a view)
+        const pcm = new Int16Array(payload.length >> 1);
+        new Uint8Array(pcm.buffer).set(payload.subarray(0, pcm.length * 2));
+        this.pending.get(id)?.push(pcm);
+      } else if (kind === 'E') {
+        const r = this.pending.get(id);
+        this.pending.delete(id);
+        this.hold(this.pending.size > 0);
+        r?.end(payload.length ? payload.toString() : null);
       }
-    });
-    this.child.once('exit', () => {
-      this.dead = true;
-      for (const r of this.pending.values()) r.end('eSpeak NG synthesizer exited');
-      this.pending.clear();
-      onExit(this);
-    });
+    }
   }
 
-  /** Keep the process alive while requests are outstanding (a script awaiting its audio must not just exit). */
-  track(): void {
-    const out = this.child.stdout as unknown as { ref?(): void; unref?(): void };
-    if (this.pending.size > 0) out.ref?.();
-    else out.unref?.();
+  protected busy(): boolean {
+    return this.pending.size > 0;
   }
 
-  send(kind: 'S' | 'X' | 'Q', id: number, payload?: Buffer): void {
-    if (this.dead || this.child.stdin.destroyed) return;
-    const header = Buffer.alloc(9);
-    header.write(kind, 0, 'latin1');
-    header.writeUInt32LE(id, 1);
-    header.writeUInt32LE(payload?.length ?? 0, 5);
-    this.child.stdin.write(payload ? Buffer.concat([header, payload]) : header);
+  protected onDeath(): void {
+    for (const r of this.pending.values()) r.end('eSpeak NG synthesizer exited');
+    this.pending.clear();
+  }
+
+  add(id: number, r: Request): void {
+    this.pending.set(id, r);
+    this.hold(true);
   }
 }
 
-export class EspeakPool {
-  private readonly workers: SynthWorker[] = [];
+export class EspeakPool extends HelperPool<SynthWorker> {
   private nextId = 1;
-  private closed = false;
-  private restarts = 0;
   /** The synthesizers' sample rate (eSpeak NG: 22 050 Hz), known once ready() resolved. */
   rate = 0;
 
@@ -116,24 +79,12 @@ export class EspeakPool {
     readonly python: string,
     size: number,
   ) {
-    for (let i = 0; i < size; i++) this.workers.push(this.spawn());
+    super(size, () => new SynthWorker(python));
   }
 
-  private spawn(): SynthWorker {
-    return new SynthWorker(this.python, (dead) => {
-      if (this.closed) return;
-      const i = this.workers.indexOf(dead);
-      if (i < 0) return;
-      const delay = Math.min(5000, 100 * 2 ** Math.min(6, this.restarts++));
-      setTimeout(() => {
-        if (!this.closed && this.workers[i] === dead) this.workers[i] = this.spawn();
-      }, delay).unref();
-    });
-  }
-
-  /** Resolves with the synthesizers' sample rate once all are up; rejects with the first failure. */
-  ready(): Promise<number> {
-    return Promise.all(this.workers.map((w) => w.ready)).then((rates) => (this.rate = rates[0]!));
+  override async ready(): Promise<void> {
+    await super.ready();
+    this.rate = this.workers[0]!.rate;
   }
 
   /** Outstanding requests per worker (tests, metrics). */
@@ -157,7 +108,7 @@ export class EspeakPool {
       wake = null;
       w?.();
     };
-    worker.pending.set(id, {
+    worker.add(id, {
       push: (pcm) => {
         chunks.push(pcm);
         notify();
@@ -169,7 +120,6 @@ export class EspeakPool {
       },
     });
     const w = worker;
-    w.track();
     const abort = () => {
       if (!done) w.send('X', id);
       notify();
@@ -195,23 +145,6 @@ export class EspeakPool {
         w.send('X', id);
       }
     }
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all(
-      this.workers.map(
-        (w) =>
-          new Promise<void>((res) => {
-            if (w.dead) return res();
-            w.child.ref(); // wait for it even when nothing else keeps the process alive
-            w.child.once('exit', () => res());
-            w.send('Q', 0);
-            w.child.stdin.end();
-            setTimeout(() => w.child.kill('SIGKILL'), 2000).unref();
-          }),
-      ),
-    );
   }
 }
 

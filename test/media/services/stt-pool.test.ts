@@ -9,7 +9,7 @@ const { createLocalTts } = await import('../../../media/services/tts/local.ts');
 const { createLocalStt, sharedPool } = await import('../../../media/services/stt/local.ts');
 type SttEvent = import('../../../media/services/types.ts').SttEvent;
 
-const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150 });
+const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' }); // a fresh engine per sentence: the same audio every run
 async function caller(text: string): Promise<Int16Array> {
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);

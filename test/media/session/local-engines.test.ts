@@ -31,7 +31,7 @@ test.after.always(async () => {
 });
 
 async function speech(text: string): Promise<Int16Array> {
-  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150 });
+  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150, binary: 'espeak-ng' });
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
   const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));

@@ -6,7 +6,7 @@ import { resample } from '../../../media/audio/resample.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createVad, vadStats, type VadOptions } from '../../../media/vad/index.ts';
 
-const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150 });
+const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' });
 
 async function caller(text: string): Promise<Int16Array> {
   const parts: Int16Array[] = [];
