@@ -6,8 +6,10 @@ import { z } from 'zod';
 import { sql, type Db } from './db/pool.ts';
 
 /**
- * Simultaneous calls one core carries on the local engines with voice-to-voice and pacing targets met
- * (bench/real-calls on 2 cores, see README "Scaling and capacity"). MEDIA_MAX_CALLS overrides the product.
+ * Simultaneous calls one core carries on the local engines with the voice-to-voice target met (p50 ≤ 700 ms,
+ * p99 ≤ 1,500 ms), measured by bench/real-calls on 2 cores with every caller speaking at once: 50 calls meet it
+ * (p50 359–395 ms, p99 639–1,063 ms), 100 do not (2.6 s / 5.1 s). Vendor engines carry more per core (README
+ * "Scaling and capacity"); MEDIA_MAX_CALLS overrides the product.
  */
 export const CALLS_PER_CORE = 25;
 
