@@ -313,11 +313,16 @@ interface SpeakingResult {
   opened: number;
   closedBadly: Record<number, number>;
   turns: number;
+  /** the client process's own event-loop delay p99 (ms): its timestamps are no better than this */
+  loopP99: number;
 }
 
 /** Callers that speak a sentence, wait for the reply to end, and speak again; frames of 60 ms in real time. */
 async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
   const speech = new Int16Array(new Uint8Array(Buffer.from(job.speech, 'base64')).buffer);
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   const FRAME = 960; // 60 ms
   const loudEnd = lastLoudSample(speech);
   const jitter: number[] = [];
@@ -406,7 +411,8 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
       });
     }),
   );
-  return { jitter, replyMs, frames, late, spoken, opened, closedBadly, turns };
+  loop.disable();
+  return { jitter, replyMs, frames, late, spoken, opened, closedBadly, turns, loopP99: loop.percentile(99) / 1e6 };
 }
 
 /** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
@@ -415,8 +421,10 @@ function refusals(closedBadly: Record<number, number>): string {
   return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';
 }
 
+/** The end of the last loud 20 ms granule (RMS > 800), granules counted from the start as the STT fakes count them:
+ * a sentence cut there ends on a frame boundary with a loud frame, so the fakes' silence starts exactly at its end. */
 function lastLoudSample(pcm: Int16Array): number {
-  for (let end = pcm.length; end >= 320; end -= 320) {
+  for (let end = Math.floor(pcm.length / 320) * 320; end >= 320; end -= 320) {
     let s = 0;
     for (let i = end - 320; i < end; i++) s += pcm[i]! * pcm[i]!;
     if (Math.sqrt(s / 320) > 800) return end;
@@ -449,6 +457,7 @@ async function mainVendors(): Promise<void> {
   const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
   const { createLocalTts } = await import('../media/services/tts/local.ts');
   const { resample } = await import('../media/audio/index.ts');
+  const { sharedClock } = await import('../media/pipeline/clock.ts');
 
   const CALLS = Number(process.env.CALLS ?? 200);
   const TURNS = Number(process.env.TURNS ?? 20);
@@ -507,7 +516,17 @@ async function mainVendors(): Promise<void> {
     const callId = await insertPendingCall(db, { orgId: org.id, config: agent('latency') });
     const caller = TestCaller.connect(origin, callId, key);
     await caller.waitOpen();
-    await caller.waitAgentQuiet(300, 20_000);
+    // A caller's line carries silence between sentences, not nothing: it streams until the agent has been quiet for
+    // 300 ms. (A pause in the caller's audio makes the STT adapter send 250 ms of keepalive silence, which shifts the
+    // fake's 20 ms grid by half a frame against the caller's frames and its end of turn by a frame either way.)
+    const quietLine = async () => {
+      const t0 = performance.now();
+      while (!(caller.frameTimes.length && performance.now() - caller.frameTimes[caller.frameTimes.length - 1]! > 300)) {
+        if (performance.now() - t0 > 20_000) throw new Error('the agent did not stop speaking');
+        await caller.silence(100);
+      }
+    };
+    await quietLine();
     const clientMs: number[] = [];
     for (let i = 0; i < TURNS; i++) {
       const framesBefore = caller.frameTimes.length;
@@ -524,7 +543,7 @@ async function mainVendors(): Promise<void> {
       await until(() => caller.frameTimes.length > framesBefore, 15_000, 'reply audio');
       clientMs.push(caller.frameTimes[framesBefore]! - endOfSpeech);
       await quiet;
-      await caller.waitAgentQuiet(300, 20_000);
+      await quietLine();
     }
     caller.close();
     const row = await until(async () => {
@@ -549,6 +568,11 @@ async function mainVendors(): Promise<void> {
       const rssBefore = process.memoryUsage().rss;
       let rssPeak = rssBefore;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 500);
+      const { monitorEventLoopDelay } = await import('node:perf_hooks');
+      const loop = monitorEventLoopDelay({ resolution: 5 });
+      loop.enable();
+      sharedClock.lateness.length = 0;
+      sharedClock.recordLateness = true;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: Buffer.from(sentence.buffer, sentence.byteOffset, sentence.byteLength).toString('base64') };
@@ -556,9 +580,12 @@ async function mainVendors(): Promise<void> {
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
+      loop.disable();
+      sharedClock.recordLateness = false;
+      const tickP99 = pct(sharedClock.lateness, 99);
       await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
       const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
-      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024 };
+      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, loopP99: loop.percentile(99) / 1e6 };
     };
     const base = await runLoad(1);
     const load = await runLoad(CALLS);
@@ -566,7 +593,8 @@ async function mainVendors(): Promise<void> {
       log(
         `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected${refusals(x.r.closedBadly)}, ${x.r.spoken} sentences spoken, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
           `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; frames later than playout by > ${LATE_MS} ms: ${x.r.late} of ${x.r.frames}; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
-          `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call`,
+          `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call; ` +
+          `server frame-clock tick lateness p99 ${f1(x.tickP99)} ms, event-loop delay p99 ${f1(x.loopP99)} ms; client process event-loop delay p99 ${f1(x.r.loopP99)} ms`,
       );
     }
     log(`ratio vs 1 call: jitter p99 ×${f1(pct(load.r.jitter, 99) / Math.max(0.1, pct(base.r.jitter, 99)))}, reply p50 ×${f1(pct(load.r.replyMs, 50) / Math.max(0.1, pct(base.r.replyMs, 50)))}`);
