@@ -33,8 +33,8 @@ export interface WsCaller {
   onOpen?(start: number): void;
   /** a binary message (agent audio) arrived at `now` */
   onAudio?(now: number): void;
-  /** the socket closed (not called when it failed) */
-  onClose?(): void;
+  /** the socket closed (not called when it failed): the close code (1013: the media node refused the call) */
+  onClose?(code: number): void;
 }
 
 /** One caller on /api/v1/ws/audio/:id; resolves once its socket has closed or failed. */
@@ -58,9 +58,9 @@ export function wsCaller(c: WsCaller): Promise<void> {
     ws.on('message', (_d, binary) => {
       if (binary) c.onAudio?.(performance.now());
     });
-    ws.on('close', () => {
+    ws.on('close', (code) => {
       if (timer) clearTimeout(timer);
-      c.onClose?.();
+      c.onClose?.(code);
       resolve();
     });
     ws.on('error', () => resolve());

@@ -35,6 +35,8 @@ const log = (m: string) => process.stdout.write(`${m}\n`);
 const FIXED = { vadStopMs: 300, sttFinalMs: 50, llmFirstTokenMs: 100, ttsFirstByteMs: 80 };
 /** MODE=vendors: the STT fakes' end-of-turn silence window (Flux EndOfTurn / Soniox <end>) */
 const STT_END_MS = 400;
+/** MODE=vendors: a frame arriving more than this after its playout time counts as late */
+const LATE_MS = 40;
 
 // ── client role: N concurrent callers, in a child process ───────────────────────────────────────────────
 interface ClientJob {
@@ -48,6 +50,8 @@ interface ClientResult {
   late: number;
   frames: number;
   opened: number;
+  /** calls the server closed with another code than 1000 (1013: the media node refused it), by code */
+  closedBadly: Record<number, number>;
 }
 
 async function runClients(job: ClientJob): Promise<ClientResult> {
@@ -55,6 +59,7 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
   let late = 0;
   let frames = 0;
   let opened = 0;
+  const closedBadly: Record<number, number> = {};
   // 60 ms caller frames (the protocol accepts any size) keep the client process light enough to measure
   const silence = Buffer.alloc(1920);
   await Promise.all(
@@ -71,6 +76,7 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
         seconds: job.seconds,
         frame: () => silence,
         onOpen: () => opened++,
+        onClose: (code) => void (code !== 1000 && (closedBadly[code] = (closedBadly[code] ?? 0) + 1)),
         onAudio: (now) => {
           if (n === 0) first = now;
           // frames 0..4 are the initial 100 ms lead burst; after that one frame per 20 ms is expected
@@ -84,7 +90,7 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
       });
     }),
   );
-  return { jitter, late, frames, opened };
+  return { jitter, late, frames, opened, closedBadly };
 }
 
 // The media process is allocation-heavy (20 ms frames): a larger young generation keeps GC pauses off the pacing
@@ -130,7 +136,8 @@ async function main(): Promise<void> {
   try {
     const db = await createDb(scratch.url, { maximumPoolSize: 20 });
     const port = await freePort();
-    const config = loadConfig({ DATABASE_URL: scratch.url, DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent', SIGNING_SECRET: 'bench-signing-secret-0123456789' });
+    // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
+    const config = loadConfig({ DATABASE_URL: scratch.url, DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent', SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000' });
     const logger = createLogger({ level: 'silent' });
     const scripts = new Map<string, 'latency' | 'load'>();
     const combined = await startCombined(
@@ -265,7 +272,7 @@ async function main(): Promise<void> {
     const load = await runLoad(CALLS);
     for (const x of [base, load]) {
       log(
-        `(b) ${x.n} simultaneous call(s), ${SECONDS} s: ${x.r.opened} connected, ${x.r.frames} frames received; ` +
+        `(b) ${x.n} simultaneous call(s), ${SECONDS} s: ${x.r.opened} connected${refusals(x.r.closedBadly)}, ${x.r.frames} frames received; ` +
           `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; frames past playout time ${x.r.late}; ` +
           `clock tick lateness p99 ${f1(pct(x.lateness, 99))} ms; server CPU ${f1(x.cpuPct)} % of one core; RSS +${f1(x.rssPerCallMb)} MB per call`,
       );
@@ -299,19 +306,32 @@ interface SpeakingResult {
   jitter: number[];
   replyMs: number[];
   frames: number;
+  /** frames that arrived more than LATE_MS after their playout time */
+  late: number;
+  /** sentences the callers spoke */
+  spoken: number;
   opened: number;
+  closedBadly: Record<number, number>;
   turns: number;
+  /** the client process's own event-loop delay p99 (ms): its timestamps are no better than this */
+  loopP99: number;
 }
 
 /** Callers that speak a sentence, wait for the reply to end, and speak again; frames of 60 ms in real time. */
 async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
   const speech = new Int16Array(new Uint8Array(Buffer.from(job.speech, 'base64')).buffer);
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   const FRAME = 960; // 60 ms
   const loudEnd = lastLoudSample(speech);
   const jitter: number[] = [];
   const replyMs: number[] = [];
   let frames = 0;
+  let late = 0;
+  let spoken = 0;
   let opened = 0;
+  const closedBadly: Record<number, number> = {};
   let turns = 0;
   await Promise.all(
     job.callIds.map((callId, idx) => {
@@ -323,12 +343,16 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
       let endOfSpeech = 0;
       let waitingReply = false;
       let nextSpeakAt = 0;
+      // the agent utterance being received (the greeting, then each reply): arrival of its first frame, frames so far
+      let uttFirst = 0;
+      let uttN = -1; // -1: the next agent frame starts a new utterance
       return wsCaller({
         origin: job.origin,
         key: job.key,
         callId,
         frameMs: 60,
         seconds: job.seconds,
+        onClose: (code) => void (code !== 1000 && (closedBadly[code] = (closedBadly[code] ?? 0) + 1)),
         onOpen: (start) => {
           opened++;
           // stagger the callers' first sentences over 2 s, after the greeting
@@ -338,6 +362,8 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
           if (speakingUntil < 0 && !waitingReply && now >= nextSpeakAt) {
             speakingUntil = speech.length;
             pos = 0;
+            uttN = -1; // the agent's next audio is the reply to this sentence
+            spoken++;
           }
           let buf: Buffer;
           if (speakingUntil >= 0) {
@@ -364,6 +390,16 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
             replyMs.push(now - endOfSpeech);
             turns++;
           }
+          // Playout: a client starts playing an utterance's first frame on arrival and frame k at uttFirst + k·20 ms
+          // (frames 0..4 come at once: the pacer's 100 ms lead, then one per tick, ≈ 80–100 ms ahead of their time).
+          // An utterance runs from its first frame until the caller speaks again, so a gap inside it (an underrun, a
+          // late tick) pushes every later frame past its time instead of being taken for a new utterance.
+          if (uttN < 0) {
+            uttFirst = now;
+            uttN = 0;
+          }
+          if (now > uttFirst + uttN * 20 + LATE_MS) late++;
+          uttN++;
           // a gap of more than 100 ms starts a new burst (reply); its first 6 frames are the lead burst
           if (now - prev > 100) inBurst = 0;
           if (inBurst >= 6) jitter.push(Math.abs(now - prev - 20));
@@ -375,11 +411,20 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
       });
     }),
   );
-  return { jitter, replyMs, frames, opened, turns };
+  loop.disable();
+  return { jitter, replyMs, frames, late, spoken, opened, closedBadly, turns, loopP99: loop.percentile(99) / 1e6 };
 }
 
+/** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
+function refusals(closedBadly: Record<number, number>): string {
+  const n = Object.values(closedBadly).reduce((a, b) => a + b, 0);
+  return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';
+}
+
+/** The end of the last loud 20 ms granule (RMS > 800), granules counted from the start as the STT fakes count them:
+ * a sentence cut there ends on a frame boundary with a loud frame, so the fakes' silence starts exactly at its end. */
 function lastLoudSample(pcm: Int16Array): number {
-  for (let end = pcm.length; end >= 320; end -= 320) {
+  for (let end = Math.floor(pcm.length / 320) * 320; end >= 320; end -= 320) {
     let s = 0;
     for (let i = end - 320; i < end; i++) s += pcm[i]! * pcm[i]!;
     if (Math.sqrt(s / 320) > 800) return end;
@@ -412,6 +457,7 @@ async function mainVendors(): Promise<void> {
   const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
   const { createLocalTts } = await import('../media/services/tts/local.ts');
   const { resample } = await import('../media/audio/index.ts');
+  const { sharedClock } = await import('../media/pipeline/clock.ts');
 
   const CALLS = Number(process.env.CALLS ?? 200);
   const TURNS = Number(process.env.TURNS ?? 20);
@@ -430,6 +476,8 @@ async function mainVendors(): Promise<void> {
       PORT: String(port),
       LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789',
+      // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
+      MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
       DEEPGRAM_BASE_URL: urls.deepgram,
       DEEPGRAM_API_KEY: 'bench',
       SONIOX_BASE_URL: urls.soniox,
@@ -468,7 +516,17 @@ async function mainVendors(): Promise<void> {
     const callId = await insertPendingCall(db, { orgId: org.id, config: agent('latency') });
     const caller = TestCaller.connect(origin, callId, key);
     await caller.waitOpen();
-    await caller.waitAgentQuiet(300, 20_000);
+    // A caller's line carries silence between sentences, not nothing: it streams until the agent has been quiet for
+    // 300 ms. (A pause in the caller's audio makes the STT adapter send 250 ms of keepalive silence, which shifts the
+    // fake's 20 ms grid by half a frame against the caller's frames and its end of turn by a frame either way.)
+    const quietLine = async () => {
+      const t0 = performance.now();
+      while (!(caller.frameTimes.length && performance.now() - caller.frameTimes[caller.frameTimes.length - 1]! > 300)) {
+        if (performance.now() - t0 > 20_000) throw new Error('the agent did not stop speaking');
+        await caller.silence(100);
+      }
+    };
+    await quietLine();
     const clientMs: number[] = [];
     for (let i = 0; i < TURNS; i++) {
       const framesBefore = caller.frameTimes.length;
@@ -485,7 +543,7 @@ async function mainVendors(): Promise<void> {
       await until(() => caller.frameTimes.length > framesBefore, 15_000, 'reply audio');
       clientMs.push(caller.frameTimes[framesBefore]! - endOfSpeech);
       await quiet;
-      await caller.waitAgentQuiet(300, 20_000);
+      await quietLine();
     }
     caller.close();
     const row = await until(async () => {
@@ -510,6 +568,11 @@ async function mainVendors(): Promise<void> {
       const rssBefore = process.memoryUsage().rss;
       let rssPeak = rssBefore;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 500);
+      const { monitorEventLoopDelay } = await import('node:perf_hooks');
+      const loop = monitorEventLoopDelay({ resolution: 5 });
+      loop.enable();
+      sharedClock.lateness.length = 0;
+      sharedClock.recordLateness = true;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: Buffer.from(sentence.buffer, sentence.byteOffset, sentence.byteLength).toString('base64') };
@@ -517,17 +580,21 @@ async function mainVendors(): Promise<void> {
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
+      loop.disable();
+      sharedClock.recordLateness = false;
+      const tickP99 = pct(sharedClock.lateness, 99);
       await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
       const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
-      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024 };
+      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, loopP99: loop.percentile(99) / 1e6 };
     };
     const base = await runLoad(1);
     const load = await runLoad(CALLS);
     for (const x of [base, load]) {
       log(
-        `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
-          `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
-          `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call`,
+        `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected${refusals(x.r.closedBadly)}, ${x.r.spoken} sentences spoken, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
+          `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; frames later than playout by > ${LATE_MS} ms: ${x.r.late} of ${x.r.frames}; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
+          `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call; ` +
+          `server frame-clock tick lateness p99 ${f1(x.tickP99)} ms, event-loop delay p99 ${f1(x.loopP99)} ms; client process event-loop delay p99 ${f1(x.r.loopP99)} ms`,
       );
     }
     log(`ratio vs 1 call: jitter p99 ×${f1(pct(load.r.jitter, 99) / Math.max(0.1, pct(base.r.jitter, 99)))}, reply p50 ×${f1(pct(load.r.replyMs, 50) / Math.max(0.1, pct(base.r.replyMs, 50)))}`);

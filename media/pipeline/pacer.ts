@@ -135,12 +135,15 @@ export class Pacer extends Processor implements Tickable {
 
   /** Count frames whose playout has started as played; finish utterances whose audio has fully played. */
   private settle(now: number, all: boolean): void {
+    // runs twice per tick per call: no closure, no allocation on the way
     const confirmed = this.opts.playedMs?.();
-    const heard = (f: { at: number; end: number }) =>
-      confirmed === undefined ? f.at <= now : f.end <= confirmed + 0.5 || f.at + this.opts.confirmWithinMs <= now;
-    while (this.inFlight.length && (heard(this.inFlight[0]!) || all)) {
-      const f = this.inFlight.shift()!;
-      if (!heard(f)) continue; // interruption: sent but not yet played → not heard
+    const within = this.opts.confirmWithinMs;
+    while (this.inFlight.length) {
+      const f = this.inFlight[0]!;
+      const heard = confirmed === undefined ? f.at <= now : f.end <= confirmed + 0.5 || f.at + within <= now;
+      if (!heard && !all) break;
+      this.inFlight.shift();
+      if (!heard) continue; // interruption: sent but not yet played → not heard
       for (const p of f.parts) {
         const c = p.speech.chunks[p.chunk];
         if (c) c.played += p.n;
@@ -179,6 +182,15 @@ export class Pacer extends Processor implements Tickable {
     }
     // a partial frame with more of this utterance still coming: wait for it rather than send a gap
     if (avail < this.frameSamples && !hasEnd) return 'wait';
+    const head = q[0]!;
+    if (head.kind === 'audio' && head.pcm.length - head.off >= this.frameSamples) {
+      // the whole frame inside one chunk (nearly always): a view of the chunk, no copy (chunks are never written to)
+      const pcm = head.pcm.subarray(head.off, head.off + this.frameSamples);
+      head.off += this.frameSamples;
+      if (head.off >= head.pcm.length) q.shift();
+      this.endIfLast(speech);
+      return { pcm, parts: [{ speech, chunk: head.chunk, n: this.frameSamples }] };
+    }
     const out = new Int16Array(this.frameSamples);
     const parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> = [];
     let filled = 0;
@@ -194,11 +206,16 @@ export class Pacer extends Processor implements Tickable {
       else parts.push({ speech, chunk: it.chunk, n });
       if (it.off >= it.pcm.length) q.shift();
     }
-    const next = q[0];
+    this.endIfLast(speech);
+    return { pcm: out, parts };
+  }
+
+  /** The utterance's end marker is next: it ends when the frame just taken has played. */
+  private endIfLast(speech: SpeechHandle): void {
+    const next = this.queue[0];
     if (next && next.kind === 'end' && next.speech === speech) {
-      q.shift();
+      this.queue.shift();
       this.ends.push({ speech, at: this.playhead + this.opts.frameMs });
     }
-    return { pcm: out, parts };
   }
 }

@@ -8,6 +8,8 @@ const RATE = 24000;
 export class Recorder {
   private readonly blocks: Int16Array[] = [];
   private readonly up = new LinearResampler(16000, RATE);
+  /** the upsampled caller frame, reused (add() copies it into the blocks at once) */
+  private scratch = new Int16Array(0);
   private callerPos = 0; // samples at 24 kHz
   private end = 0;
 
@@ -18,7 +20,9 @@ export class Recorder {
 
   /** caller audio as it arrives (16 kHz); placed at its stream position, realigned to the clock after gaps */
   addCaller(pcm16k: Int16Array, now: number): void {
-    const up = this.up.process(pcm16k);
+    const need = Math.ceil(pcm16k.length * 1.5) + 3;
+    if (this.scratch.length < need) this.scratch = new Int16Array(need);
+    const up = this.up.process(pcm16k, this.scratch);
     const wall = Math.round(((now - this.t0) / 1000) * RATE) - up.length;
     if (wall - this.callerPos > RATE / 5) this.callerPos = wall; // client paused sending: keep the timeline
     this.add(up, this.callerPos);

@@ -10,12 +10,15 @@ export class LinearResampler {
     readonly toRate: number,
   ) {}
 
-  process(input: Int16Array): Int16Array {
+  /** `into`: a scratch array to write into when it is large enough (the result is then a view of it, valid until
+   * the next call that uses the same scratch). */
+  process(input: Int16Array, into?: Int16Array): Int16Array {
     if (this.fromRate === this.toRate) return input;
     const n = input.length;
     if (n === 0) return new Int16Array(0);
     const step = this.fromRate / this.toRate;
-    const out = new Int16Array(Math.ceil((n + 1) / step) + 1);
+    const need = Math.ceil((n + 1) / step) + 1;
+    const out = into && into.length >= need ? into : new Int16Array(need);
     let k = 0;
     let pos = this.pos; // index -1 means the last sample of the previous block
     while (pos < n - 1) {

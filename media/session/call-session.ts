@@ -290,6 +290,7 @@ export class CallSession {
   /** Caller audio from the transport: 16 kHz mono s16le. */
   pushAudio(pcm: Int16Array): void {
     if (this.ended) return;
+    this.clock.poll(); // a tick that is due runs now, not after this whole burst of socket reads (clock.ts)
     this.recorder.addCaller(pcm, this.clock.now());
     this.input.push({ type: 'audioIn', pcm });
   }

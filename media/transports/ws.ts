@@ -74,7 +74,9 @@ export class WsTransport implements LiveTransport {
       this.carry = buf[buf.length - 1]!;
       buf = buf.subarray(0, buf.length - 1);
     }
-    // one copy into an aligned buffer (s16le is the platform order on every target we run on)
+    // s16le is the platform order on every target we run on: the message's own bytes when they are 2-aligned (they
+    // are not reused: each message gets its own memory), else one copy into an aligned buffer
+    if (buf.byteOffset % 2 === 0) return new Int16Array(buf.buffer, buf.byteOffset, buf.length / 2);
     const copy = new Uint8Array(buf.length);
     copy.set(buf);
     return new Int16Array(copy.buffer);

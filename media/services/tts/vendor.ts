@@ -51,6 +51,8 @@ export class PcmDecoder {
       this.odd = buf.subarray(buf.length - 1);
       buf = buf.subarray(0, buf.length - 1);
     }
+    // the decoded bytes themselves when 2-aligned (a fresh buffer: Buffer.from / concat / a socket message), else a copy
+    if (buf.byteOffset % 2 === 0) return new Int16Array(buf.buffer, buf.byteOffset, buf.length / 2);
     const out = new Int16Array(buf.length / 2);
     new Uint8Array(out.buffer).set(buf);
     return out;

@@ -141,6 +141,48 @@ test('pacer holds back a partial frame until more audio of the utterance arrives
   t.is(p.sent[1]!.pcm[120], 0);
 });
 
+test('pacer frames carry the audio in order across chunk boundaries (whole frames inside a chunk are views of it)', (t) => {
+  const p = manualPacer({ leadMs: 100 });
+  const s = new SpeechHandle('reply', true);
+  s.addText('a');
+  s.addText('b');
+  const a = new Int16Array(700).map((_, i) => i);
+  const b = new Int16Array(700).map((_, i) => 1000 + i);
+  p.pipeline.push({ type: 'audioOut', pcm: a, speech: s, chunk: 0 });
+  p.pipeline.push({ type: 'audioOut', pcm: b, speech: s, chunk: 1 });
+  p.pipeline.push({ type: 'flush', speech: s });
+  p.advance(100);
+  const out = p.sent.flatMap((f) => [...f.pcm]);
+  t.deepEqual(out.slice(0, 1400), [...a, ...b]);
+  t.true(out.slice(1400).every((v) => v === 0), 'the last frame is padded with silence');
+  t.is(p.sent.length, 3);
+  t.deepEqual([...a], [...new Int16Array(700).map((_, i) => i)], 'the chunks themselves are left as they were');
+  p.advance(100);
+  t.is(s.state, 'played');
+});
+
+test('frame clock: poll() runs a tick that is due at once (on its nominal time) and nothing before it is due', (t) => {
+  let now = 1000;
+  const clock = new FrameClock(20, () => now);
+  const ticks: number[] = [];
+  const member = { tick: (at: number) => ticks.push(at) };
+  clock.add(member);
+  clock.poll();
+  t.deepEqual(ticks, [], 'not due yet');
+  now = 1025;
+  clock.poll();
+  t.deepEqual(ticks, [1020]);
+  clock.poll();
+  t.deepEqual(ticks, [1020], 'the next tick is due at 1040');
+  now = 1041;
+  clock.poll();
+  t.deepEqual(ticks, [1020, 1040]);
+  clock.delete(member);
+  now = 2000;
+  clock.poll();
+  t.deepEqual(ticks, [1020, 1040], 'a clock without members does not tick');
+});
+
 test('mixer: disabled sections leave frames untouched and send nothing in silence; background flows continuously', (t) => {
   const m = new Mixer(480);
   const frame = new Int16Array(480).fill(100);
@@ -220,6 +262,14 @@ test('resampler keeps phase across blocks (16 kHz → 24 kHz gives 1.5× samples
   let n = 0;
   for (let i = 0; i < 50; i++) n += r.process(new Int16Array(320).fill(100)).length;
   t.true(Math.abs(n - 24000) <= 2, String(n));
+  // written into a scratch array: the same samples
+  const x = new LinearResampler(16000, 24000);
+  const y = new LinearResampler(16000, 24000);
+  const scratch = new Int16Array(600);
+  for (let i = 0; i < 5; i++) {
+    const block = new Int16Array(320).map((_, k) => (i * 320 + k) % 700);
+    t.deepEqual([...x.process(block, scratch)], [...y.process(block)]);
+  }
 });
 
 test('noise gate stage (RNNoise from media/noise): stationary noise on the caller audio is strongly reduced', async (t) => {

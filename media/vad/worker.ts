@@ -1,0 +1,40 @@
+// The Silero model's inference thread (see index.ts): onnxruntime-node's InferenceSession.run() is synchronous (its
+// promise only defers the call with setImmediate), so on the media process's main thread a batch of 200 windows
+// would stop every call's audio for milliseconds. Here it blocks only this thread. One request at a time, in order:
+// { id, batch, input [batch·512], h, c [2·batch·64] } in (buffers transferred) → { id, p [batch], hn, cn } or
+// { id, error } out.
+import { parentPort, workerData } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+
+export interface InferRequest {
+  id: number;
+  batch: number;
+  input: Float32Array;
+  h: Float32Array;
+  c: Float32Array;
+}
+export type InferReply = { id: number; p: Float32Array; hn: Float32Array; cn: Float32Array } | { id: number; error: string };
+
+const port = parentPort!;
+const SR = new ort.Tensor('int64', BigInt64Array.from([16000n]));
+const session = ort.InferenceSession.create((workerData as { modelPath: string }).modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+session.catch(() => {}); // reported per request
+
+port.on('message', (req: InferRequest) => {
+  void session.then(
+    async (s) => {
+      const { id, batch: b, input, h, c } = req;
+      const out = await s.run({
+        input: new ort.Tensor('float32', input, [b, 512]),
+        sr: SR,
+        h: new ort.Tensor('float32', h, [2, b, 64]),
+        c: new ort.Tensor('float32', c, [2, b, 64]),
+      });
+      // copies: the output tensors' memory belongs to the runtime
+      const p = new Float32Array(out.output!.data as Float32Array);
+      const hn = new Float32Array(out.hn!.data as Float32Array);
+      const cn = new Float32Array(out.cn!.data as Float32Array);
+      port.postMessage({ id, p, hn, cn } satisfies InferReply, [p.buffer, hn.buffer, cn.buffer]);
+    },
+  ).catch((err: unknown) => port.postMessage({ id: req.id, error: err instanceof Error ? err.message : String(err) } satisfies InferReply));
+});
