@@ -76,7 +76,7 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
         seconds: job.seconds,
         frame: () => silence,
         onOpen: () => opened++,
-        onClose: (code) => void (code !== 1000 && (closedBadly[code] = (closedBadly[code] ?? 0) + 1)),
+        onClose: (code) => countClose(closedBadly, code),
         onAudio: (now) => {
           if (n === 0) first = now;
           // frames 0..4 are the initial 100 ms lead burst; after that one frame per 20 ms is expected
@@ -352,7 +352,7 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
         callId,
         frameMs: 60,
         seconds: job.seconds,
-        onClose: (code) => void (code !== 1000 && (closedBadly[code] = (closedBadly[code] ?? 0) + 1)),
+        onClose: (code) => countClose(closedBadly, code),
         onOpen: (start) => {
           opened++;
           // stagger the callers' first sentences over 2 s, after the greeting
@@ -416,6 +416,11 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
 }
 
 /** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
+/** A call the server closed (any code but 1000), counted by close code. */
+function countClose(closedBadly: Record<number, number>, code: number): void {
+  if (code !== 1000) closedBadly[code] = (closedBadly[code] ?? 0) + 1;
+}
+
 function refusals(closedBadly: Record<number, number>): string {
   const n = Object.values(closedBadly).reduce((a, b) => a + b, 0);
   return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';

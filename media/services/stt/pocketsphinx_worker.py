@@ -111,7 +111,7 @@ def reader(inp, inbox):
 
 
 class Utt:
-    __slots__ = ("uid", "key", "cmn", "dec", "since_interim", "last_interim", "queue", "queued", "finalized", "fast")
+    __slots__ = ("uid", "key", "cmn", "dec", "since_interim", "last_interim", "queue", "queued", "finalized")
 
     def __init__(self, uid, key, cmn):
         self.uid = uid
@@ -123,7 +123,6 @@ class Utt:
         self.queue = deque()  # (arrival time, audio) received, not yet decoded
         self.queued = 0  # bytes in queue
         self.finalized = False
-        self.fast = False
 
 
 def main():
@@ -272,7 +271,6 @@ def main():
             opts = json.loads(payload)
             cmn = opts.get("cmn")
             u = Utt(uid, model_key(opts, fast), cmn if isinstance(cmn, str) and cmn else None)
-            u.fast = fast
             utts[uid] = u
             if active < MAX_ACTIVE:
                 start(u)
