@@ -1,7 +1,9 @@
 // Agents: the list (GET /agents), one agent as formatted JSON that can be checked (POST /agents/preview-snapshot)
 // and saved (PATCH /agents/{uuid}) with the API's own validation errors shown, and a browser test call through
 // the call page (/call?agent=<uuid>: POST /agents/{uuid}/test-call + WebRTC).
-import { api, badge, detailText, fmtDate, h, pager, section, table } from './util.js';
+import { api, detailText, fmtDate, h, pager, section, table } from './util.js';
+
+const statusBadge = (s) => h('span', { class: `badge ${s === 'active' ? 'ok' : 'muted'}`, dataset: { kind: 'status', value: s } }, s);
 
 export async function renderAgents(ctx) {
   const page = Number(ctx.query.get('page') || 1);
@@ -19,7 +21,7 @@ export async function renderAgents(ctx) {
     const c = a.config || {};
     return h('tr', { dataset: { agent: a.uuid } },
       h('td', null, h('a', { href: `#/agents/${a.uuid}` }, c.name || a.uuid)),
-      h('td', null, badge(a.status, 'status')),
+      h('td', null, statusBadge(a.status)),
       h('td', null, `${c.llm?.provider ?? '—'} / ${c.llm?.model ?? '—'}`),
       h('td', null, c.stt?.provider ?? '—'), h('td', null, c.tts?.provider ?? '—'),
       h('td', null, (c.tools || []).length),
@@ -66,7 +68,7 @@ export async function renderAgent(ctx, uuid) {
     } else errors(res.status, res.data);
   };
   ctx.view.append(h('section', null,
-    h('h1', null, a.config?.name || a.uuid, ' ', badge(a.status, 'status')),
+    h('h1', null, a.config?.name || a.uuid, ' ', statusBadge(a.status)),
     h('p', { class: 'hint' }, h('span', { class: 'mono' }, a.uuid), ` · created ${fmtDate(a.createdAt)} · updated ${fmtDate(a.updatedAt)}`),
     h('div', { class: 'row' },
       h('a', { href: `/call?agent=${encodeURIComponent(a.uuid)}`, class: 'button', id: 'test-call' }, 'Place a browser test call'),

@@ -1,7 +1,7 @@
 // Calls: GET /calls with every filter and sort of the API as controls, kept in the address (#/calls?status=…)
 // so a filtered list can be reloaded and shared. Live calls (pending/active) are marked and the list refreshes
 // itself every 5 s while one is shown.
-import { api, badge, detailText, fmtDate, fmtSeconds, fmtUsd, h, liveBadge, pager, table } from './util.js';
+import { api, badge, detailText, fmtSeconds, fmtShort, fmtUsd, h, liveBadge, pager, table } from './util.js';
 
 const STATUSES = ['pending', 'active', 'completed', 'error'];
 const TRANSPORTS = ['outbound', 'inbound', 'webrtc', 'websocket', 'web'];
@@ -85,7 +85,7 @@ export async function renderCalls(ctx) {
     }
     const items = r.data.items || [];
     const rows = items.map((c) => h('tr', { dataset: { callId: c.callId, status: c.status }, class: LIVE.has(c.status) ? 'live-row' : '' },
-      h('td', null, fmtDate(c.createdAt)),
+      h('td', { class: 'nowrap', title: c.createdAt }, fmtShort(c.createdAt)),
       h('td', null, h('a', { href: `#/calls/${encodeURIComponent(c.callId)}`, class: 'mono' }, c.callId.slice(0, 8))),
       h('td', null, c.agentName || '—'),
       h('td', null, c.transport),

@@ -14,7 +14,7 @@ function progressBar(p, c) {
 function breaker(p) {
   if (!p) return '—';
   const b = p.circuit_breaker;
-  const window = b.calls_in_window == null ? '' : ` · ${b.failures_in_window}/${b.calls_in_window} failed in ${b.window_seconds} s`;
+  const window = b.calls_in_window == null ? '' : ` · window now: ${b.failures_in_window} of ${b.calls_in_window} failed`;
   return h('span', { title: b.message || `trips at ${Math.round(b.failure_threshold * 100)} % failures of ≥ ${b.min_calls_in_window} calls in ${b.window_seconds} s` }, badge(b.state, 'breaker'), window);
 }
 
@@ -52,7 +52,7 @@ export async function renderCampaigns(ctx) {
       h('td', { class: 'num', dataset: { field: 'retries-due' } }, p ? String(p.retries_due) : '—'),
       h('td', null, breaker(p)),
       h('td', null, actions(c, reload)),
-      h('td', null, p ? h('a', { href: p.workflow.temporal_ui_url, target: '_blank', rel: 'noopener', dataset: { temporal: c.id } }, 'Workflow ↗') : '—'));
+      h('td', { class: 'nowrap' }, p ? h('a', { href: p.workflow.temporal_ui_url, target: '_blank', rel: 'noopener', dataset: { temporal: c.id } }, 'Workflow ↗') : '—'));
   });
   const go = (n) => ctx.setQuery(new URLSearchParams({ page: String(n) }));
   ctx.view.append(section('All campaigns', legend(), items.length

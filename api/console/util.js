@@ -70,6 +70,14 @@ export function fmtDate(iso) {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
+/** short form for tables: 'Nov 26, 06:41:15' (the year only when it is not this year) */
+export function fmtShort(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  const year = d.getFullYear() === new Date().getFullYear() ? undefined : 'numeric';
+  return d.toLocaleString(undefined, { year, month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}
 export function fmtSeconds(s) {
   if (s === null || s === undefined) return '—';
   const v = Number(s);
