@@ -82,8 +82,8 @@ function recordingSection(row, entries) {
   const marks = h('div', { class: 'marks', id: 'timeline-marks' });
   const wrap = h('div', { class: 'wave' }, canvas, head);
   const status = h('p', { class: 'hint', id: 'recording-status' });
-  const el = section('Recording', h('div', { class: 'legend' }, h('span', { class: 'swatch caller' }), 'Caller', h('span', { class: 'swatch agent' }), 'Agent'),
-    wrap, marks, audio, status);
+  const legend = h('div', { class: 'legend' }, h('span', { class: 'swatch caller' }), 'Caller', h('span', { class: 'swatch agent' }), 'Agent');
+  const el = section('Recording', legend, wrap, marks, audio, status);
   let duration = 0;
   const seek = (t) => {
     if (!row.recordingUrl) return;
@@ -102,8 +102,7 @@ function recordingSection(row, entries) {
   if (!row.recordingUrl) {
     status.textContent = LIVE.has(row.status) ? 'The recording is published when the call has ended.'
       : row.connectionStatus === 'completed' ? 'The recording appears after post-call processing (or recording was off or failed).' : 'No recording: the call never connected.';
-    canvas.hidden = true;
-    audio.hidden = true;
+    for (const x of [wrap, marks, audio, legend]) x.hidden = true;
     return { el, seek };
   }
   audio.src = row.recordingUrl;

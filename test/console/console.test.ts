@@ -8,6 +8,7 @@
 //     busy (retries waiting), paused and resumed from the page.
 // Screenshots go to test-artifacts/console/ (gitignored). Without Chromium the tests are skipped (reported).
 import test from 'ava';
+import { breakerState, temporalUiWorkflowUrl } from '../../api/routes/console.ts';
 import http from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -311,6 +312,16 @@ browserTest('Call: waveform with caller and agent apart, transcript on the timel
   await page.close();
 });
 
+browserTest('Call: a call that never connected shows its rejection, no player', async (t) => {
+  const rejected = (await env.s.request('GET', '/calls?tag=rejected', { key: org.apiKey })).body.items[0];
+  const page = await open(`#/calls/${rejected.callId}`);
+  t.regex((await page.textContent('#recording-status')) ?? '', /never connected/);
+  t.regex((await page.textContent('#call-summary')) ?? '', /agent_not_found/);
+  t.is(await page.locator('#latency-bars').count(), 0);
+  await shot(page, 'call-rejected');
+  await page.close();
+});
+
 browserTest('Agents: one agent as JSON, the API\'s validation errors shown, nothing saved on an invalid edit', async (t) => {
   const page = await open(`#/agents/${localAgent}`);
   const config = JSON.parse(await page.inputValue('#agent-json'));
@@ -382,4 +393,23 @@ browserTest('the console read models answer 404 across organizations', async (t)
   t.is((await env.s.request('GET', `/calls/${browserCallId}/webhook-deliveries?per_page=0`, { key: org.apiKey })).status, 422);
   const d = (await env.s.request('GET', `/calls/${browserCallId}/webhook-deliveries`, { key: org.apiKey })).body;
   t.deepEqual(d.items.map((x: { event: string }) => x.event).sort(), ['call.completed', 'call.ended', 'call.started']);
+  // documented in OpenAPI, with the fields the endpoints return
+  const doc = await (await fetch(`${env.s.baseUrl}/openapi.json`)).json() as { paths: Record<string, any> };
+  const schemaOf = (p: string) => doc.paths[p].get.responses[200].content['application/json'].schema;
+  t.deepEqual(Object.keys(schemaOf('/calls/{callId}/webhook-deliveries').properties.items.items.properties).sort(), Object.keys(d.items[0]).sort());
+  const progress = (await env.s.request('GET', `/campaign/${breakerCampaign}/progress`, { key: org.apiKey })).body;
+  const ps = schemaOf('/campaign/{id}/progress');
+  t.deepEqual(Object.keys(ps.properties).sort(), Object.keys(progress).sort());
+  t.deepEqual(Object.keys(ps.properties.circuit_breaker.properties).sort(), Object.keys(progress.circuit_breaker).sort());
+  t.deepEqual(Object.keys(ps.properties.workflow.properties).sort(), Object.keys(progress.workflow).sort());
+});
+
+test('breaker state: tripped while paused by the breaker, closed after a resume, disabled when off', (t) => {
+  const trip = { ts: '2026-01-01T00:00:00.000Z', level: 'error', event: 'circuit_breaker_tripped', message: 'Circuit breaker tripped: 3 of 3', details: {} };
+  t.deepEqual(breakerState(true, 'paused', [trip]), { state: 'tripped', trippedAt: trip.ts, message: trip.message });
+  t.is(breakerState(true, 'paused', [trip, { event: 'resumed' }, { event: 'paused' }]).state, 'closed');
+  t.is(breakerState(true, 'running', [trip]).state, 'closed');
+  t.is(breakerState(false, 'running', []).state, 'disabled');
+  t.is(breakerState(true, 'paused', 'not an array').state, 'closed');
+  t.is(temporalUiWorkflowUrl('http://localhost:8233/', 'my ns', 'campaign-7'), 'http://localhost:8233/namespaces/my%20ns/workflows/campaign-7');
 });
