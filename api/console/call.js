@@ -10,6 +10,7 @@
 import { api, badge, detailText, dl, fmtClock, fmtDate, fmtSeconds, fmtUsd, h, liveBadge, section, svg, table } from './util.js';
 
 const LIVE = new Set(['pending', 'active']);
+const MAX_DRAWN_BYTES = 120 * 1024 * 1024;
 
 export async function renderCall(ctx, callId) {
   const r = await api('GET', `/calls/${encodeURIComponent(callId)}`);
@@ -111,10 +112,23 @@ function recordingSection(row, entries) {
     try {
       const res = await fetch(row.recordingUrl);
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      // ~40 minutes of 24 kHz audio; longer recordings are played but not drawn (the whole file would be held here)
+      if (Number(res.headers.get('content-length') || 0) > MAX_DRAWN_BYTES) {
+        await res.body?.cancel();
+        throw new Error('the recording is too long to draw here; the player plays it');
+      }
       const wav = parseWav(await res.arrayBuffer());
       duration = wav.length / wav.rate;
       const lanes = speakerFrames(wav, entries);
       drawWave(canvas, wav, lanes);
+      // a caller line's timestamp is its STT final, at the end of what was said: place it where that speech began
+      for (const e of entries) {
+        const start = e.role === 'user' && e.at !== null ? callerStart(lanes, e.at) : null;
+        if (start === null) continue;
+        e.at = start;
+        const b = document.querySelector(`#transcript li[data-entry="${e.i}"] button.at`);
+        if (b) b.textContent = fmtClock(start);
+      }
       for (const e of entries) {
         if (e.at === null || e.at < 0 || e.at > duration) continue;
         marks.append(h('button', {
@@ -122,6 +136,7 @@ function recordingSection(row, entries) {
           style: { left: `${(e.at / duration) * 100}%` }, dataset: { role: e.role, at: e.at.toFixed(2) }, onclick: () => seek(e.at),
         }));
       }
+      canvas.dataset.drawn = 'true';
       status.textContent = `${fmtSeconds(duration)} · ${wav.channels === 2 ? 'two channels (caller, agent)' : 'mixed mono: agent stretches from its speech start times'}`;
     } catch (err) {
       status.textContent = `The recording could not be drawn: ${err && err.message ? err.message : err}`;
@@ -131,7 +146,7 @@ function recordingSection(row, entries) {
   return { el, seek };
 }
 
-/** PCM WAV → Float32 channels (16-bit little-endian, as the service writes them). */
+/** PCM WAV → its interleaved 16-bit samples, without copying (an hour at 24 kHz is 173 MB; no float copies). */
 function parseWav(buf) {
   const v = new DataView(buf);
   const tag = (o) => String.fromCharCode(v.getUint8(o), v.getUint8(o + 1), v.getUint8(o + 2), v.getUint8(o + 3));
@@ -143,11 +158,10 @@ function parseWav(buf) {
     else if (id === 'data') { data = { start: o + 8, size: Math.min(size, buf.byteLength - o - 8) }; break; }
     o += 8 + size + (size % 2);
   }
-  if (!fmt || !data || fmt.bits !== 16) throw new Error('unsupported WAV (16-bit PCM expected)');
+  if (!fmt || !data || fmt.bits !== 16 || fmt.channels < 1 || fmt.channels > 2) throw new Error('unsupported WAV (16-bit PCM, one or two channels expected)');
   const frames = Math.floor(data.size / (2 * fmt.channels));
-  const ch = Array.from({ length: fmt.channels }, () => new Float32Array(frames));
-  for (let i = 0; i < frames; i++) for (let c = 0; c < fmt.channels; c++) ch[c][i] = v.getInt16(data.start + (i * fmt.channels + c) * 2, true) / 32768;
-  return { rate: fmt.rate, channels: fmt.channels, length: frames, ch };
+  const pcm = data.start % 2 === 0 ? new Int16Array(buf, data.start, frames * fmt.channels) : new Int16Array(buf.slice(data.start, data.start + frames * fmt.channels * 2));
+  return { rate: fmt.rate, channels: fmt.channels, length: frames, pcm };
 }
 
 const FRAME_S = 0.02;
@@ -156,13 +170,18 @@ const FRAME_S = 0.02;
 function speakerFrames(wav, entries) {
   const hop = Math.round(wav.rate * FRAME_S);
   const n = Math.ceil(wav.length / hop);
-  const db = (x, f) => { let s = 0; const a = f * hop; const b = Math.min(wav.length, a + hop); for (let i = a; i < b; i++) s += x[i] * x[i]; return 10 * Math.log10(s / Math.max(1, b - a) + 1e-10); };
+  const { pcm, channels } = wav;
+  const db = (c, f) => {
+    let s = 0; const a = f * hop; const b = Math.min(wav.length, a + hop);
+    for (let i = a; i < b; i++) { const x = pcm[i * channels + c] / 32768; s += x * x; }
+    return 10 * Math.log10(s / Math.max(1, b - a) + 1e-10);
+  };
   const who = new Uint8Array(n);
   if (wav.channels === 2) {
-    for (let f = 0; f < n; f++) { const c = db(wav.ch[0], f); const a = db(wav.ch[1], f); who[f] = Math.max(c, a) < -50 ? 0 : a >= c ? 2 : 1; }
+    for (let f = 0; f < n; f++) { const c = db(0, f); const a = db(1, f); who[f] = Math.max(c, a) < -50 ? 0 : a >= c ? 2 : 1; }
     return who;
   }
-  const level = Float32Array.from({ length: n }, (_, f) => db(wav.ch[0], f));
+  const level = Float32Array.from({ length: n }, (_, f) => db(0, f));
   const sorted = Array.from(level).sort((a, b) => a - b);
   const floor = sorted[Math.floor(sorted.length * 0.1)] ?? -100;
   const voiced = Math.max(-50, floor + 12);
@@ -176,6 +195,19 @@ function speakerFrames(wav, entries) {
     }
   });
   return who;
+}
+
+/** Start of the caller's speech that ended at or shortly before `at` (s), or null when none is found. */
+function callerStart(who, at) {
+  let f = Math.min(who.length - 1, Math.round(at / FRAME_S));
+  const floor = Math.max(0, f - Math.round(4 / FRAME_S));
+  while (f >= floor && who[f] !== 1) f--;
+  if (f < floor) return null;
+  let start = f; let quiet = 0;
+  for (let k = f; k >= 0 && who[k] !== 2; k--) {
+    if (who[k] === 1) { start = k; quiet = 0; } else if (++quiet * FRAME_S >= 0.5) break;
+  }
+  return start * FRAME_S;
 }
 
 function drawWave(canvas, wav, who) {
@@ -195,9 +227,9 @@ function drawWave(canvas, wav, who) {
     const mid = Math.floor((a + b) / 2);
     const side = who[Math.min(who.length - 1, Math.floor(mid / wav.rate / FRAME_S))];
     if (!side) continue;
-    const src = wav.channels === 2 ? wav.ch[side - 1] : wav.ch[0];
+    const c = wav.channels === 2 ? side - 1 : 0;
     let peak = 0;
-    for (let i = a; i < b; i++) { const s = Math.abs(src[i]); if (s > peak) peak = s; }
+    for (let i = a; i < b; i++) { const s = Math.abs(wav.pcm[i * wav.channels + c]) / 32768; if (s > peak) peak = s; }
     const amp = Math.max(1, Math.min(1, peak * 1.6) * (lane / 2 - 2));
     const centre = side === 1 ? lane / 2 : lane + lane / 2;
     g.fillStyle = side === 1 ? '#2563eb' : '#16a34a';
@@ -206,7 +238,6 @@ function drawWave(canvas, wav, who) {
   }
   g.fillStyle = '#64748b'; g.font = `${11 * ratio}px system-ui`;
   g.fillText('caller', 4, 12 * ratio); g.fillText('agent', 4, lane + 12 * ratio);
-  canvas.dataset.drawn = 'true';
   canvas.dataset.callerColumns = String(counts.caller);
   canvas.dataset.agentColumns = String(counts.agent);
 }
@@ -215,7 +246,7 @@ function drawWave(canvas, wav, who) {
 function transcriptSection(entries, player) {
   const said = entries.filter((e) => e.role === 'user' || e.role === 'assistant' || e.role === 'dtmf');
   if (!said.length) return section('Transcript', h('p', { class: 'empty' }, 'No transcript (yet).'));
-  return section('Transcript', h('ol', { id: 'transcript', class: 'transcript' }, said.map((e) => h('li', { class: e.role, dataset: { role: e.role } },
+  return section('Transcript', h('ol', { id: 'transcript', class: 'transcript' }, said.map((e) => h('li', { class: e.role, dataset: { role: e.role, entry: e.i } },
     h('button', { type: 'button', class: 'at', title: 'Play from here', onclick: () => player.seek(e.at ?? 0), disabled: e.at === null }, e.at === null ? '—' : fmtClock(e.at)),
     h('span', { class: 'who' }, e.role === 'user' ? 'Caller' : e.role === 'assistant' ? 'Agent' : 'Keypad'),
     h('span', { class: 'text' }, e.content || (e.role === 'assistant' ? '(nothing heard)' : '')),
