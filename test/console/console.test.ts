@@ -312,13 +312,18 @@ browserTest('Call: waveform with caller and agent apart, transcript on the timel
   await page.close();
 });
 
-browserTest('Call: a call that never connected shows its rejection, no player', async (t) => {
+browserTest('Call: a call that never connected shows its rejection, no player; a live call is marked live', async (t) => {
   const rejected = (await env.s.request('GET', '/calls?tag=rejected', { key: org.apiKey })).body.items[0];
   const page = await open(`#/calls/${rejected.callId}`);
   t.regex((await page.textContent('#recording-status')) ?? '', /never connected/);
   t.regex((await page.textContent('#call-summary')) ?? '', /agent_not_found/);
   t.is(await page.locator('#latency-bars').count(), 0);
   await shot(page, 'call-rejected');
+  // a live (pending) call is marked live and says when its recording comes
+  const live = (await env.s.request('GET', '/calls?status=pending', { key: org.apiKey })).body.items[0];
+  await go(page, `#/calls/${live.callId}`);
+  t.is(await page.locator('h1 [data-kind="live"]').count(), 1);
+  t.regex((await page.textContent('#recording-status')) ?? '', /when the call has ended/);
   await page.close();
 });
 
