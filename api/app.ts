@@ -9,6 +9,7 @@ import { requestMiddleware } from './middleware/request.ts';
 import { jsonBodyMiddleware } from './middleware/body.ts';
 import { authMiddleware } from './middleware/auth.ts';
 import { publicRouteModules, routeModules } from './routes/index.ts';
+import { consolePageHandler } from './console-page.ts';
 import { cdnRoutes } from './routes/cdn.ts';
 import './types.ts';
 
@@ -49,6 +50,11 @@ export function createApiApp(deps: ApiDeps, opts: { publicModules?: PublicRouteM
     ctx.body = await registry.metrics();
   });
   app.use(ops.routes());
+  const consolePage = consolePageHandler(deps);
+  app.use(async (ctx, next) => {
+    if (!consolePage(ctx.req, ctx.res)) return next();
+    ctx.respond = false; // the handler wrote the answer
+  });
   app.use(cdnRoutes(deps)); // {cdn_url} files and local presigned uploads: public, outside /api/v1
 
   app.use(jsonBodyMiddleware());

@@ -17,6 +17,8 @@ export const configSchema = z.object({
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('voice-agent'),
+  /** Temporal Web UI the operator console links campaign workflows to (default: the local dev server's UI). */
+  TEMPORAL_UI_URL: url.default('http://localhost:8233'),
   DATA_DIR: z.string().default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Secret used to sign local presigned URLs and carrier stream URLs. Generated into DATA_DIR when unset. */

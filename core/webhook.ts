@@ -33,6 +33,8 @@ export interface WebhookResult {
   status?: number;
   error?: string;
   durationMs: number;
+  /** the target as scheme://host/path (query strings may carry tokens) */
+  url?: string;
 }
 
 export async function sendWebhook(opts: {
@@ -57,6 +59,7 @@ export async function sendWebhook(opts: {
   const event = (opts.payload as { event?: unknown }).event;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  const url = redact(opts.url);
   try {
     const res = await safeFetch(opts.url, {
       method: 'POST',
@@ -72,13 +75,13 @@ export async function sendWebhook(opts: {
     deliveries.inc({ event: String(event), outcome: res.status >= 300 ? 'http_error' : 'ok' });
     if (res.status >= 400) {
       opts.logger.warn({ url: redact(opts.url), event, status: res.status, durationMs }, 'webhook delivery rejected');
-      return { ok: false, status: res.status, error: `HTTP ${res.status}`, durationMs };
+      return { ok: false, status: res.status, error: `HTTP ${res.status}`, durationMs, url };
     }
     if (res.status >= 300) {
       opts.logger.warn({ url: redact(opts.url), event, status: res.status, durationMs }, 'webhook answered with a redirect (not followed)');
-      return { ok: false, status: res.status, error: `HTTP ${res.status} (redirects are not followed)`, durationMs };
+      return { ok: false, status: res.status, error: `HTTP ${res.status} (redirects are not followed)`, durationMs, url };
     }
-    return { ok: true, status: res.status, durationMs };
+    return { ok: true, status: res.status, durationMs, url };
   } catch (err) {
     const durationMs = elapsed();
     const e = err as Error & { cause?: unknown };
@@ -87,7 +90,7 @@ export async function sendWebhook(opts: {
     const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `timeout after ${opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS} ms` : (cause ?? e.message);
     deliveries.inc({ event: String(event), outcome: 'failed' });
     opts.logger.warn({ url: redact(opts.url), event, error, durationMs }, 'webhook delivery failed');
-    return { ok: false, error, durationMs };
+    return { ok: false, error, durationMs, url };
   }
 }
 
@@ -109,6 +112,7 @@ export async function recordWebhookResult(db: Db, callId: string, event: string,
     status: result.status ?? null,
     error: result.error ?? null,
     durationMs: result.durationMs,
+    url: result.url ?? null,
     at: new Date().toISOString(),
   });
   await db.query(sql.type(z.object({}))`

@@ -47,6 +47,8 @@ try {
     log('starting Temporal dev server ...');
     started.temporal = await startTemporalDev({ dbFile: `${config.DATA_DIR}/temporal.db`, port: 7233, uiPort: 8233 });
     env.TEMPORAL_ADDRESS = started.temporal.address;
+    // the console links campaign workflows to the dev server's UI (8233 unless that port was taken)
+    if (!env.TEMPORAL_UI_URL && started.temporal.uiUrl) env.TEMPORAL_UI_URL = started.temporal.uiUrl;
   }
 
   const run = (name: string, script: string) => {
@@ -69,6 +71,7 @@ try {
     `  REST API       ${base}/api/v1        (OpenAPI: ${base}/api/v1/openapi.json, docs: ${base}/api/v1/docs)`,
     `  Audio WS       ${base.replace(/^http/, 'ws')}/api/v1/ws/audio/{callId}`,
     `  Call page      ${base}/call   (browser WebRTC calls to your agents)`,
+    `  Console        ${base}/console   (calls, recordings, turn latency, agents, campaigns, numbers)`,
     `  Health         ${base}/healthz   ${base}/readyz   ${base}/metrics`,
     `  Files (CDN)    ${config.cdnUrl}`,
     started.temporal?.uiUrl ? `  Temporal UI    ${started.temporal.uiUrl}` : `  Temporal       ${env.TEMPORAL_ADDRESS}`,

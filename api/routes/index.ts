@@ -13,6 +13,7 @@ import { campaignsRoutes } from './campaigns.ts';
 import { telephonyRoutes } from './telephony.ts';
 import { carrierWebhookRoutes } from './carrier-webhooks.ts';
 import { carrierHookRoutes } from './carrier-hooks.ts';
+import { consoleRoutes } from './console.ts';
 import { openApiRoutes } from '../openapi.ts';
 import '../openapi-paths.ts';
 
@@ -27,6 +28,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   catalogRoutes,
   telephonyRoutes,
   campaignsRoutes,
+  consoleRoutes,
 ];
 
 /** Modules served under /api/v1 WITHOUT an API key (registered before auth). */

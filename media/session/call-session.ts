@@ -65,6 +65,8 @@ export interface SessionResult {
   usage: Usage;
   latency: TurnLatency[];
   recording: Recorder;
+  /** wall time of the session's t0: the recording's first sample and t_ms 0 of tool/dtmf entries (logs.timeline_started_at) */
+  timelineStartedAt?: string;
 }
 
 export interface SessionOptions {
@@ -126,6 +128,7 @@ export class CallSession {
   readonly recorder: Recorder;
   private readonly clock: FrameClock;
   private readonly t0: number;
+  private readonly t0Wall = new Date().toISOString();
   private readonly log: Logger;
   private readonly cfg: CallConfig;
   private readonly input: Pipeline;
@@ -332,7 +335,7 @@ export class CallSession {
     if (this.stt.samples > 0) usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
     const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
     try {
-      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder });
+      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: this.t0Wall });
     } catch (err) {
       this.log.error({ err }, 'call end handling failed');
     }

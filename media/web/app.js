@@ -96,6 +96,9 @@ async function loadAgents() {
     return;
   }
   for (const a of items) ui.agent.append(new Option(a.config && a.config.name ? a.config.name : a.uuid, a.uuid));
+  // /call?agent=<uuid> (the console's "test call" link) preselects that agent
+  const wanted = new URLSearchParams(location.search).get('agent');
+  if (wanted && items.some((a) => a.uuid === wanted)) ui.agent.value = wanted;
   ui.agent.disabled = false;
   ui.call.disabled = state.phase !== 'idle' && state.phase !== 'ended';
   showMessage('');
