@@ -4,7 +4,16 @@
 # `npm run --silent admin` keeps stdout for its JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-QUIET=0; [ "${1:-}" = "--quiet" ] && QUIET=1
+# Flags: --quiet (no progress lines), --test (also install what only the test suite needs: Chromium for the
+# browser tests). `npm start` installs only what the service needs to run; `npm test` passes --test.
+QUIET=0; TEST=0
+for a in "$@"; do
+  case "$a" in
+    --quiet) QUIET=1 ;;
+    --test) TEST=1 ;;
+    *) echo "[setup] unknown flag $a (known: --quiet, --test)" >&2; exit 2 ;;
+  esac
+done
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
 warn() { echo "[setup] $*" >&2; }
 
@@ -68,8 +77,9 @@ if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pock
 fi
 
 # 5. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
-#    playwright-core; without it those tests are reported as not run). Not needed to run the service.
-if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+#    playwright-core; without it those tests are reported as not run). Not needed to run the service, so only
+#    `npm test` (--test) installs it: a browser and its desktop libraries cost minutes on a fresh machine.
+if [ "$TEST" = 1 ] && [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing chromium with apt-get (browser-call tests)..."
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2 \
