@@ -126,6 +126,8 @@ export class CallSession {
   readonly recorder: Recorder;
   private readonly clock: FrameClock;
   private readonly t0: number;
+  /** wall-clock time (ms since epoch) of t0: stored turn latencies carry wall times */
+  private readonly t0Wall: number;
   private readonly log: Logger;
   private readonly cfg: CallConfig;
   private readonly input: Pipeline;
@@ -171,6 +173,7 @@ export class CallSession {
     this.cfg = o.config;
     this.clock = o.clock ?? sharedClock;
     this.t0 = this.clock.now();
+    this.t0Wall = Date.now();
     this.log = o.logger.child({ callId: o.callId });
     this.ctx = new ConversationContext(o.systemPrompt);
     this.recorder = new Recorder(this.t0);
@@ -568,7 +571,8 @@ export class CallSession {
     const t = this.turns.get(s);
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
-      const l = summarizeTurn(t);
+      const e = this.o.engines;
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider } });
       this.latency.push(l);
       observeTurn(l);
     }
