@@ -7,7 +7,7 @@ import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import { createActivities } from './index.ts';
 import { createStorage, type Storage } from '../core/storage/index.ts';
-import { initTracing, temporalWorkerTracing } from '../core/tracing.ts';
+import { initTracing, shutdownTracing, temporalWorkerTracing } from '../core/tracing.ts';
 
 export const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflows', 'index.ts');
 
@@ -63,6 +63,7 @@ if (isMain) {
   await worker.run();
   await connection.close();
   await db.end();
+  await shutdownTracing().catch(() => undefined);
   logger.info('worker stopped');
   process.exit(0);
 }
