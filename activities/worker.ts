@@ -7,6 +7,7 @@ import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import { createActivities } from './index.ts';
 import { createStorage, type Storage } from '../core/storage/index.ts';
+import { initTracing, shutdownTracing, temporalWorkerTracing } from '../core/tracing.ts';
 
 export const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflows', 'index.ts');
 
@@ -24,6 +25,8 @@ export async function createWorker(parts: { config: Config; db: Db; logger: Logg
   }
   const connection = await NativeConnection.connect({ address: parts.config.TEMPORAL_ADDRESS });
   const worker = await Worker.create({
+    // traces: workflow and activity spans continue the caller's context (only when tracing is on)
+    ...(await temporalWorkerTracing()),
     connection,
     namespace: parts.config.TEMPORAL_NAMESPACE,
     taskQueue: parts.taskQueue ?? parts.config.TEMPORAL_TASK_QUEUE,
@@ -40,6 +43,7 @@ if (isMain) {
   const { openDatabase } = await import('../core/boot.ts');
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
+  await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent-worker' });
   if (!config.TEMPORAL_ADDRESS) {
     logger.fatal('TEMPORAL_ADDRESS is required for the worker');
     process.exit(1);
@@ -59,6 +63,7 @@ if (isMain) {
   await worker.run();
   await connection.close();
   await db.end();
+  await shutdownTracing().catch(() => undefined);
   logger.info('worker stopped');
   process.exit(0);
 }

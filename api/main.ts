@@ -1,6 +1,7 @@
 // The api process alone (production shape): DATABASE_URL and TEMPORAL_ADDRESS from the environment.
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
+import { initTracing } from '../core/tracing.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startServer } from '../core/http-server.ts';
 import { createApiApp } from './app.ts';
@@ -10,6 +11,7 @@ import { startStalePhoneCallSweeper } from '../core/telephony/ended.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
+await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent-api' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 const api = createApiApp({

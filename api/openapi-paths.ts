@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { envelopeSchema } from '../core/calls/request.ts';
 import { registerOpenApiPaths } from './openapi.ts';
+import { callDetailSchema } from './openapi-calls.ts';
 
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
 const ok = (schema: unknown, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
@@ -148,7 +149,7 @@ registerOpenApiPaths({
     },
   },
   '/calls/{callId}': {
-    get: { tags: ['Calls'], summary: 'One call with configSnapshot, logs, transcript, recording, usage, summary', parameters: [{ name: 'callId', in: 'path', required: true, schema: str }], responses: { 200: ok(callListItem), 404: err("'Call not found'") } },
+    get: { tags: ['Calls'], summary: 'One call with configSnapshot, logs (per-turn latency in logs.latency), transcript, recording, usage, summary', parameters: [{ name: 'callId', in: 'path', required: true, schema: str }], responses: { 200: ok(callDetailSchema(callListItem)), 404: err("'Call not found'") } },
   },
   '/agents/{agent_uuid}/test-call': {
     post: { tags: ['Calls'], summary: 'Dashboard test call for a saved agent (WebRTC)', parameters: [{ name: 'agent_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], requestBody: { required: false, content: { 'application/json': { schema: { type: 'object', properties: { contextVariables: nullable({ type: 'object', additionalProperties: str }), telephonySim: { type: 'boolean', default: false } } } } } }, responses: { 200: ok({ type: 'object', properties: { callId: str, offerUrl: str, status: { const: 'pending' }, agentName: str } }), 400: err('A provider credential not set on this install (string naming the variable), or the resolved snapshot fails validation'), 402: err('Insufficient balance'), 403: err('Other wallet reason'), 404: err("'Agent not found'"), 501: err('A provider without an adapter on this install (string naming provider and family)'), 503: err("'All media nodes are at capacity; retry shortly' (every live media node is full)") } },

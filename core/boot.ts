@@ -4,6 +4,7 @@ import { createDb, type Db } from './db/pool.ts';
 import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
 import { connectTemporal, type TemporalHandle } from './temporal.ts';
+import { shutdownTracing } from './tracing.ts';
 
 export async function openDatabase(config: Config, logger: Logger, opts: { migrate?: boolean } = {}): Promise<Db> {
   if (!config.DATABASE_URL) {
@@ -42,7 +43,8 @@ export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
     if (stopping) process.exit(130);
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    stop().then(
+    // spans still buffered go out before the exit (a no-op without tracing)
+    stop().then(() => shutdownTracing().catch(() => undefined)).then(
       () => process.exit(0),
       (err) => {
         logger.error({ err }, 'shutdown failed');

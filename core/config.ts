@@ -21,6 +21,10 @@ export const configSchema = z.object({
   TEMPORAL_UI_URL: url.default('http://localhost:8233'),
   DATA_DIR: z.string().default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** OTLP/HTTP collector base (spans go to {this}/v1/traces). Unset: no tracing at all (core/tracing.ts). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+  /** service.name of this process's spans (default voice-agent-api / -media / -worker / voice-agent for npm start). */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
   /** Secret used to sign local presigned URLs and carrier stream URLs. Generated into DATA_DIR when unset. */
   SIGNING_SECRET: z.string().min(16).optional(),
   CDN_URL: url.optional(),

@@ -1,5 +1,6 @@
 // One Temporal client per process, created at boot.
 import { Client, Connection } from '@temporalio/client';
+import { temporalClientInterceptors } from './tracing.ts';
 
 export interface TemporalHandle {
   client: Client;
@@ -10,7 +11,8 @@ export interface TemporalHandle {
 
 export async function connectTemporal(address: string, namespace: string): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address, connectTimeout: '5s' });
-  const client = new Client({ connection, namespace });
+  // traces: workflows started/signalled from here carry the active span's context (only when tracing is on)
+  const client = new Client({ connection, namespace, interceptors: await temporalClientInterceptors() });
   return {
     client,
     connection,

@@ -1,6 +1,7 @@
 // The media process alone (production shape): owns live audio connections; DATABASE_URL and TEMPORAL_ADDRESS from env.
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
+import { initTracing } from '../core/tracing.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startServer } from '../core/http-server.ts';
 import { registry } from '../core/metrics.ts';
@@ -9,6 +10,7 @@ import { createStorage } from '../core/storage/index.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'media' });
+await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent-media' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null });

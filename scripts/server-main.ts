@@ -1,11 +1,13 @@
 // The combined api + media process that `npm start` runs.
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
+import { initTracing } from '../core/tracing.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startCombined } from './server.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'server' });
+await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 const combined = await startCombined({ config, db, logger, temporal });

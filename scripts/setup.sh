@@ -4,11 +4,46 @@
 # `npm run --silent admin` keeps stdout for its JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-QUIET=0; [ "${1:-}" = "--quiet" ] && QUIET=1
+# Flags: --quiet (no progress lines), --test (also install what only the test suite needs: Chromium for the
+# browser tests). `npm start` installs only what the service needs to run; `npm test` passes --test.
+QUIET=0; TEST=0
+for a in "$@"; do
+  case "$a" in
+    --quiet) QUIET=1 ;;
+    --test) TEST=1 ;;
+    *) echo "[setup] unknown flag $a (known: --quiet, --test)" >&2; exit 2 ;;
+  esac
+done
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
 warn() { echo "[setup] $*" >&2; }
 
-# 1. npm dependencies (re-installed when package-lock.json changes).
+# 1. Temporal CLI (dev server + Web UI), unless an external Temporal is given. Building it is the longest step of a
+#    first start (CPU-bound), so it runs in the background while the npm, apt and PyPI downloads (mostly network)
+#    proceed; the script waits for it at the end.
+temporal_pid=""
+temporal_log=.data/temporal-cli-build.log
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  if [ -n "${TEMPORAL_CLI:-}" ]; then
+    [ -x "$TEMPORAL_CLI" ] || { warn "TEMPORAL_CLI=$TEMPORAL_CLI is not executable"; exit 1; }
+  elif command -v temporal >/dev/null 2>&1 || [ -x "$HOME/go/bin/temporal" ] || [ -x .data/bin/temporal ]; then
+    :
+  elif command -v go >/dev/null 2>&1; then
+    say "building the Temporal CLI once in the background (go install github.com/temporalio/cli/cmd/temporal@v1.5.1, a few minutes; log: $temporal_log)..."
+    mkdir -p .data/bin
+    GOBIN="$PWD/.data/bin" go install -ldflags='-s -w' github.com/temporalio/cli/cmd/temporal@v1.5.1 >"$temporal_log" 2>&1 &
+    temporal_pid=$!
+    temporal_started=$SECONDS
+    # a later step failing stops the build too
+    trap '[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null || true' EXIT
+  else
+    warn "No Temporal CLI found and no Go toolchain to build it."
+    warn "Install Go and run: go install github.com/temporalio/cli/cmd/temporal@v1.5.1"
+    warn "or set TEMPORAL_CLI=/path/to/temporal, or TEMPORAL_ADDRESS=host:7233 for an existing server."
+    exit 1
+  fi
+fi
+
+# 2. npm dependencies (re-installed when package-lock.json changes).
 stamp=node_modules/.setup-stamp
 lockhash=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lockhash" ] || [ ! -x node_modules/.bin/node ]; then
@@ -20,24 +55,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lockhash" ] || [ ! -x node_modu
 fi
 NODE_MAJOR=$(node_modules/.bin/node -p 'process.versions.node.split(".")[0]')
 if [ "$NODE_MAJOR" -lt 24 ]; then warn "Node 24 expected from node_modules/.bin/node, found $NODE_MAJOR"; exit 1; fi
-
-# 2. Temporal CLI (dev server + Web UI), unless an external Temporal is given.
-if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
-  if [ -n "${TEMPORAL_CLI:-}" ]; then
-    [ -x "$TEMPORAL_CLI" ] || { warn "TEMPORAL_CLI=$TEMPORAL_CLI is not executable"; exit 1; }
-  elif command -v temporal >/dev/null 2>&1 || [ -x "$HOME/go/bin/temporal" ] || [ -x .data/bin/temporal ]; then
-    :
-  elif command -v go >/dev/null 2>&1; then
-    say "building the Temporal CLI once (go install github.com/temporalio/cli/cmd/temporal@v1.5.1, a few minutes)..."
-    mkdir -p .data/bin
-    GOBIN="$PWD/.data/bin" go install github.com/temporalio/cli/cmd/temporal@v1.5.1 >&2
-  else
-    warn "No Temporal CLI found and no Go toolchain to build it."
-    warn "Install Go and run: go install github.com/temporalio/cli/cmd/temporal@v1.5.1"
-    warn "or set TEMPORAL_CLI=/path/to/temporal, or TEMPORAL_ADDRESS=host:7233 for an existing server."
-    exit 1
-  fi
-fi
 
 # 3. Speech engines for the `local` providers (eSpeak NG TTS, PocketSphinx STT) and sox.
 missing=()
@@ -68,8 +85,9 @@ if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pock
 fi
 
 # 5. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
-#    playwright-core; without it those tests are reported as not run). Not needed to run the service.
-if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+#    playwright-core; without it those tests are reported as not run). Not needed to run the service, so only
+#    `npm test` (--test) installs it: a browser and its desktop libraries cost minutes on a fresh machine.
+if [ "$TEST" = 1 ] && [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing chromium with apt-get (browser-call tests)..."
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2 \
@@ -78,4 +96,15 @@ if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
     warn "chromium not found: the browser-call tests will not run. Run as root:"
     warn "  apt-get update && apt-get install -y chromium"
   fi
+fi
+
+# 6. The Temporal CLI build started in step 1.
+if [ -n "$temporal_pid" ]; then
+  if ! wait "$temporal_pid"; then
+    warn "building the Temporal CLI failed (last lines of $temporal_log):"
+    tail -n 20 "$temporal_log" >&2
+    exit 1
+  fi
+  temporal_pid=""
+  say "Temporal CLI built into .data/bin/temporal ($((SECONDS - temporal_started)) s)"
 fi

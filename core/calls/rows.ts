@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
 import type { CallSource, RejectReason, Transport } from './model.ts';
+import { activeTraceCarrier } from '../tracing.ts';
 
 type Queryable = Pick<Db, 'one' | 'maybeOne' | 'query'>;
 
@@ -64,11 +65,13 @@ export function jsonSafe(v: unknown, depth = 0): unknown {
 
 function insertCall(q: Queryable, c: NewCall, status: 'pending' | 'error', connectionStatus: string | null) {
   const t = status === 'pending' ? c.telephony : undefined;
+  // the media session of the call continues the trace of whatever created it (api request, dial activity)
+  const trace = status === 'pending' ? activeTraceCarrier() : null;
   return q.one(sql.type(created)`
     INSERT INTO calls (organization_id, agent_id, agent_uuid, agent_name, transport, status, connection_status,
                        call_source, tags, config_snapshot, context_variables, logs, telephony_sim, campaign_id,
                        platform_number, customer_number, telephony_provider,
-                       telephony_config_id, carrier_credentials, inbound_binding_id, carrier_call_id, dial_key)
+                       telephony_config_id, carrier_credentials, inbound_binding_id, carrier_call_id, dial_key, trace_context)
     VALUES (${c.organizationId}, ${c.agent?.id ?? null}, ${c.agent?.uuid ?? null}, ${c.agent?.name == null ? null : (jsonSafe(c.agent.name) as string)},
             ${c.transport}, ${status}, ${connectionStatus}, ${c.callSource}, ${sql.array(tagSet(c.tags), 'text')},
             ${c.configSnapshot === undefined ? null : sql.jsonb(jsonSafe(c.configSnapshot) as never)},
@@ -76,7 +79,7 @@ function insertCall(q: Queryable, c: NewCall, status: 'pending' | 'error', conne
             ${c.telephonySim ?? false}, ${c.campaignId ?? null}, ${c.platformNumber ?? null},
             ${c.customerNumber ?? null}, ${c.telephonyProvider ?? null},
             ${t?.configId ?? null}, ${t?.credentials ? sql.binary(t.credentials) : null}, ${t?.bindingId ?? null},
-            ${t?.carrierCallId ?? null}, ${t?.dialKey ?? null})
+            ${t?.carrierCallId ?? null}, ${t?.dialKey ?? null}, ${trace === null ? null : sql.jsonb(trace)})
     RETURNING id, created_at`);
 }
 

@@ -7,8 +7,8 @@ const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2,
 
 export const turnStageSeconds = new prom.Histogram({
   name: 'voice_turn_stage_seconds',
-  help: 'Per-turn latency of each pipeline stage (stt: stop→final, llm: request→first token, tts: text→first byte, total: stop→first frame out, overhead: total minus vendor time)',
-  labelNames: ['stage'] as const,
+  help: 'Per-turn latency of each pipeline stage (stt: stop→final, llm: request→first token, tts: text→first byte, total: stop→first frame out, overhead: total minus vendor time); provider: the stage\'s provider (total/overhead: stt+llm+tts providers)',
+  labelNames: ['stage', 'provider'] as const,
   buckets,
   registers: [registry],
 });
@@ -37,6 +37,18 @@ export interface TurnTimes {
   firstFrameAt?: number;
 }
 
+/** The provider of each stage of a turn (the call's engines). */
+export interface TurnProviders {
+  stt: string;
+  llm: string;
+  tts: string;
+}
+
+/**
+ * One turn as stored in the call's `logs.latency[]` (documented in OpenAPI as TurnLatency). The first fields are the
+ * original shape (kept as they were for existing readers); `origin`, `offset_ms`, `started_at` and `providers`
+ * were added so a turn can be placed on the call's timeline and attributed to its vendors.
+ */
 export interface TurnLatency {
   turn: number;
   stt_ms: number | null;
@@ -44,30 +56,57 @@ export interface TurnLatency {
   tts_ms: number | null;
   total_ms: number | null;
   overhead_ms: number | null;
+  /** ms from the origin to each stage event that happened (userStopped_ms is 0 when the origin is the end of speech) */
   detail: Record<string, number>;
+  /** which event the detail offsets count from: the caller's end of speech, else the STT final, else the LLM request */
+  origin: 'user_stopped' | 'stt_final' | 'llm_request' | null;
+  /** the origin, in ms since the call's session started (the recording's time axis) */
+  offset_ms: number | null;
+  /** the origin as a wall-clock time (ISO 8601) */
+  started_at: string | null;
+  providers: TurnProviders;
+}
+
+/** Where the turn's clock readings sit in the call: the session's start on the same clock, and its wall time. */
+export interface TurnBase {
+  t0: number;
+  t0Wall: number;
+  providers: TurnProviders;
 }
 
 const d = (a?: number, b?: number) => (a !== undefined && b !== undefined ? Math.round((b - a) * 10) / 10 : null);
 
-export function summarizeTurn(t: TurnTimes): TurnLatency {
+export function summarizeTurn(t: TurnTimes, base: TurnBase): TurnLatency {
   const origin = t.userStoppedAt ?? t.sttFinalAt ?? t.llmRequestAt;
+  const originName = t.userStoppedAt !== undefined ? 'user_stopped' : t.sttFinalAt !== undefined ? 'stt_final' : t.llmRequestAt !== undefined ? 'llm_request' : null;
   const stt = d(t.userStoppedAt, t.sttFinalAt);
   const llm = d(t.llmRequestAt, t.llmFirstTokenAt);
   const tts = d(t.ttsTextAt, t.ttsFirstByteAt);
   const total = d(origin, t.firstFrameAt);
   const overhead = total !== null ? Math.round((total - (stt ?? 0) - (llm ?? 0) - (tts ?? 0)) * 10) / 10 : null;
   const detail: Record<string, number> = {};
-  for (const k of ['sttFinalAt', 'llmRequestAt', 'llmFirstTokenAt', 'ttsTextAt', 'ttsFirstByteAt', 'firstFrameAt'] as const) {
+  for (const k of ['userStoppedAt', 'sttFinalAt', 'llmRequestAt', 'llmFirstTokenAt', 'ttsTextAt', 'ttsFirstByteAt', 'firstFrameAt'] as const) {
     const v = d(origin, t[k]);
     if (v !== null) detail[k.replace(/At$/, '_ms')] = v;
   }
-  return { turn: t.turn, stt_ms: stt, llm_ms: llm, tts_ms: tts, total_ms: total, overhead_ms: overhead, detail };
+  return {
+    turn: t.turn, stt_ms: stt, llm_ms: llm, tts_ms: tts, total_ms: total, overhead_ms: overhead, detail,
+    origin: originName,
+    offset_ms: d(base.t0, origin),
+    started_at: origin !== undefined ? new Date(base.t0Wall + (origin - base.t0)).toISOString() : null,
+    providers: { ...base.providers },
+  };
 }
 
+/** The `provider` label of the whole-turn stages (total, overhead): the three stage providers. */
+export const pipelineProvider = (p: TurnProviders) => `${p.stt}+${p.llm}+${p.tts}`;
+
 export function observeTurn(l: TurnLatency): void {
-  if (l.stt_ms !== null) turnStageSeconds.observe({ stage: 'stt' }, l.stt_ms / 1000);
-  if (l.llm_ms !== null) turnStageSeconds.observe({ stage: 'llm' }, l.llm_ms / 1000);
-  if (l.tts_ms !== null) turnStageSeconds.observe({ stage: 'tts' }, l.tts_ms / 1000);
-  if (l.total_ms !== null) turnStageSeconds.observe({ stage: 'total' }, l.total_ms / 1000);
-  if (l.overhead_ms !== null) turnStageSeconds.observe({ stage: 'overhead' }, Math.max(0, l.overhead_ms) / 1000);
+  const p = l.providers;
+  const all = pipelineProvider(p);
+  if (l.stt_ms !== null) turnStageSeconds.observe({ stage: 'stt', provider: p.stt }, l.stt_ms / 1000);
+  if (l.llm_ms !== null) turnStageSeconds.observe({ stage: 'llm', provider: p.llm }, l.llm_ms / 1000);
+  if (l.tts_ms !== null) turnStageSeconds.observe({ stage: 'tts', provider: p.tts }, l.tts_ms / 1000);
+  if (l.total_ms !== null) turnStageSeconds.observe({ stage: 'total', provider: all }, l.total_ms / 1000);
+  if (l.overhead_ms !== null) turnStageSeconds.observe({ stage: 'overhead', provider: all }, Math.max(0, l.overhead_ms) / 1000);
 }

@@ -128,7 +128,8 @@ export class CallSession {
   readonly recorder: Recorder;
   private readonly clock: FrameClock;
   private readonly t0: number;
-  private readonly t0Wall = new Date().toISOString();
+  /** wall-clock time (ms since epoch) of t0 = the recording's first sample: stored turn latencies carry wall times */
+  private readonly t0Wall: number;
   private readonly log: Logger;
   private readonly cfg: CallConfig;
   private readonly input: Pipeline;
@@ -174,6 +175,7 @@ export class CallSession {
     this.cfg = o.config;
     this.clock = o.clock ?? sharedClock;
     this.t0 = this.clock.now();
+    this.t0Wall = Date.now();
     this.log = o.logger.child({ callId: o.callId });
     this.ctx = new ConversationContext(o.systemPrompt);
     this.recorder = new Recorder(this.t0);
@@ -335,7 +337,7 @@ export class CallSession {
     if (this.stt.samples > 0) usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
     const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
     try {
-      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: this.t0Wall });
+      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: new Date(this.t0Wall).toISOString() });
     } catch (err) {
       this.log.error({ err }, 'call end handling failed');
     }
@@ -571,7 +573,8 @@ export class CallSession {
     const t = this.turns.get(s);
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
-      const l = summarizeTurn(t);
+      const e = this.o.engines;
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider } });
       this.latency.push(l);
       observeTurn(l);
     }

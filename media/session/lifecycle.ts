@@ -30,11 +30,13 @@ export const callRow = z.object({
   customer_number: z.string().nullable(),
   platform_number: z.string().nullable(),
   started_at: z.string().nullable(),
+  /** W3C trace context of the request/activity that created the call (tracing on), else null */
+  trace_context: z.unknown().optional(),
 });
 export type CallRow = z.infer<typeof callRow>;
 
 const CALL_COLS = sql.fragment`id::text, organization_id::text, agent_id, agent_uuid::text, transport, status, config_snapshot,
-  context_variables, customer_number, platform_number, started_at`;
+  context_variables, customer_number, platform_number, started_at, trace_context`;
 
 export async function loadCall(db: Db, callId: string): Promise<CallRow | null> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(callId)) return null;

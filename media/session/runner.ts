@@ -16,6 +16,8 @@ import type { Engines } from '../services/types.ts';
 import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
+import { withSpan } from '../../core/tracing.ts';
+import { endSessionSpan, startSessionSpan } from './call-trace.ts';
 import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
 import { DEFAULT_IDLE_MESSAGE, parseCallConfig, type CallConfig } from './config.ts';
 import { cachedTts, RenderedAudioCache } from './greeting-cache.ts';
@@ -83,6 +85,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       return null;
     }
     const log = logger.child({ callId: row.id, transport: transport.kind });
+    const span = startSessionSpan(row, transport.kind);
     let startedHook: Promise<void> = Promise.resolve();
     let built: CallSession | null = null;
     try {
@@ -90,7 +93,9 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       built = await buildSession(row, config, transport, log, opts, async (result) => {
         if (built) live.delete(built);
         activeCallsGauge.set(live.size);
-        await finishLive(row, result, transport, startedHook, opts);
+        // the post-call hand-off inside runs under the session span: the workflow continues the trace
+        await (span ? withSpan(span, () => finishLive(row, result, transport, startedHook, opts)) : finishLive(row, result, transport, startedHook, opts))
+          .finally(() => endSessionSpan(span, result));
       });
       if (clientGone) throw new Error('client disconnected before the pipeline started');
       await built.start();
@@ -110,6 +115,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       return built;
     } catch (err) {
       if (session) return session; // started; the session's own end handling runs
+      endSessionSpan(span, { error: `call could not start: ${(err as Error).message ?? String(err)}` });
       await built?.abandon();
       log.warn({ err }, 'call could not start: cancelled');
       const f = await cancelCallRow(deps.db, row.id, (err as Error).message ?? String(err));

@@ -19,7 +19,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (install Debian's 'chromium' package: run scripts/setup.sh as root, or apt-get install chromium; or set CHROMIUM_PATH)`;
+const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (install Debian's 'chromium' package: run 'npm test' (scripts/setup.sh --test) as root, or apt-get install chromium; or set CHROMIUM_PATH)`;
 if (missing) process.stderr.write(`[test/webrtc/browser] NOT RUN: ${missing}\n`);
 const browserTest = missing ? test.skip : test.serial;
 

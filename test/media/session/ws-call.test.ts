@@ -6,6 +6,10 @@ import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller, until
 import { ScenarioBook } from './scenarios.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { z } from 'zod';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formatsPlugin from 'ajv-formats';
+// ajv-formats is CommonJS (module.exports is the plugin); its types describe the namespace
+const addFormats = formatsPlugin as unknown as typeof formatsPlugin.default;
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -111,14 +115,39 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
   t.true(ended.usage.stt.seconds > 1);
   t.is(ended.logs.latency.length, 1);
   const lat = ended.logs.latency[0];
+  const e0 = book.engines(name);
   for (const k of ['stt_ms', 'llm_ms', 'tts_ms', 'total_ms']) t.is(typeof lat[k], 'number', k);
+  // the turn sits on the call's timeline (after the greeting) and names the provider of each stage
+  t.is(lat.origin, 'user_stopped');
+  t.true(lat.offset_ms > greetingAudio * 1000, `turn offset ${lat.offset_ms} ms`);
+  t.true(Date.parse(lat.started_at) >= Date.parse(ended.transcript[0].timestamp));
+  t.deepEqual(lat.providers, { stt: e0.engines.stt.provider, llm: 'fake', tts: e0.engines.tts.provider });
+  // the stage events in pipeline order, as offsets from the end of speech
+  const order = ['userStopped_ms', 'sttFinal_ms', 'llmRequest_ms', 'llmFirstToken_ms', 'ttsText_ms', 'ttsFirstByte_ms', 'firstFrame_ms'];
+  t.deepEqual(Object.keys(lat.detail).sort((a, b) => order.indexOf(a) - order.indexOf(b)), order);
+  t.is(lat.detail.userStopped_ms, 0);
+  t.is(lat.detail.firstFrame_ms, lat.total_ms);
+  t.true(lat.detail.llmFirstToken_ms >= lat.detail.llmRequest_ms && lat.detail.ttsFirstByte_ms >= lat.detail.ttsText_ms);
 
-  // per-turn latency and interruptions are exported to Prometheus
+  // GET /calls/{callId} returns the same turns, and the record matches its OpenAPI schema
+  const detail = await s.request('GET', `/calls/${callId}`, { key: org.apiKey });
+  t.is(detail.status, 200);
+  t.deepEqual(detail.body.logs.latency, ended.logs.latency);
+  const doc = (await s.request('GET', '/openapi.json', { key: null })).body;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  const validate = ajv.compile(doc.paths['/calls/{callId}'].get.responses['200'].content['application/json'].schema);
+  t.true(validate(detail.body), JSON.stringify(validate.errors));
+  t.false(validate({ ...detail.body, logs: { latency: [{ ...lat, providers: { stt: 'x' } }] } }), 'a turn without its llm/tts providers does not match');
+
+  // per-turn latency and interruptions are exported to Prometheus, each stage labelled with its provider
   const metrics = await (await fetch(`${s.origin}/metrics`)).text();
-  for (const stage of ['stt', 'llm', 'tts', 'total', 'overhead']) t.regex(metrics, new RegExp(`voice_turn_stage_seconds_count\\{stage="${stage}"\\} [1-9]`), stage);
+  const p = lat.providers;
+  const labels: Record<string, string> = { stt: p.stt, llm: p.llm, tts: p.tts, total: `${p.stt}+${p.llm}+${p.tts}`, overhead: `${p.stt}+${p.llm}+${p.tts}` };
+  for (const [stage, provider] of Object.entries(labels)) t.regex(metrics, new RegExp(`voice_turn_stage_seconds_count\\{stage="${stage}",provider="${provider.replace(/[+]/g, '\\+')}"\\} [1-9]`), stage);
   t.regex(metrics, /voice_active_calls/);
 
-  const e = book.engines(name);
+  const e = e0;
   t.is(e.engines.llm.prewarmed, 1);
   const req = e.engines.llm.requests[0]!;
   t.is(req.temperature, 0.5);
