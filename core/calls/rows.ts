@@ -29,7 +29,7 @@ export interface NewCall {
   /** Carrier columns of a phone call (written on admitted rows only; rejected rows never carry them). */
   telephony?: {
     configId?: number | null;
-    /** Encrypted inline credentials (core/telephony/crypto.ts). */
+    /** Encrypted inline credentials (core/secrets.ts). */
     credentials?: Buffer | null;
     bindingId?: number | null;
     carrierCallId?: string | null;

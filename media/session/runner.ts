@@ -14,6 +14,7 @@ import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
 import type { Engines } from '../services/types.ts';
 import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
+import { storedCredentialAuth } from '../tools/http-auth.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
 import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
@@ -150,6 +151,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
           policy: policyFromConfig(deps.config),
           logger: log,
           searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
+          auth: storedCredentialAuth(deps.db, deps.config, row.organization_id),
           ...(opts.tools ?? {}),
         },
         config.tools,

@@ -1,0 +1,19 @@
+-- Stored external credentials for saved HTTP tools (definition.config.credential_uuid). The whole field set of a
+-- credential (secret and non-secret fields) is sealed with AES-256-GCM like telephony configurations
+-- (core/secrets.ts); responses show the non-secret fields and mask the secrets.
+CREATE TABLE credentials (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),          -- public id (credential_uuid)
+  organization_id uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  type text NOT NULL CHECK (type IN ('bearer_token', 'api_key', 'basic_auth', 'custom_header')),
+  secret bytea NOT NULL,                                        -- AES-256-GCM of the credential's fields (JSON)
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (organization_id, name)
+);
+CREATE INDEX credentials_org_idx ON credentials (organization_id, created_at DESC, id DESC);
+
+-- Which saved tools use a credential (DELETE /credentials/{uuid} refuses while any does).
+CREATE INDEX tools_credential_idx ON tools (organization_id, ((definition -> 'config' ->> 'credential_uuid')))
+  WHERE definition -> 'config' ->> 'credential_uuid' IS NOT NULL;
