@@ -31,14 +31,14 @@ export function credentialsRoutes(router: Router, deps: ApiDeps): void {
     if (!isUuid(id)) throw new HttpError(404, CREDENTIAL_NOT_FOUND);
     return id.toLowerCase();
   };
-  const nameTaken = async (orgId: string, name: string, except: string | null) =>
-    (await db.anyFirst(sql.type(credentialUuidRow)`
+  const nameTaken = async (q: Pick<typeof db, 'anyFirst'>, orgId: string, name: string, except: string | null) =>
+    (await q.anyFirst(sql.type(credentialUuidRow)`
       SELECT uuid::text FROM credentials WHERE organization_id = ${orgId} AND name = ${name}`)).some((u) => u !== except);
 
   router.post('/credentials', async (ctx) => {
     const orgId = requireOrg(ctx);
     const { name, ...secret } = parseOr422(credentialCreate, ctx.request.body ?? {});
-    if (await nameTaken(orgId, name, null)) throw duplicate(name);
+    if (await nameTaken(db, orgId, name, null)) throw duplicate(name);
     try {
       const row = await insertCredential(db, config, orgId, name, secret as CredentialSecret);
       ctx.status = 201;
@@ -74,7 +74,7 @@ export function credentialsRoutes(router: Router, deps: ApiDeps): void {
       const { type, fields } = mergePatch(openSecret(config, current), body);
       const secret = { ...parseOr422(credentialFields[type], fields), type } as CredentialSecret;
       const name = body.name ?? current.name;
-      if (name !== current.name && (await nameTaken(orgId, name, uuid))) throw duplicate(name);
+      if (name !== current.name && (await nameTaken(tx, orgId, name, uuid))) throw duplicate(name);
       try {
         return await updateCredential(tx, config, orgId, uuid, name, secret);
       } catch (err) {
