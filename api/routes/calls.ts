@@ -128,7 +128,7 @@ const testCallBody = z.object({
 
 export function callsRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
-  const gateDeps: GateDeps = { db, config, logger: deps.logger };
+  const gateDeps: GateDeps = { db, config, logger: deps.logger, temporal: deps.temporal };
   const policy = policyFromConfig(config);
 
   /**
