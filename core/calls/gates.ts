@@ -82,7 +82,9 @@ export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string)
     if (used >= org.monthly_minutes_quota) {
       return {
         status: 402,
-        reason: 'quota_exceeded',
+        // The spec's monthly-quota refusal is the 402 (insufficient balance) variant with a plain string detail: its
+        // connectionStatus is the 402's, insufficient_balance (logs.validation_error keeps the quota message).
+        reason: 'insufficient_balance',
         detail: `The organization has exceeded its monthly call minutes quota (${used} of ${org.monthly_minutes_quota} minutes used this month)`,
       };
     }

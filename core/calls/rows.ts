@@ -87,7 +87,7 @@ export function insertPendingCall(q: Queryable, c: NewCall) {
 
 /** Gate reasons are throttled to one row per organization + reason per sliding minute. */
 export const THROTTLED_REASONS: ReadonlySet<RejectReason> = new Set([
-  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found', 'quota_exceeded',
+  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found',
 ]);
 
 /**

@@ -78,9 +78,9 @@ export function startedPayload(row: CallRow, startedAt: string): Record<string, 
 const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number().nullable() });
 
 /** Write the ended call on its row. status error only for pipeline_error. */
-export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency'>) {
+export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency'> & Partial<Pick<SessionResult, 'dtmf'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
-  const logs = JSON.stringify({ latency: r.latency, ...(r.error ? { pipeline_error: r.error } : {}) });
+  const logs = JSON.stringify({ latency: r.latency, ...(r.error ? { pipeline_error: r.error } : {}), ...(r.dtmf?.length ? { dtmf: r.dtmf } : {}) });
   return db.one(sql.type(finishedRow)`
     UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),
       duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),

@@ -17,3 +17,7 @@ CREATE INDEX credentials_org_idx ON credentials (organization_id, created_at DES
 -- Which saved tools use a credential (DELETE /credentials/{uuid} refuses while any does).
 CREATE INDEX tools_credential_idx ON tools (organization_id, ((definition -> 'config' ->> 'credential_uuid')))
   WHERE definition -> 'config' ->> 'credential_uuid' IS NOT NULL;
+
+-- connectionStatus takes only the spec's values: a monthly-quota refusal is the spec's 402 insufficient_balance
+-- variant (the quota message stays in logs.validation_error). Rows written before with the non-spec value follow.
+UPDATE calls SET connection_status = 'insufficient_balance', updated_at = now() WHERE connection_status = 'quota_exceeded';
