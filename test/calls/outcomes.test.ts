@@ -1,0 +1,128 @@
+// Spec-exact call outcomes (README "Call outcomes"): every call that never connected — dial failed, a stale pending
+// phone call, a web call nobody joined — gets `call.ended` (no `call.started`) and then `call.completed` from the
+// post-call workflow, with endedReason null and the reason in connectionStatus (busy/no-answer: test/telephony/
+// transfer-recording.test.ts); DTMF keys land on logs.dtmf and reach the LLM as one user turn, never as a
+// transcript role. Real Temporal + worker, fake Twilio (REST + media stream), fake engines.
+import test from 'ava';
+import { sql } from '../../core/db/pool.ts';
+import { expirePendingCalls } from '../../core/calls/expiry.ts';
+import { createLogger } from '../../core/logger.ts';
+import { expireStalePhoneCalls } from '../../core/telephony/ended.ts';
+import { endedRow, until } from '../helpers/calls.ts';
+import { startReceiver } from '../post-call/helpers.ts';
+import { agentQuiet, dialOf, openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
+
+let rig: PhoneRig;
+let org: { orgId: string; apiKey: string };
+let acc: { sid: string; token: string };
+const FROM = '+15550002222';
+const TO = '+15557650000';
+
+test.before(async () => {
+  rig = await startPhoneRig('call-outcomes-test');
+  org = await rig.s.createOrg({ balanceUsd: 50, concurrency: 20, ratePerMinute: 1_000_000 });
+  acc = rig.twilio.addAccount();
+  rig.twilio.addNumber(acc.sid, FROM);
+});
+test.after.always(async () => {
+  await rig?.close();
+});
+
+function agent(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'outcome agent',
+    systemPrompt: 'You are a phone test agent.',
+    llm: { provider: 'local', model: 'local-demo' },
+    stt: { provider: 'local' },
+    tts: { provider: 'local' },
+    noiseGate: { enabled: false },
+    greeting: { firstMessages: ['Hello.'], interruptible: false },
+    voicemailDetection: false,
+    ...over,
+  };
+}
+const dialBody = (hook: string) => ({
+  type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO,
+  agent: agent({ webhook: { url: hook } }),
+});
+const deps = () => ({ db: rig.s.db, config: rig.s.config, logger: createLogger({ level: 'silent' }), temporal: rig.s.temporal!.client });
+const backdate = (callId: string, s: number) =>
+  rig.s.db.query(sql.unsafe`UPDATE calls SET created_at = now() - make_interval(secs => ${s}) WHERE id = ${callId}`);
+
+type Ev = { event: string; callId: string; endedReason: unknown; connectionStatus: unknown; recordingUrl?: unknown; transcript?: unknown; duration?: number };
+
+/** The never-connected rule: call.ended then call.completed, both with endedReason null and the reason. */
+async function assertNeverConnected(t: import('ava').ExecutionContext, receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, reason: string) {
+  const events = (await receiver.waitFor(2, 60_000)).map((e) => e.json as Ev);
+  t.deepEqual(events.map((e) => e.event), ['call.ended', 'call.completed'], reason);
+  for (const e of events) t.like(e, { callId, endedReason: null, connectionStatus: reason, duration: 0 });
+  t.like(events[1], { recordingUrl: null, transcript: null, transcriptUrl: null, summary: null });
+  t.false(events.some((e) => e.event === 'call.started'));
+  await until(async () => (await rig.s.db.maybeOneFirst(sql.unsafe`SELECT post_call_completed_at FROM calls WHERE id = ${callId}`)) !== null, 30_000, 'post-call finished');
+  t.is(receiver.events.length, 2, 'exactly once each');
+}
+
+test.serial('dial failed (carrier 4xx): call.ended, then call.completed', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  rig.twilio.failNextDial(acc.sid, 400, 21211, "The 'To' number is not a valid phone number.");
+  const r = await rig.s.request('POST', '/call', { key: org.apiKey, body: dialBody(receiver.url) });
+  t.is(r.status, 400);
+  await assertNeverConnected(t, receiver, r.body.detail.callId, 'dial_failed');
+});
+
+test.serial('a stale pending phone call (no media stream, no carrier status): call.ended, then call.completed', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const r = await rig.s.request('POST', '/call', { key: org.apiKey, body: dialBody(receiver.url) });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  await backdate(r.body.callId, rig.s.config.PHONE_PENDING_TIMEOUT_S + 5);
+  t.true((await expireStalePhoneCalls(deps())) >= 1);
+  await assertNeverConnected(t, receiver, r.body.callId, 'telephony_no_status');
+});
+
+test.serial('a web call nobody joins: call.ended, then call.completed (no_participant)', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const r = await rig.s.request('POST', '/call', { key: org.apiKey, body: { agent: agent({ webhook: { url: receiver.url } }) } });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  await backdate(r.body.callId, rig.s.config.CALL_JOIN_TIMEOUT_S + 5);
+  const expired = await expirePendingCalls(deps(), org.orgId);
+  t.deepEqual(expired.map((e) => e.id), [r.body.callId]);
+  await assertNeverConnected(t, receiver, r.body.callId, 'no_participant');
+});
+
+test.serial('DTMF: keys go to logs.dtmf and reach the LLM as one user turn; the transcript keeps only the spec roles', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const name = rig.scenarios.add({ stt: { utterances: [] }, llm: [{ text: 'You chose option twelve.' }] });
+  const r = await rig.s.request('POST', '/call', { key: org.apiKey, body: { ...dialBody(receiver.url), agent: agent({ name, webhook: { url: receiver.url } }) } });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  const callId = r.body.callId as string;
+  const call = await dialOf(rig, callId);
+  await rig.twilio.ring(call.sid);
+  const twiml = await rig.twilio.answer(call.sid);
+  const media = openStream(rig, call, twiml.stream!);
+  await media.opened;
+  await until(() => media.heardMs > 0, 20_000, 'greeting heard');
+  await agentQuiet(media);
+  media.dtmf('1');
+  media.dtmf('2');
+  media.dtmf('#');
+  const llm = rig.scenarios.made.get(name)!.engines.llm;
+  const req = await until(() => llm.requests[0], 20_000, 'the LLM asked');
+  const last = req.messages.at(-1) as { role: string; content: string };
+  t.deepEqual({ role: last.role, content: last.content }, { role: 'user', content: '[keypad: 12#]' });
+  await agentQuiet(media);
+  media.hangup();
+  await rig.twilio.finish(call.sid, 'completed', 4);
+  const row = await endedRow(rig.s.db, callId);
+  t.deepEqual(row.logs.dtmf.map((d: { digit: string }) => d.digit), ['1', '2', '#']);
+  for (const d of row.logs.dtmf) t.true(Number.isInteger(d.t_ms) && Boolean(Date.parse(d.timestamp)));
+  const roles = new Set((row.transcript as Array<{ role: string }>).map((e) => e.role));
+  t.deepEqual([...roles].filter((x) => !['user', 'assistant', 'tool'].includes(x)), []);
+  t.true(roles.has('assistant'));
+  const completed = await until(() => receiver.events.map((e) => e.json as Ev & { transcript: Array<{ role: string }> }).find((e) => e.event === 'call.completed'), 60_000, 'call.completed');
+  t.false(completed.transcript.some((e) => !['user', 'assistant', 'tool'].includes(e.role)));
+  t.true(completed.transcript.some((e) => e.role === 'assistant' && (e as unknown as { content: string }).content === 'You chose option twelve.'));
+});
