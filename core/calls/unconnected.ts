@@ -8,12 +8,12 @@
 // ended: they get no webhook at all, the HTTP error is their answer.
 import type { Client as TemporalClient } from '@temporalio/client';
 import { z } from 'zod';
-import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import { recordWebhookResult, sendWebhook } from '../webhook.ts';
+import { CALL_ENDED_SIGNAL, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from './post-call-names.ts';
 
 export interface UnconnectedDeps {
   db: Db;
@@ -67,7 +67,7 @@ export async function handOffNeverConnected(deps: UnconnectedDeps, row: Pick<Nev
       workflowId: postCallWorkflowId(row.id),
       taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
       args: [{ callId: row.id }],
-      signal: callEndedSignal,
+      signal: CALL_ENDED_SIGNAL,
       signalArgs: [{ callId: row.id }],
       typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
     });
