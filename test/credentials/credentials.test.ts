@@ -264,3 +264,17 @@ test.serial('a call: each saved HTTP tool sends its credential header to the rec
     t.false(logLines.some((l) => l.includes(secret)), `secret in a log line: ${secret}`);
   }
 });
+
+test('OpenAPI documents the store: paths, the four body types, and every field a response carries', async (t) => {
+  const doc = await (await fetch(`${s.baseUrl}/openapi.json`)).json() as { paths: Record<string, any> };
+  t.truthy(doc.paths['/credentials']?.post && doc.paths['/credentials']?.get);
+  const one = doc.paths['/credentials/{credential_uuid}'];
+  t.truthy(one?.get && one?.patch && one?.delete);
+  t.deepEqual(Object.keys(one.delete.responses).sort(), ['204', '404', '409']);
+  const body = doc.paths['/credentials'].post.requestBody.content['application/json'].schema;
+  const variants = (body.oneOf ?? body.anyOf) as Array<{ properties: { type: { const: string } } }>;
+  t.deepEqual(variants.map((v) => v.properties.type.const).sort(), ['api_key', 'basic_auth', 'bearer_token', 'custom_header']);
+  const documented = Object.keys(doc.paths['/credentials'].post.responses['201'].content['application/json'].schema.properties);
+  const made = await call('POST', '/credentials', { name: 'openapi basic', type: 'basic_auth', username: 'u', password: 'p-123456789' });
+  for (const k of Object.keys(made.body)) t.true(documented.includes(k), k);
+});
