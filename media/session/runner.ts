@@ -116,7 +116,8 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       const f = await cancelCallRow(deps.db, row.id, (err as Error).message ?? String(err));
       transport.sendEvent({ type: 'error', message: `Call could not start: ${(err as Error).message ?? String(err)}` });
       transport.close('refused', 'Call could not start');
-      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f));
+      // never connected: call.ended, then call.completed through post-call (the rule of core/calls/unconnected.ts)
+      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f)).then(() => handOffPostCall(deps, row));
       return null;
     }
   }

@@ -8,7 +8,7 @@ import { sql } from '../../core/db/pool.ts';
 import { expirePendingCalls } from '../../core/calls/expiry.ts';
 import { createLogger } from '../../core/logger.ts';
 import { expireStalePhoneCalls } from '../../core/telephony/ended.ts';
-import { endedRow, until } from '../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../helpers/calls.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { agentQuiet, dialOf, openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
 
@@ -90,6 +90,16 @@ test.serial('a web call nobody joins: call.ended, then call.completed (no_partic
   const expired = await expirePendingCalls(deps(), org.orgId);
   t.deepEqual(expired.map((e) => e.id), [r.body.callId]);
   await assertNeverConnected(t, receiver, r.body.callId, 'no_participant');
+});
+
+test.serial('a call whose pipeline never starts (cancelled): call.ended, then call.completed', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const name = rig.scenarios.add({ failBuild: true } as never);
+  const callId = await insertPendingCall(rig.s.db, { orgId: org.orgId, config: agentConfig({ name, webhook: { url: receiver.url, headers: {} } }) });
+  const caller = TestCaller.connect(rig.s.origin, callId, org.apiKey);
+  t.is((await caller.closed).code, 1011);
+  await assertNeverConnected(t, receiver, callId, 'cancelled');
 });
 
 test.serial('DTMF: keys go to logs.dtmf and reach the LLM as one user turn; the transcript keeps only the spec roles', async (t) => {
