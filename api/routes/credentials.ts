@@ -5,7 +5,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { isUuid } from '../../core/agent-config/index.ts';
 import {
-  CREDENTIAL_NOT_FOUND, credentialCreate, credentialFields, credentialPatch, credentialView, getCredential, insertCredential,
+  CREDENTIAL_NOT_FOUND, credentialCreate, SECRET_FIELDS, credentialFields, credentialPatch, credentialView, getCredential, insertCredential,
   listCredentials, mergePatch, openSecret, toolsUsingCredential, updateCredential, type CredentialSecret,
 } from '../../core/credentials/store.ts';
 import { sql } from '../../core/db/pool.ts';
@@ -23,6 +23,24 @@ const isUniqueViolation = (err: unknown) => {
   return (e.code ?? e.cause?.code) === '23505';
 };
 
+const SECRET_KEYS = new Set(Object.values(SECRET_FIELDS).flat());
+/** A 422's items echo their `input`: a refused secret (or a body holding one) is not echoed back. */
+function parseSecretBody<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  try {
+    return parseOr422(schema, value);
+  } catch (err) {
+    if (!(err instanceof HttpError) || !Array.isArray(err.detail)) throw err;
+    const hide = (v: unknown): unknown =>
+      v && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SECRET_KEYS.has(k) ? '[redacted]' : x]))
+        : v;
+    throw new HttpError(422, (err.detail as Array<{ loc?: unknown[]; input?: unknown }>).map((item) => {
+      const last = item.loc?.at(-1);
+      return 'input' in item ? { ...item, input: typeof last === 'string' && SECRET_KEYS.has(last) ? '[redacted]' : hide(item.input) } : item;
+    }));
+  }
+}
+
 export function credentialsRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
 
@@ -37,7 +55,7 @@ export function credentialsRoutes(router: Router, deps: ApiDeps): void {
 
   router.post('/credentials', async (ctx) => {
     const orgId = requireOrg(ctx);
-    const { name, ...secret } = parseOr422(credentialCreate, ctx.request.body ?? {});
+    const { name, ...secret } = parseSecretBody(credentialCreate, ctx.request.body ?? {});
     if (await nameTaken(db, orgId, name, null)) throw duplicate(name);
     try {
       const row = await insertCredential(db, config, orgId, name, secret as CredentialSecret);
@@ -67,12 +85,12 @@ export function credentialsRoutes(router: Router, deps: ApiDeps): void {
   router.patch('/credentials/:credential_uuid', async (ctx) => {
     const orgId = requireOrg(ctx);
     const uuid = uuidOf(ctx);
-    const body = parseOr422(credentialPatch, ctx.request.body ?? {});
+    const body = parseSecretBody(credentialPatch, ctx.request.body ?? {});
     const row = await db.transaction(async (tx) => {
       const current = await getCredential(tx, orgId, uuid, 'FOR UPDATE');
       if (!current) throw new HttpError(404, CREDENTIAL_NOT_FOUND);
       const { type, fields } = mergePatch(openSecret(config, current), body);
-      const secret = { ...parseOr422(credentialFields[type], fields), type } as CredentialSecret;
+      const secret = { ...parseSecretBody(credentialFields[type], fields), type } as CredentialSecret;
       const name = body.name ?? current.name;
       if (name !== current.name && (await nameTaken(tx, orgId, name, uuid))) throw duplicate(name);
       try {

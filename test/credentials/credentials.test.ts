@@ -115,6 +115,13 @@ test.serial('list envelope and 422 rules; validation 422s; duplicate 409; foreig
   t.is((await call('POST', '/credentials', { name: 'x', type: 'custom_header', header_name: 'X-A', header_value: 'a\r\nX-Evil: 1' })).status, 422);
   t.is((await call('POST', '/credentials', { name: 'x', type: 'basic_auth', username: 'a:b', password: 'p' })).status, 422);
   t.is((await call('POST', '/credentials', { name: '', type: 'bearer_token', token: 'a' })).status, 422);
+  // a 422 echoes inputs, but never a secret: neither a refused one nor one inside an echoed body
+  const refusedSecret = await call('POST', '/credentials', { name: 'x', type: 'custom_header', header_name: 'X-A', header_value: `${SECRETS.headerValue}\n` });
+  t.is(refusedSecret.status, 422);
+  t.is(refusedSecret.body.detail[0].input, '[redacted]');
+  const badType = await call('POST', '/credentials', { name: 'x', type: 'oauth2', token: SECRETS.token, password: SECRETS.password });
+  t.is(badType.status, 422);
+  t.false(JSON.stringify(badType.body).includes(SECRETS.token));
 
   const dup = await call('POST', '/credentials', bearer('types bearer'));
   t.is(dup.status, 409);
