@@ -136,3 +136,30 @@ test.serial('DTMF: keys go to logs.dtmf and reach the LLM as one user turn; the 
   t.false(completed.transcript.some((e) => !['user', 'assistant', 'tool'].includes(e.role)));
   t.true(completed.transcript.some((e) => e.role === 'assistant' && (e as unknown as { content: string }).content === 'You chose option twelve.'));
 });
+
+test.serial('migration 0105 moves keypresses an earlier version kept on the transcript to logs.dtmf', async (t) => {
+  const { readFile } = await import('node:fs/promises');
+  const { default: pg } = await import('pg');
+  const text = await readFile(new URL('../../core/db/migrations/0105_credentials.sql', import.meta.url), 'utf8');
+  const statement = text.slice(text.indexOf('UPDATE calls SET\n  logs = logs'));
+  const old = [
+    { role: 'assistant', content: 'Press one.', timestamp: '2026-01-01T00:00:00.000Z' },
+    { role: 'dtmf', digit: '1', content: '1', t_ms: 1200, timestamp: '2026-01-01T00:00:01.200Z' },
+    { role: 'user', content: 'sales', timestamp: '2026-01-01T00:00:02.000Z' },
+    { role: 'dtmf', digit: '#', content: '#', t_ms: 2500, timestamp: '2026-01-01T00:00:02.500Z' },
+  ];
+  const id = await rig.s.db.oneFirst(sql.unsafe`
+    INSERT INTO calls (organization_id, transport, status, call_source, transcript, logs)
+    VALUES (${org.orgId}, 'outbound', 'completed', 'api_outbound', ${JSON.stringify(old)}::jsonb, '{"latency": []}'::jsonb) RETURNING id::text`) as string;
+  const client = new pg.Client({ connectionString: rig.s.config.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+    await client.query(statement); // a second run changes nothing
+  } finally {
+    await client.end();
+  }
+  const row = await rig.s.db.one(sql.unsafe`SELECT transcript, logs FROM calls WHERE id = ${id}`) as { transcript: unknown[]; logs: Record<string, unknown> };
+  t.deepEqual(row.transcript, [old[0], old[2]]);
+  t.deepEqual(row.logs, { latency: [], dtmf: [{ digit: '1', t_ms: 1200, timestamp: '2026-01-01T00:00:01.200Z' }, { digit: '#', t_ms: 2500, timestamp: '2026-01-01T00:00:02.500Z' }] });
+});

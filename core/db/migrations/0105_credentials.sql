@@ -21,3 +21,15 @@ CREATE INDEX tools_credential_idx ON tools (organization_id, ((definition -> 'co
 -- connectionStatus takes only the spec's values: a monthly-quota refusal is the spec's 402 insufficient_balance
 -- variant (the quota message stays in logs.validation_error). Rows written before with the non-spec value follow.
 UPDATE calls SET connection_status = 'insufficient_balance', updated_at = now() WHERE connection_status = 'quota_exceeded';
+
+-- Transcripts take only the spec's roles (user, assistant, tool): keypresses an earlier version stored as
+-- transcript entries {role: 'dtmf', digit, content, t_ms, timestamp} move to logs.dtmf [{digit, t_ms, timestamp}].
+-- (Every SET expression reads the row as it was, so both see the old transcript.)
+UPDATE calls SET
+  logs = logs || jsonb_build_object('dtmf', COALESCE(logs->'dtmf', '[]'::jsonb) || (
+    SELECT jsonb_agg(jsonb_build_object('digit', e->>'digit', 't_ms', e->'t_ms', 'timestamp', e->>'timestamp') ORDER BY i)
+    FROM jsonb_array_elements(transcript) WITH ORDINALITY AS x(e, i) WHERE e->>'role' = 'dtmf')),
+  transcript = (SELECT COALESCE(jsonb_agg(e ORDER BY i), '[]'::jsonb)
+    FROM jsonb_array_elements(transcript) WITH ORDINALITY AS x(e, i) WHERE e->>'role' IS DISTINCT FROM 'dtmf'),
+  updated_at = now()
+WHERE jsonb_typeof(transcript) = 'array' AND transcript @> '[{"role": "dtmf"}]';
