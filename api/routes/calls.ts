@@ -186,6 +186,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       contextVariables: rawVars.success ? rawVars.data : null,
     });
 
+    // A body that is not JSON at all (api/middleware/body.ts left the refusal to this route): its row, then the 400.
+    if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, rejectedRow(), 'schema_validation', 400, ctx.state.malformedJson.detail);
     // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: refused up front.
     const unstorable = preCheck(raw);
     if (unstorable.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
@@ -280,6 +282,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       telephonySim: body.telephonySim ?? false,
     });
     const agent = isUuid(uuid) ? await loadAgent(db, orgId, uuid.toLowerCase()) : null;
+    if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 400, ctx.state.malformedJson.detail);
     // A body that fails validation is a refused attempt like any other: its rejected row, then the 422.
     if (!parsed.success) {
       return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 422, to422(zodToItems(parsed.error, raw)));

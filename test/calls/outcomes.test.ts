@@ -163,3 +163,28 @@ test.serial('migration 0105 moves keypresses an earlier version kept on the tran
   t.deepEqual(row.transcript, [old[0], old[2]]);
   t.deepEqual(row.logs, { latency: [], dtmf: [{ digit: '1', t_ms: 1200, timestamp: '2026-01-01T00:00:01.200Z' }, { digit: '#', t_ms: 2500, timestamp: '2026-01-01T00:00:02.500Z' }] });
 });
+
+test.serial('a body that is not JSON is refused like any call start: 400 and its rejected row (POST /call, test-call)', async (t) => {
+  const mine = await rig.s.createOrg({ ratePerMinute: 1_000_000 });
+  const saved = await rig.s.request('POST', '/agents', { key: mine.apiKey, body: agent({ name: 'json tester' }) });
+  t.is(saved.status, 201, JSON.stringify(saved.body));
+  const bad = await rig.s.request('POST', '/call', { key: mine.apiKey, raw: '{"agent": ' });
+  t.is(bad.status, 400);
+  t.regex(bad.body.detail, /^Malformed JSON body/);
+  const badTest = await rig.s.request('POST', `/agents/${saved.body.uuid}/test-call`, { key: mine.apiKey, raw: 'nope' });
+  t.is(badTest.status, 400);
+  t.regex(badTest.body.detail, /^Malformed JSON body/);
+  const rows = await rig.s.db.any(sql.unsafe`
+    SELECT connection_status, status, ended_reason, tags, agent_uuid::text, logs FROM calls WHERE organization_id = ${mine.orgId} ORDER BY created_at`) as Array<{ connection_status: string; status: string; ended_reason: null; tags: string[]; agent_uuid: string | null; logs: { validation_error: string } }>;
+  t.is(rows.length, 2);
+  for (const r of rows) {
+    t.like(r, { connection_status: 'schema_validation', status: 'error', ended_reason: null });
+    t.true(r.tags.includes('rejected'));
+    t.regex(r.logs.validation_error, /^Malformed JSON body/);
+  }
+  t.is(rows[1]!.agent_uuid, saved.body.uuid);
+  // other routes answer malformed JSON as before; without a key nothing is stored
+  t.is((await rig.s.request('POST', '/tools', { key: mine.apiKey, raw: '{' })).status, 400);
+  t.is((await rig.s.request('POST', '/call', { key: null, raw: '{' })).status, 401);
+  t.is((await rig.s.db.oneFirst(sql.unsafe`SELECT count(*)::int FROM calls WHERE organization_id = ${mine.orgId}`)), 2);
+});
