@@ -71,10 +71,20 @@ export type DialOutcome =
  * DialRefusedError: an organization slot full → wait; wallet/quota → refused (the campaign pauses); a carrier
  * rejection → failed with the dial_failed row; an invalid agent/configuration → failed (initiation_failed).
  */
+function activityClient() {
+  try {
+    return Context.current().client;
+  } catch {
+    return null; // not running as an activity (unit tests), or a worker without a client
+  }
+}
+
 export function outboundDialer(deps: OutboundDeps): Dialer {
   return async (req) => {
     try {
-      const placed = await placeOutboundCall(deps, {
+      // Inside an activity the worker's own client is at hand: a dial that fails or never connects then gets its
+      // call.completed like any never-connected call (core/calls/unconnected.ts).
+      const placed = await placeOutboundCall({ ...deps, temporal: deps.temporal ?? activityClient() }, {
         orgId: req.orgId,
         agentUuid: req.agentUuid,
         telephonyConfigId: req.telephonyConfigId,

@@ -24,7 +24,7 @@ const api = createApiApp({
 });
 const running = await startServer({ http: [], upgrade: [], fallback: api.app.callback() }, config.PORT, config.HOST);
 logger.info({ port: running.port, baseUrl: config.baseUrl }, 'api listening');
-const sweeper = startExpirySweeper({ config, db, logger }); // abandoned pending calls, safe on every replica
+const sweeper = startExpirySweeper({ config, db, logger, temporal: temporal?.client ?? null }); // abandoned pending calls, safe on every replica
 const phoneSweeper = startStalePhoneCallSweeper({ config, db, logger, temporal: temporal?.client ?? null }); // phone calls no carrier ended
 onShutdown(logger, async () => {
   api.setDraining(true);

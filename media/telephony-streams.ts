@@ -14,9 +14,9 @@
 // The phone-only parts of a call live here: carrier hang-up when the agent ends the call, transfer through the
 // carrier adapter, voicemail detection, and the end-of-call hook of core/telephony.
 //
-// What a phone call leaves on its row beyond a web call's: `carrier_call_id` (the stream's callSid); transcript
-// entries `{role: 'dtmf', digit, content: digit, t_ms, timestamp}` for every key the caller pressed (t_ms from the
-// start of the session); `logs.voicemail_detection` = the verdict `{result: machine|human, by: amd|words|
+// What a phone call leaves on its row beyond a web call's: `carrier_call_id` (the stream's callSid); `logs.dtmf` =
+// `[{digit, t_ms, timestamp}]` for every key the caller pressed (t_ms from the start of the session; the keys also
+// reach the LLM as a user turn `[keypad: …]`, never as a transcript role); `logs.voicemail_detection` = the verdict `{result: machine|human, by: amd|words|
 // long_greeting|initial_silence|window, answeredBy?, words?, ms?}`; `logs.transfer` = `{transferId, destination,
 // record, requestedAt}` (plus `error` when the carrier refused); `logs.carrier_stop` = Smartflo's stop reason.
 import type http from 'node:http';

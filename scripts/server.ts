@@ -38,7 +38,7 @@ export async function startCombined(
   const api = createApiApp(deps);
   const media = createMediaService({ config: parts.config, db: parts.db, logger: parts.logger, storage, temporal: deps.temporal, ...parts.media });
   const running = await startServer({ http: media.http, upgrade: media.upgrade, fallback: api.app.callback() }, port, host);
-  const sweeper = startExpirySweeper({ config: parts.config, db: parts.db, logger: parts.logger }); // abandoned pending calls
+  const sweeper = startExpirySweeper({ config: parts.config, db: parts.db, logger: parts.logger, temporal: deps.temporal }); // abandoned pending calls
   const phoneSweeper = startStalePhoneCallSweeper({ config: parts.config, db: parts.db, logger: parts.logger, temporal: deps.temporal }); // phone calls no carrier ended
   return {
     running,

@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import { HttpError } from '../../core/http-error.ts';
 
 const MAX_JSON_BYTES = 2 * 1024 * 1024;
+const CALL_STARTS = /^\/api\/v1\/(?:call|agents\/[^/]+\/test-call)\/?$/;
 
 export async function readRaw(req: NodeJS.ReadableStream & { headers?: Record<string, unknown> }, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -28,7 +29,11 @@ export function jsonBodyMiddleware(): Middleware {
         try {
           (ctx.request as { body?: unknown }).body = JSON.parse(raw.toString('utf8'));
         } catch (err) {
-          throw new HttpError(400, `Malformed JSON body: ${(err as Error).message}`);
+          const error = new HttpError(400, `Malformed JSON body: ${(err as Error).message}`);
+          // A call start is refused by its route, after authentication, so that it leaves its rejected call row
+          // like every other refusal (spec "Rejected calls"; api/routes/calls.ts).
+          if (!CALL_STARTS.test(ctx.path)) throw error;
+          ctx.state.malformedJson = error;
         }
       }
     }

@@ -23,7 +23,6 @@ import { MEDIA_AT_CAPACITY, mediaCapacity } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
-import { parseOr422 } from '../guard.ts';
 import { telephonyCall } from './telephony-calls.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
@@ -128,7 +127,7 @@ const testCallBody = z.object({
 
 export function callsRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
-  const gateDeps: GateDeps = { db, config, logger: deps.logger };
+  const gateDeps: GateDeps = { db, config, logger: deps.logger, temporal: deps.temporal };
   const policy = policyFromConfig(config);
 
   /**
@@ -187,6 +186,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       contextVariables: rawVars.success ? rawVars.data : null,
     });
 
+    // A body that is not JSON at all (api/middleware/body.ts left the refusal to this route): its row, then the 400.
+    if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, rejectedRow(), 'schema_validation', 400, ctx.state.malformedJson.detail);
     // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: refused up front.
     const unstorable = preCheck(raw);
     if (unstorable.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
@@ -267,17 +268,25 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     const orgId = requireOrg(ctx);
     const uuid = ctx.params.agent_uuid ?? '';
     const raw: unknown = ctx.request.body ?? {};
-    const body = parseOr422(testCallBody, raw);
+    const parsed = testCallBody.safeParse(raw);
+    const body = parsed.success ? parsed.data : {};
+    // Values jsonb cannot hold (NUL, unpaired surrogates) are not copied onto the rejected row's snapshot.
+    const storable = typeof raw === 'object' && raw && !Array.isArray(raw) && preCheck(raw).length === 0 ? raw : {};
     const row = (agent: CallAgentRef | null): Omit<NewCall, 'logs'> => ({
       organizationId: orgId,
       ...BROWSER_WEBRTC,
       tags: ['webcall', 'test_call'],
       agent,
-      configSnapshot: scrubCredentials({ agentId: uuid, ...(typeof raw === 'object' && raw ? raw : {}) }),
+      configSnapshot: scrubCredentials({ agentId: uuid, ...storable }),
       contextVariables: body.contextVariables ?? null,
       telephonySim: body.telephonySim ?? false,
     });
     const agent = isUuid(uuid) ? await loadAgent(db, orgId, uuid.toLowerCase()) : null;
+    if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 400, ctx.state.malformedJson.detail);
+    // A body that fails validation is a refused attempt like any other: its rejected row, then the 422.
+    if (!parsed.success) {
+      return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 422, to422(zodToItems(parsed.error, raw)));
+    }
     if (!agent) return reject(ctx, row(null), 'agent_not_found', 404, 'Agent not found');
     const ref = { id: agent.id, uuid: agent.uuid, name: agent.name };
     const runnable = checkAgentProviders(config, agent.config);

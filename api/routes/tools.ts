@@ -19,6 +19,7 @@ import {
   type ToolDefinition,
 } from '../../core/agent-config/saved-tools.ts';
 import type { CommonQueryMethods } from 'slonik';
+import { getCredential } from '../../core/credentials/store.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
@@ -66,6 +67,19 @@ async function checkDefinition(def: ToolDefinition, ctx: { db: CommonQueryMethod
   if (items.length > 0) throw new HttpError(422, to422(items));
 }
 
+/**
+ * An HTTP tool's `credential_uuid` must name a stored credential of the organization (400 otherwise). The row is
+ * held FOR KEY SHARE until the caller's transaction ends, so a concurrent DELETE /credentials waits and then sees
+ * the tool. Returns the definition with the uuid in canonical (lower-case) form.
+ */
+async function checkCredential(def: ToolDefinition, db: CommonQueryMethods, orgId: string): Promise<ToolDefinition> {
+  if (def.type !== 'function' || def.config.credential_uuid === undefined) return def;
+  const ref = def.config.credential_uuid;
+  const found = isUuid(ref) ? await getCredential(db, orgId, ref.toLowerCase(), 'FOR KEY SHARE') : null;
+  if (!found) throw new HttpError(400, `Credential '${ref}' not found (definition.config.credential_uuid must name a stored credential of this organization)`);
+  return { ...def, config: { ...def.config, credential_uuid: found.uuid } };
+}
+
 const listQuery = paginationQuery().extend({
   category: z.enum(TOOL_CATEGORIES).optional(),
   status: z.enum(['active', 'archived', 'all']).default('active'),
@@ -94,11 +108,14 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
     if (cat !== body.definition.type)
       throw new HttpError(400, `Category '${cat}' does not match definition type '${body.definition.type}'`);
     await checkDefinition(body.definition, { db, orgId: org, policy });
-    const row = await db.one(sql.type(savedToolRow)`
-      INSERT INTO tools (organization_id, name, function_name, description, category, icon, icon_color, definition)
-      VALUES (${org}, ${body.name}, ${functionNameFor(body.name)}, ${body.description}, ${cat}, ${body.icon}, ${body.icon_color},
-              ${sql.jsonb(body.definition as never)})
-      RETURNING ${TOOL_COLUMNS}`);
+    const row = await db.transaction(async (trx) => {
+      const definition = await checkCredential(body.definition, trx, org);
+      return trx.one(sql.type(savedToolRow)`
+        INSERT INTO tools (organization_id, name, function_name, description, category, icon, icon_color, definition)
+        VALUES (${org}, ${body.name}, ${functionNameFor(body.name)}, ${body.description}, ${cat}, ${body.icon}, ${body.icon_color},
+                ${sql.jsonb(definition as never)})
+        RETURNING ${TOOL_COLUMNS}`);
+    });
     ctx.body = toolView(row);
   });
 
@@ -139,6 +156,7 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
         if (incomplete) throw new HttpError(400, incomplete);
         await checkDefinition(body.definition, { db: trx, orgId: org, policy });
       }
+      const definition = body.definition ? await checkCredential(body.definition, trx, org) : current.definition;
       const name = body.name ?? current.name;
       return trx.one(sql.type(savedToolRow)`
         UPDATE tools SET
@@ -147,7 +165,7 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
           description = ${body.description ?? current.description},
           icon = ${body.icon ?? current.icon},
           icon_color = ${body.icon_color ?? current.icon_color},
-          definition = ${sql.jsonb((body.definition ?? current.definition) as never)},
+          definition = ${sql.jsonb(definition as never)},
           updated_at = now()
         WHERE uuid = ${id} AND organization_id = ${org}
         RETURNING ${TOOL_COLUMNS}`);

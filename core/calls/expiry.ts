@@ -1,7 +1,8 @@
 // Pending web calls that nobody joins expire. A WebSocket or WebRTC call still `pending` CALL_JOIN_TIMEOUT_S
 // (default 60 s) after its row was created ends with status=error, connectionStatus=no_participant,
-// endedReason=null, endedAt=now, tag not_connected — which frees its concurrency slot — and fires `call.ended`
-// (no `call.started` was ever sent) to the agent's webhook.
+// endedReason=null, endedAt=now, tag not_connected — which frees its concurrency slot — and follows the
+// never-connected rule of core/calls/unconnected.ts: `call.ended` (no `call.started` was ever sent), then
+// `call.completed` from the post-call workflow.
 //
 // Two paths, both safe with any number of api replicas (each is one UPDATE ... WHERE status='pending', so a row
 // expires exactly once and a call that the media side marks `active` first is never touched):
@@ -10,59 +11,27 @@
 //  - a lazy check for one organization inside the concurrency gate, so an expired row never blocks the ceiling
 //    even between sweeps.
 import { z } from 'zod';
-import type { Config } from '../config.ts';
-import { sql, type Db } from '../db/pool.ts';
-import type { Logger } from '../logger.ts';
-import { policyFromConfig } from '../net/ssrf.ts';
+import { sql } from '../db/pool.ts';
 import { startSweeper } from '../sweeper.ts';
-import { recordWebhookResult, sendWebhook } from '../webhook.ts';
+import { announceNeverConnected, neverConnectedRow, UNCONNECTED_RETURNING, type NeverConnected, type UnconnectedDeps } from './unconnected.ts';
 
-const expiredRow = z.object({
-  id: z.string(),
-  agent_id: z.number().nullable(),
-  agent_uuid: z.string().nullable(),
-  ended_at: z.string(),
-  webhook: z.unknown(),
-});
-export type ExpiredCall = z.infer<typeof expiredRow>;
+export type ExpiredCall = NeverConnected;
 
 /** The UPDATE that expires abandoned pending web calls (of one organization, or all). */
 export function expireSql(timeoutS: number, orgId?: string) {
-  return sql.type(expiredRow)`
+  return sql.type(neverConnectedRow)`
     UPDATE calls
     SET status = 'error', connection_status = 'no_participant', ended_reason = NULL, ended_at = now(), updated_at = now(),
         tags = CASE WHEN 'not_connected' = ANY(tags) THEN tags ELSE array_append(tags, 'not_connected') END
     WHERE status = 'pending' AND transport IN ('websocket', 'webrtc', 'web')
       AND created_at < now() - make_interval(secs => ${timeoutS})
       ${orgId ? sql.fragment`AND organization_id = ${orgId}` : sql.fragment``}
-    RETURNING id, agent_id, agent_uuid, ended_at, config_snapshot->'webhook' AS webhook`;
+    RETURNING ${UNCONNECTED_RETURNING}`;
 }
 
-const webhookShape = z.object({ url: z.string().min(1), headers: z.record(z.string(), z.string()).nullish() });
-
-/** `call.ended` for a call that never connected: endedReason null, the reason in connectionStatus. */
-export async function notifyExpired(deps: { db: Db; config: Config; logger: Logger }, calls: readonly ExpiredCall[]): Promise<void> {
-  const policy = policyFromConfig(deps.config);
-  await Promise.all(
-    calls.map(async (c) => {
-      const hook = webhookShape.safeParse(c.webhook);
-      if (!hook.success) return;
-      const secret = c.agent_id === null ? null : await deps.db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
-        SELECT webhook_secret FROM agents WHERE id = ${c.agent_id}`);
-      const payload = {
-        event: 'call.ended',
-        callId: c.id,
-        agentId: c.agent_uuid,
-        endedReason: null,
-        connectionStatus: 'no_participant',
-        duration: 0,
-        endedAt: c.ended_at,
-      };
-      const result = await sendWebhook({ url: hook.data.url, headers: hook.data.headers ?? {}, secret, payload, policy, logger: deps.logger });
-      await recordWebhookResult(deps.db, c.id, 'call.ended', result).catch((err: unknown) =>
-        deps.logger.warn({ err, callId: c.id }, 'could not record webhook outcome'));
-    }),
-  );
+/** The never-connected rule for expired calls: `call.ended`, then `call.completed` (core/calls/unconnected.ts). */
+export async function notifyExpired(deps: UnconnectedDeps, calls: readonly ExpiredCall[]): Promise<void> {
+  await announceNeverConnected(deps, calls);
 }
 
 /** The advisory lock the concurrency gate holds while it counts and inserts (one per organization). */
@@ -75,7 +44,7 @@ export function orgCallsLock(orgId: string) {
  * organization is handled in its own transaction under the same lock the concurrency gate takes, so the sweep and
  * call starts of an organization never interleave their counter updates.
  */
-export async function expirePendingCalls(deps: { db: Db; config: Config; logger: Logger }, orgId?: string): Promise<readonly ExpiredCall[]> {
+export async function expirePendingCalls(deps: UnconnectedDeps, orgId?: string): Promise<readonly ExpiredCall[]> {
   const timeoutS = deps.config.CALL_JOIN_TIMEOUT_S;
   const orgs = orgId ? [orgId] : await deps.db.anyFirst(sql.type(z.object({ organization_id: z.string() }))`
     SELECT DISTINCT organization_id FROM calls
@@ -101,6 +70,6 @@ export function sweepIntervalMs(timeoutS: number): number {
 }
 
 /** Start the periodic sweep; stop() waits for a sweep in progress. */
-export function startExpirySweeper(deps: { db: Db; config: Config; logger: Logger }): { stop(): Promise<void> } {
+export function startExpirySweeper(deps: UnconnectedDeps): { stop(): Promise<void> } {
   return startSweeper(() => expirePendingCalls(deps), sweepIntervalMs(deps.config.CALL_JOIN_TIMEOUT_S), deps.logger, 'pending-call expiry sweep failed');
 }

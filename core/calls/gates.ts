@@ -10,6 +10,7 @@
 // expires the organization's abandoned pending web calls, counts pending + active calls and inserts the new row,
 // so two requests can never both see the last free slot. Rejections by gates 2-4 also write a rejected call row
 // (throttled to one per organization + reason per minute, see rows.ts).
+import type { Client as TemporalClient } from '@temporalio/client';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
@@ -36,6 +37,8 @@ export interface GateDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  /** Calls found expired here are announced by the never-connected rule (call.completed needs Temporal). */
+  temporal?: TemporalClient | null;
 }
 
 export type Admission = { ok: true; callId: string; createdAt: string } | { ok: false; rejection: GateRejection };
@@ -79,7 +82,9 @@ export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string)
     if (used >= org.monthly_minutes_quota) {
       return {
         status: 402,
-        reason: 'quota_exceeded',
+        // The spec's monthly-quota refusal is the 402 (insufficient balance) variant with a plain string detail: its
+        // connectionStatus is the 402's, insufficient_balance (logs.validation_error keeps the quota message).
+        reason: 'insufficient_balance',
         detail: `The organization has exceeded its monthly call minutes quota (${used} of ${org.monthly_minutes_quota} minutes used this month)`,
       };
     }
@@ -135,7 +140,7 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Prom
     return { ok: true as const, callId: inserted.id, createdAt: inserted.created_at };
   });
   // Their `call.ended` goes out after the commit, without holding up this request.
-  if (expired.length) void notifyExpired(deps, expired).catch((err: unknown) => deps.logger.warn({ err }, 'call.ended for expired calls failed'));
+  if (expired.length) void notifyExpired(deps, expired).catch((err: unknown) => deps.logger.warn({ err }, 'announcing expired calls failed'));
   return result;
 }
 

@@ -13,7 +13,7 @@ export const CALL_SOURCES = ['api_outbound', 'api_inbound', 'dashboard_outbound'
 export const CONNECTION_STATUSES = [
   'completed', 'no_answer', 'busy', 'rejected', 'invalid_number', 'unreachable', 'cancelled', 'connection_failed',
   'no_participant', 'dial_failed', 'initiation_failed', 'missing_credentials', 'concurrency_limit_reached',
-  'insufficient_balance', 'wallet_rejected', 'org_not_found', 'user_not_found', 'no_org', 'quota_exceeded',
+  'insufficient_balance', 'wallet_rejected', 'org_not_found', 'user_not_found', 'no_org',
   'schema_validation', 'snapshot_validation', 'model_validation', 'agent_not_found', 'credentials_invalid',
   'inbound_invalid', 'provider_not_supported',
 ] as const;
@@ -27,7 +27,7 @@ export type CallSource = (typeof CALL_SOURCES)[number];
 /** Rejection reasons written to connectionStatus on rejected rows. */
 export type RejectReason =
   | 'schema_validation' | 'snapshot_validation' | 'model_validation' | 'agent_not_found'
-  | 'concurrency_limit_reached' | 'insufficient_balance' | 'wallet_rejected' | 'org_not_found' | 'quota_exceeded'
+  | 'concurrency_limit_reached' | 'insufficient_balance' | 'wallet_rejected' | 'org_not_found'
   | 'credentials_invalid' | 'inbound_invalid' | 'provider_not_supported' | 'missing_credentials';
 
 /**

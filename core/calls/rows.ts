@@ -30,7 +30,7 @@ export interface NewCall {
   /** Carrier columns of a phone call (written on admitted rows only; rejected rows never carry them). */
   telephony?: {
     configId?: number | null;
-    /** Encrypted inline credentials (core/telephony/crypto.ts). */
+    /** Encrypted inline credentials (core/secrets.ts). */
     credentials?: Buffer | null;
     bindingId?: number | null;
     carrierCallId?: string | null;
@@ -90,7 +90,7 @@ export function insertPendingCall(q: Queryable, c: NewCall) {
 
 /** Gate reasons are throttled to one row per organization + reason per sliding minute. */
 export const THROTTLED_REASONS: ReadonlySet<RejectReason> = new Set([
-  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found', 'quota_exceeded',
+  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found',
 ]);
 
 /**

@@ -1,15 +1,15 @@
 // The end of a phone call that never connected (busy, no-answer, failed, canceled, or answered and gone before the
 // media stream connected): status error, the reason in connectionStatus, endedReason null, tags not_connected and
-// telephony_<reason>, and `call.ended` without `call.started` (as core/calls/expiry.ts does for web calls).
+// telephony_<reason>, then the never-connected rule of core/calls/unconnected.ts (`call.ended` without
+// `call.started`, then `call.completed` from the post-call workflow), as for web calls nobody joined.
 // `onPhoneCallEnded` is the hook every phone call passes through once its row is final.
 import type { Client as TemporalClient } from '@temporalio/client';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
-import { policyFromConfig } from '../net/ssrf.ts';
 import { startSweeper } from '../sweeper.ts';
-import { recordWebhookResult, sendWebhook } from '../webhook.ts';
+import { announceNeverConnected, neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
 import { notifyCampaignOfCall } from '../campaigns/signal.ts';
 
 export interface PhoneEndDeps {
@@ -19,16 +19,7 @@ export interface PhoneEndDeps {
   temporal?: TemporalClient | null;
 }
 
-const endedRow = z.object({
-  id: z.string(),
-  organization_id: z.string(),
-  agent_id: z.number().nullable(),
-  agent_uuid: z.string().nullable(),
-  campaign_id: z.number().nullable(),
-  connection_status: z.string().nullable(),
-  ended_at: z.string(),
-  webhook: z.unknown(),
-});
+const endedRow = neverConnectedRow.extend({ campaign_id: z.number().nullable() });
 export type UnconnectedEnd = z.infer<typeof endedRow>;
 
 /**
@@ -48,27 +39,12 @@ export async function finishUnconnected(
       tags = (SELECT array_agg(DISTINCT t) FROM unnest(tags || ARRAY['not_connected', ${tag}]::text[]) AS t),
       logs = logs || ${JSON.stringify(logs)}::jsonb
     WHERE id = ${callId} AND status = 'pending' AND transport IN ('outbound', 'inbound')
-    RETURNING id::text, organization_id::text, agent_id, agent_uuid::text, campaign_id, connection_status, ended_at, config_snapshot->'webhook' AS webhook`);
+    RETURNING ${UNCONNECTED_RETURNING}, campaign_id`);
 }
 
-const webhookShape = z.object({ url: z.string().min(1), headers: z.record(z.string(), z.string()).nullish() });
-
-/** `call.ended` of a never-connected call: endedReason null, the reason in connectionStatus, duration 0. */
-export async function sendUnconnectedEnded(deps: PhoneEndDeps, row: UnconnectedEnd): Promise<void> {
-  const hook = webhookShape.safeParse(row.webhook);
-  if (!hook.success) return;
-  try {
-    const secret = row.agent_id === null ? null : await deps.db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
-      SELECT webhook_secret FROM agents WHERE id = ${row.agent_id}`);
-    const payload = {
-      event: 'call.ended', callId: row.id, agentId: row.agent_uuid, endedReason: null,
-      connectionStatus: row.connection_status, duration: 0, endedAt: row.ended_at,
-    };
-    const result = await sendWebhook({ url: hook.data.url, headers: hook.data.headers ?? {}, secret, payload, policy: policyFromConfig(deps.config), logger: deps.logger });
-    await recordWebhookResult(deps.db, row.id, 'call.ended', result);
-  } catch (err) {
-    deps.logger.warn({ err, callId: row.id }, 'call.ended for an unconnected phone call failed');
-  }
+/** The never-connected rule (core/calls/unconnected.ts): `call.ended`, then `call.completed` via the post-call workflow. */
+export async function announceUnconnected(deps: PhoneEndDeps, row: UnconnectedEnd): Promise<void> {
+  await announceNeverConnected(deps, [row]);
 }
 
 /**
@@ -102,7 +78,7 @@ export async function expireStalePhoneCalls(deps: PhoneEndDeps): Promise<number>
     const ended = await finishUnconnected(deps.db, c.id, reason, { not_started: `no media stream within ${deps.config.PHONE_PENDING_TIMEOUT_S} s` });
     if (!ended) continue;
     n += 1;
-    await sendUnconnectedEnded(deps, ended);
+    await announceUnconnected(deps, ended);
     await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => deps.logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
   }
   if (n) deps.logger.info({ count: n }, 'stale pending phone calls ended');

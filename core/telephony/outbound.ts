@@ -7,9 +7,10 @@ import { liveCallBuiltins, loadAgent, resolveSnapshot, validateAgentConfig, type
 import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
+import { neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
 import { sql } from '../db/pool.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
-import { onPhoneCallEnded, sendUnconnectedEnded, type PhoneEndDeps } from './ended.ts';
+import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ended.ts';
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
 import { carrierFor } from './registry.ts';
 import { customIdentifier, streamToken } from './signing.ts';
@@ -194,12 +195,9 @@ function agentWantsVoicemailDetection(config: AgentConfig): boolean {
   return !!v && typeof v === 'object' && (v as { enabled?: unknown }).enabled === true;
 }
 
-const failedRow = z.object({
-  id: z.string(), organization_id: z.string(), agent_id: z.number().nullable(), agent_uuid: z.string().nullable(),
-  campaign_id: z.number().nullable(), connection_status: z.string().nullable(), ended_at: z.string(), webhook: z.unknown(),
-});
+const failedRow = neverConnectedRow.extend({ campaign_id: z.number().nullable() });
 
-/** The dial never left: status error, connectionStatus dial_failed, logs.dial_error; call.ended; the end hook. */
+/** The dial never left: status error, connectionStatus dial_failed, logs.dial_error; call.ended then call.completed (core/calls/unconnected.ts); the end hook. */
 async function markDialFailed(deps: OutboundDeps, callId: string, providerStatus: number, message: string, carrierCode?: number | string): Promise<void> {
   const dialError = { message, providerStatus, ...(carrierCode !== undefined ? { carrierCode } : {}) };
   const row = await deps.db.maybeOne(sql.type(failedRow)`
@@ -207,8 +205,8 @@ async function markDialFailed(deps: OutboundDeps, callId: string, providerStatus
       tags = (SELECT array_agg(DISTINCT t) FROM unnest(tags || ARRAY['not_connected']::text[]) AS t),
       logs = logs || jsonb_build_object('dial_error', ${JSON.stringify(dialError)}::jsonb)
     WHERE id = ${callId} AND status = 'pending'
-    RETURNING id::text, organization_id::text, agent_id, agent_uuid::text, campaign_id, connection_status, ended_at, config_snapshot->'webhook' AS webhook`);
+    RETURNING ${UNCONNECTED_RETURNING}, campaign_id`);
   if (!row) return;
-  void sendUnconnectedEnded(deps, row);
+  void announceUnconnected(deps, row);
   await onPhoneCallEnded(deps, callId).catch((err: unknown) => deps.logger.warn({ err, callId }, 'phone-call end hook failed'));
 }

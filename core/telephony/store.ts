@@ -3,22 +3,12 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
-import { decryptJson, encryptJson, encryptionKey, mask } from './crypto.ts';
+import { decryptJson, encryptJson, keyOf, mask } from '../secrets.ts';
 import { carrierFor } from './registry.ts';
 import type { CarrierAdapter, Credentials } from './types.ts';
 import { smartfloStreamUrl } from './urls.ts';
 
 type Q = Pick<Db, 'one' | 'maybeOne' | 'any' | 'query' | 'oneFirst' | 'maybeOneFirst'>;
-
-const keys = new WeakMap<object, Buffer>();
-export function keyOf(config: Config): Buffer {
-  let k = keys.get(config);
-  if (!k) {
-    k = encryptionKey(config);
-    keys.set(config, k);
-  }
-  return k;
-}
 
 export const sealCredentials = (config: Config, creds: Credentials) => encryptJson(keyOf(config), creds);
 export const openCredentials = (config: Config, blob: Buffer) => decryptJson<Credentials>(keyOf(config), blob);

@@ -37,9 +37,16 @@ export type { Transport } from '../transports/types.ts';
 export type TranscriptEntry =
   | { role: 'user'; content: string; timestamp: string }
   | { role: 'assistant'; content: string; timestamp: string; interrupted?: boolean }
-  | { role: 'tool'; name: string; status: ToolStatus; durationMs: number; t_ms: number; timestamp: string }
-  /** a key the caller pressed on a phone call (one entry per key; `content` repeats the digit for readers of role/content) */
-  | { role: 'dtmf'; digit: string; content: string; t_ms: number; timestamp: string };
+  | { role: 'tool'; name: string; status: ToolStatus; durationMs: number; t_ms: number; timestamp: string };
+
+/** A key the caller pressed on a phone call: kept on the call's `logs.dtmf` (the transcript has only the spec's roles). */
+export interface DtmfPress {
+  digit: string;
+  t_ms: number;
+  timestamp: string;
+}
+/** Keys typed within this pause of each other are one entry for the LLM; `#` ends an entry at once. */
+export const DTMF_ENTRY_PAUSE_MS = 1500;
 
 /** Collaborators that watch a call (voicemail detection, …) without living inside the session. */
 export interface SessionObserver {
@@ -67,6 +74,8 @@ export interface SessionResult {
   recording: Recorder;
   /** wall time of the session's t0: the recording's first sample and t_ms 0 of tool/dtmf entries (logs.timeline_started_at) */
   timelineStartedAt?: string;
+  /** keypad presses, in order (logs.dtmf) */
+  dtmf: DtmfPress[];
 }
 
 export interface SessionOptions {
@@ -124,6 +133,9 @@ class ChunkTape {
 export class CallSession {
   readonly ctx: ConversationContext;
   readonly transcript: TranscriptEntry[] = [];
+  private readonly dtmf: DtmfPress[] = [];
+  private keypad = '';
+  private keypadTimer: NodeJS.Timeout | null = null;
   readonly latency: TurnLatency[] = [];
   readonly recorder: Recorder;
   private readonly clock: FrameClock;
@@ -282,14 +294,30 @@ export class CallSession {
     for (const ob of this.o.observers ?? []) ob.started?.(this);
   }
 
-  /** Out-of-band events of the transport: DTMF keys go on the transcript (and the call's logs with it). */
+  /**
+   * Out-of-band events of the transport. DTMF keys go on the call's logs (`logs.dtmf`, never a transcript role) and
+   * reach the LLM as user text: the keys typed in one go (until `#` or a DTMF_ENTRY_PAUSE_MS pause) are one caller
+   * turn `[keypad: 1234#]`, answered like speech.
+   */
   noteEvent(ev: TransportEvent): void {
     if (this.ended) return;
     if (ev.type === 'dtmf') {
       const t_ms = Math.round(this.clock.now() - this.t0);
-      this.transcript.push({ role: 'dtmf', digit: ev.digit, content: ev.digit, t_ms, timestamp: new Date().toISOString() });
+      this.dtmf.push({ digit: ev.digit, t_ms, timestamp: new Date().toISOString() });
       this.log.info({ digit: ev.digit, t_ms }, 'dtmf');
+      this.keypad += ev.digit;
+      if (this.keypadTimer) clearTimeout(this.keypadTimer);
+      this.keypadTimer = null;
+      if (ev.digit === '#') this.flushKeypad();
+      else this.keypadTimer = this.after(DTMF_ENTRY_PAUSE_MS, () => this.flushKeypad());
     }
+  }
+
+  private flushKeypad(): void {
+    this.keypadTimer = null;
+    const keys = this.keypad;
+    this.keypad = '';
+    if (keys) this.onUserTurn(`[keypad: ${keys}]`, true);
   }
 
   /** Caller audio from the transport: 16 kHz mono s16le. */
@@ -337,7 +365,7 @@ export class CallSession {
     if (this.stt.samples > 0) usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
     const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
     try {
-      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: new Date(this.t0Wall).toISOString() });
+      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: new Date(this.t0Wall).toISOString(), dtmf: this.dtmf });
     } catch (err) {
       this.log.error({ err }, 'call end handling failed');
     }
@@ -502,10 +530,13 @@ export class CallSession {
     this.speculation = null;
   }
 
-  private onUserTurn(text: string): void {
+  /** A completed caller turn: speech (final transcript), or keys typed on the keypad (logs.dtmf, not the transcript). */
+  private onUserTurn(text: string, keypad = false): void {
     const now = this.clock.now();
-    this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
-    for (const ob of this.o.observers ?? []) ob.userTurn?.(text);
+    if (!keypad) {
+      this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
+      for (const ob of this.o.observers ?? []) ob.userTurn?.(text);
+    }
     if (this.ending) return;
     const turn = this.pendingTurn ?? { turn: this.turnCount + 1 };
     this.pendingTurn = null;

@@ -80,13 +80,14 @@ export function startedPayload(row: CallRow, startedAt: string): Record<string, 
 const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number().nullable() });
 
 /** Write the ended call on its row. status error only for pipeline_error. */
-export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'>) {
+export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
   const logs = JSON.stringify({
     latency: r.latency,
     // where the recording and the t_ms of tool entries start, so a player can place transcript entries on it
     ...(r.timelineStartedAt ? { timeline_started_at: r.timelineStartedAt } : {}),
     ...(r.error ? { pipeline_error: r.error } : {}),
+    ...(r.dtmf?.length ? { dtmf: r.dtmf } : {}),
   });
   return db.one(sql.type(finishedRow)`
     UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),

@@ -14,6 +14,7 @@ import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
 import type { Engines } from '../services/types.ts';
 import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
+import { storedCredentialAuth } from '../tools/http-auth.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
 import { withSpan } from '../../core/tracing.ts';
@@ -121,7 +122,8 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       const f = await cancelCallRow(deps.db, row.id, (err as Error).message ?? String(err));
       transport.sendEvent({ type: 'error', message: `Call could not start: ${(err as Error).message ?? String(err)}` });
       transport.close('refused', 'Call could not start');
-      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f));
+      // never connected: call.ended, then call.completed through post-call (the rule of core/calls/unconnected.ts)
+      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f)).then(() => handOffPostCall(deps, row));
       return null;
     }
   }
@@ -156,6 +158,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
           policy: policyFromConfig(deps.config),
           logger: log,
           searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
+          auth: storedCredentialAuth(deps.db, deps.config, row.organization_id),
           ...(opts.tools ?? {}),
         },
         config.tools,

@@ -8,6 +8,7 @@ import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig, safeFetch, OutboundBlockedError, type OutboundPolicy } from '../../core/net/ssrf.ts';
 import type { ToolSpec } from '../services/types.ts';
 import { calculate } from './calculator.ts';
+import { withHeaders, type ToolAuth } from './http-auth.ts';
 
 export type ToolStatus = 'success' | 'failed' | 'timeout' | 'completed';
 
@@ -32,6 +33,8 @@ export interface ToolRunContext {
   searchKnowledge?: SearchKnowledge;
   /** Phone calls: move the caller to `destination` through the carrier. Absent on web calls (provider_not_supported). */
   transfer?: CarrierTransfer;
+  /** Saved HTTP tools with a `credential_uuid`: the stored credential's headers (media/tools/http-auth.ts). */
+  auth?: ToolAuth;
 }
 
 export type CarrierTransfer = (req: { destination: string; timeoutS: number; recordTransfer: boolean }) => Promise<{ ok: true } | { ok: false; error: string }>;
@@ -199,6 +202,7 @@ function fromSaved(ctx: ToolRunContext, row: z.infer<typeof savedToolRow>): Runt
         method: str(config.method, 'POST').toUpperCase(),
         url: str(config.url),
         headers: obj(config.headers) as Record<string, string>,
+        credentialUuid: str(config.credential_uuid) || null,
         timeoutMs: typeof config.timeout_ms === 'number' ? config.timeout_ms : 5000,
         parameters: { type: 'object', properties, required },
         async: false,
@@ -249,6 +253,8 @@ function functionTool(
     method: string;
     url: string;
     headers: Record<string, string>;
+    /** saved tools: the stored credential sent on every request */
+    credentialUuid?: string | null;
     timeoutMs: number;
     parameters: Record<string, unknown>;
     async: boolean;
@@ -260,8 +266,13 @@ function functionTool(
     if (!t.url) return { status: 'failed', content: 'This tool has no URL configured.' };
     const { url, used } = substituteUrl(t.url, args, ctx.contextVariables);
     const rest = Object.fromEntries(Object.entries(args).filter(([k]) => !used.has(k)));
-    const headers: Record<string, string> = {};
+    let headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(t.headers)) if (typeof v === 'string') headers[k] = substituteVars(v, ctx.contextVariables);
+    if (t.credentialUuid) {
+      const auth = ctx.auth ? await ctx.auth(t.credentialUuid) : { error: 'This tool uses a stored credential, which this call cannot read; the request was not sent.' };
+      if ('error' in auth) return { status: 'failed', content: auth.error };
+      headers = withHeaders(headers, auth.headers);
+    }
     let target = url;
     let body: string | undefined;
     if (t.method === 'GET' || t.method === 'DELETE') {

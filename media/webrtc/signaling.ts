@@ -7,7 +7,8 @@
 // call.started goes out. A second offer while the call is starting or running → 409; an offer carrying the live
 // peer's pc_id renegotiates that peer. Another organization's call, a non-web call, or a call that is not
 // pending → 404. An answered peer that never connects within WEBRTC_CONNECT_TIMEOUT_S (or whose ICE fails first)
-// ends the call as no_participant (status error, endedReason null, tag not_connected) and frees its slot.
+// ends the call as no_participant (status error, endedReason null, tag not_connected), frees its slot and follows
+// the never-connected rule (core/calls/unconnected.ts: call.ended, then call.completed).
 // Backpressure: a first offer while the node is draining → 503 'Server is draining', while it is at capacity
 // (MEDIA_MAX_CALLS, live calls plus joins on every transport) → 503 'Media node at capacity'; either way nothing is
 // claimed (the row stays pending, a retry on another node works). An answered peer counts toward capacity from its
@@ -16,7 +17,7 @@ import type http from 'node:http';
 import { z } from 'zod';
 import type { HttpHandler } from '../../core/http-server.ts';
 import { sql } from '../../core/db/pool.ts';
-import { notifyExpired } from '../../core/calls/expiry.ts';
+import { announceNeverConnected, neverConnectedRow, UNCONNECTED_RETURNING } from '../../core/calls/unconnected.ts';
 import { WEB_TRANSPORTS } from '../../core/calls/model.ts';
 import { resolveApiKey } from '../../core/orgs.ts';
 import { hitRateLimit } from '../../core/ratelimit.ts';
@@ -102,22 +103,20 @@ export function createWebRtcSignaling(
     if (byPc.get(e.transport.pcId) === e) byPc.delete(e.transport.pcId);
   }
 
-  /** The peer never connected: the row ends no_participant, the slot is freed, call.ended goes out. */
+  /** The peer never connected: the row ends no_participant, the slot is freed, call.ended then call.completed go out. */
   async function noParticipant(e: Entry, why: string): Promise<void> {
     if (e.running || !peers.has(e.callId)) return;
     forget(e);
     e.transport.destroy();
     logger.info({ callId: e.callId, why }, 'webrtc peer never connected: no_participant');
-    const rows = await deps.db.any(sql.type(z.object({
-      id: z.string(), agent_id: z.number().nullable(), agent_uuid: z.string().nullable(), ended_at: z.string(), webhook: z.unknown(),
-    }))`
+    const rows = await deps.db.any(sql.type(neverConnectedRow)`
       UPDATE calls SET status = 'error', connection_status = 'no_participant', ended_reason = NULL, started_at = NULL,
         ended_at = now(), duration_seconds = NULL, updated_at = now(),
         tags = CASE WHEN 'not_connected' = ANY(tags) THEN tags ELSE array_append(tags, 'not_connected') END,
         logs = logs || ${JSON.stringify({ webrtc: { not_connected: why } })}::jsonb
       WHERE id = ${e.callId} AND status = 'active'
-      RETURNING id::text, agent_id, agent_uuid::text, ended_at::text, config_snapshot->'webhook' AS webhook`);
-    await notifyExpired(deps, rows);
+      RETURNING ${UNCONNECTED_RETURNING}`);
+    await announceNeverConnected(deps, rows);
   }
 
   async function connected(e: Entry): Promise<void> {

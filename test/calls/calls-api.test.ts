@@ -264,7 +264,7 @@ test('gates over HTTP: wallet 402 object, quota 402 string, both persisted as re
   t.is(q.status, 402);
   t.is(typeof q.body.detail, 'string');
   t.regex(q.body.detail, /monthly call minutes quota/);
-  t.like(await onlyRejected(capped.orgId), { connection_status: 'quota_exceeded', transport: 'webrtc' });
+  t.like(await onlyRejected(capped.orgId), { connection_status: 'insufficient_balance', transport: 'webrtc' });
 });
 
 test('concurrency over HTTP: ceiling 5, 100 simultaneous POST /call → exactly 5 admitted, 95 × 429', async (t) => {
@@ -327,6 +327,12 @@ test('test-call: pending WebRTC call of a saved agent, telephonySim and contextV
   const bad = await s.request('POST', `/agents/${agent.uuid}/test-call`, { key: apiKey, body: { telephonySim: 'yes' } });
   t.is(bad.status, 422);
   t.deepEqual(bad.body.detail[0].loc, ['body', 'telephonySim']);
+  // a refused body leaves its rejected row like every pre-pipeline refusal (spec "Rejected calls")
+  const rejected = (await rowsOf(s.db, orgId)).filter((x) => x.tags.includes('rejected'));
+  t.is(rejected.length, 1);
+  t.like(rejected[0], { status: 'error', connection_status: 'schema_validation', ended_reason: null, transport: 'webrtc', agent_uuid: agent.uuid, telephony_sim: false });
+  t.deepEqual(rejected[0]!.config_snapshot, { agentId: agent.uuid, telephonySim: 'yes' });
+  t.deepEqual(rejected[0]!.logs.validation_error[0].loc, ['body', 'telephonySim']);
 });
 
 test('test-call errors: 404 Agent not found (other org, archived, malformed), 402 wallet, 400 no organization', async (t) => {

@@ -117,7 +117,11 @@ test('monthly minutes quota: billed minutes this month >= quota → 402 string, 
   t.is(typeof r.rejection.detail, 'string');
   t.regex(r.rejection.detail as string, /exceeded its monthly call minutes quota \(2 of 2 minutes/);
   const rows = await rowsOf(s.db, orgId);
-  t.is(rows.filter((x) => x.connection_status === 'quota_exceeded').length, 1);
+  // the spec has no quota_exceeded connectionStatus: a quota refusal is its 402 insufficient_balance variant
+  const refused = rows.filter((x) => x.connection_status === 'insufficient_balance');
+  t.is(refused.length, 1);
+  t.regex(JSON.stringify(refused[0]!.logs.validation_error), /monthly call minutes quota/, 'the quota message tells it from a low balance');
+  t.false(rows.some((x) => x.connection_status === 'quota_exceeded'));
 });
 
 test('quota: minutes of earlier months do not count; under the quota passes', async (t) => {

@@ -1,7 +1,7 @@
 // Boots the real api + media on one ephemeral port against a fresh database (and the suite's Temporal server).
 import { loadConfig, type Config } from '../../core/config.ts';
 import type { Db } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger, type Logger } from '../../core/logger.ts';
 import { createApiKey, createOrganization, creditWallet, setOrganizationLimits } from '../../core/orgs.ts';
 import { connectTemporal, type TemporalHandle } from '../../core/temporal.ts';
 import { startCombined, type Combined } from '../../scripts/server.ts';
@@ -29,7 +29,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; temporal?: boolean; media?: Partial<MediaDeps> } = {}): Promise<TestServer> {
+export async function startTestServer(opts: { env?: Record<string, string>; temporal?: boolean; media?: Partial<MediaDeps>; logger?: Logger } = {}): Promise<TestServer> {
   const { db, url } = await createTestDb();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'vas-data-'));
   const baseEnv = {
@@ -43,7 +43,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
   const port = await freePort();
   const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: opts.env?.PUBLIC_URL ?? `http://127.0.0.1:${port}` });
   const temporal = opts.temporal === false || !config.TEMPORAL_ADDRESS ? null : await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
-  const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
+  const logger = opts.logger ?? createLogger({ level: config.LOG_LEVEL, name: 'test' });
   const storage = createStorage(config);
   const combined = await startCombined({ config, db, logger, temporal, storage, ...(opts.media ? { media: opts.media } : {}) }, port, '127.0.0.1');
   const origin = `http://127.0.0.1:${port}`;

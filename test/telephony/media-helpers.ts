@@ -30,6 +30,7 @@ export class Scenarios {
   readonly factory: EngineFactory = async ({ config }) => {
     const s = this.map.get(config.name);
     if (s) {
+      if ((s as { failBuild?: boolean }).failBuild) throw new Error('engine credentials missing');
       const e = fakeEngines(s);
       this.made.set(config.name, e);
       return e;

@@ -1,7 +1,7 @@
 // Pure parts of the carrier half: Twilio's signature (the published test vector), status mapping, number
 // normalisation and format-tolerant matching, signed stream values, credential encryption, base-URL overrides.
 import test from 'ava';
-import { decryptJson, encryptJson, encryptionKey, mask } from '../../core/telephony/crypto.ts';
+import { decryptJson, encryptJson, encryptionKey, mask } from '../../core/secrets.ts';
 import { normalizeAddress, sameNumber } from '../../core/telephony/numbers.ts';
 import { customIdentifier, parseCustomIdentifier, smartfloStreamSig, streamToken, verifySmartfloStreamSig, verifyStreamToken } from '../../core/telephony/signing.ts';
 import { mapCarrierStatus } from '../../core/telephony/status.ts';

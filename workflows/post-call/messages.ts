@@ -1,29 +1,16 @@
 // Messages of the post-call workflow (`postCall-<callId>`), imported by callers (media signal-with-starts it).
 import { defineSignal } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import { CALL_ENDED_SIGNAL } from '../../core/calls/post-call-names.ts';
 
 export interface PostCallInput {
   callId: string;
 }
 
 /** Sent by media when the call has ended and its row + spool recording are written. */
-export const callEndedSignal = defineSignal<[{ callId: string }]>('callEnded');
+export const callEndedSignal = defineSignal<[{ callId: string }]>(CALL_ENDED_SIGNAL);
 
-export const POST_CALL_WORKFLOW_TYPE = 'postCallWorkflow';
-export const postCallWorkflowId = (callId: string) => `postCall-${callId}`;
 /** Where media leaves the mixed call recording for the workflow to publish. */
 export const spoolRecordingKey = (callId: string) => `spool/recordings/${callId}.wav`;
 
-/** Search attributes registered on the dev server (scripts/infra.ts): set them when starting the workflow. */
-export const OrganizationIdKey = defineSearchAttributeKey('OrganizationId', SearchAttributeType.KEYWORD);
-export const AgentIdKey = defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD);
-export const CallIdKey = defineSearchAttributeKey('CallId', SearchAttributeType.KEYWORD);
-
-/** `typedSearchAttributes` for signalWithStart/start of postCall and transferRecording. agentId null for inline agents. */
-export function callSearchAttributes(a: { organizationId: string; agentId: string | null; callId: string }): SearchAttributePair[] {
-  return [
-    { key: OrganizationIdKey, value: a.organizationId },
-    ...(a.agentId ? [{ key: AgentIdKey, value: a.agentId }] : []),
-    { key: CallIdKey, value: a.callId },
-  ];
-}
+// The names (workflow type, id, search attributes) live in core so core/calls/unconnected.ts can use them too.
+export { AgentIdKey, CallIdKey, callSearchAttributes, OrganizationIdKey, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../core/calls/post-call-names.ts';

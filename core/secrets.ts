@@ -1,10 +1,10 @@
-// Carrier credentials at rest: AES-256-GCM. Key: TELEPHONY_ENCRYPTION_KEY (64 hex characters are used as the raw
+// Secrets at rest (carrier credentials of telephony configurations, stored HTTP-tool credentials): AES-256-GCM. Key: TELEPHONY_ENCRYPTION_KEY (64 hex characters are used as the raw
 // key; anything else is hashed with SHA-256); when unset, derived from the service signing secret (SIGNING_SECRET,
 // or the secret generated once into DATA_DIR/signing-secret, core/storage/signing.ts), so a dev install needs no
 // setup. Stored format: "v1" (2 bytes) + iv (12) + tag (16) + ciphertext.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { Config } from '../config.ts';
-import { signingSecret } from '../storage/signing.ts';
+import type { Config } from './config.ts';
+import { signingSecret } from './storage/signing.ts';
 
 const VERSION = Buffer.from('v1');
 
@@ -30,6 +30,17 @@ export function decryptJson<T = unknown>(key: Buffer, blob: Buffer): T {
   decipher.setAuthTag(tag);
   const plain = Buffer.concat([decipher.update(blob.subarray(30)), decipher.final()]);
   return JSON.parse(plain.toString('utf8')) as T;
+}
+
+const keys = new WeakMap<object, Buffer>();
+/** The encryption key of a loaded config, derived once per config object. */
+export function keyOf(config: Config): Buffer {
+  let k = keys.get(config);
+  if (!k) {
+    k = encryptionKey(config);
+    keys.set(config, k);
+  }
+  return k;
 }
 
 /** "••••" + the last 4 characters (nothing of short secrets). */
