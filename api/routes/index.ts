@@ -8,6 +8,7 @@ import { usageRoutes } from './usage.ts';
 import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
+import { recordingsRoutes } from './recordings.ts';
 import { catalogRoutes } from './catalog.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { telephonyRoutes } from './telephony.ts';
@@ -24,6 +25,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   callsRoutes,
   agentsRoutes,
   toolsRoutes,
+  recordingsRoutes,
   catalogRoutes,
   telephonyRoutes,
   campaignsRoutes,
