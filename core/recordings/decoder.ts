@@ -42,7 +42,7 @@ function thread(): Worker {
 export function decodeOffThread(bytes: Uint8Array): Promise<DecodedRecording> {
   const w = thread();
   const id = ++seq;
-  const copy = bytes.slice();
+  const copy = new Uint8Array(bytes); // a fresh ArrayBuffer of its own (a Buffer may sit in the shared pool)
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
     w.ref();
