@@ -265,3 +265,17 @@ test('the stored audio is exactly 24 kHz: a 24 kHz WAV comes back sample for sam
   const r = await created('exact.wav', wavFile(pcm, 24_000));
   t.deepEqual(Array.from(await storedAudio(r.recording_id)), Array.from(pcm));
 });
+
+test('OpenAPI documents the store, with the fields the endpoints return', async (t) => {
+  const doc = (await (await fetch(`${s.baseUrl}/openapi.json`)).json()) as { paths: Record<string, any> };
+  t.truthy(doc.paths['/recordings']?.post?.requestBody.content['multipart/form-data']);
+  t.truthy(doc.paths['/recordings']?.get);
+  t.truthy(doc.paths['/recordings/{recording_id}']?.get);
+  t.truthy(doc.paths['/recordings/{recording_id}']?.delete);
+  const createdSchema = doc.paths['/recordings'].post.responses[201].content['application/json'].schema;
+  const one = await created('doc.wav', wavFile(chirp(0.2, 24_000), 24_000));
+  t.deepEqual(Object.keys(createdSchema.properties).sort(), Object.keys(one).sort());
+  const itemSchema = doc.paths['/recordings/{recording_id}'].get.responses[200].content['application/json'].schema;
+  const got = await s.request('GET', `/recordings/${one.recording_id}`, { key: a.apiKey });
+  t.deepEqual(Object.keys(itemSchema.properties).sort(), Object.keys(got.body).sort());
+});
