@@ -38,10 +38,10 @@ function agent(name: string, tools: unknown[]): Record<string, unknown> {
   };
 }
 
-async function dialAndAnswer(config: Record<string, unknown>) {
+async function dialAndAnswer(agentSel: { agent: Record<string, unknown> } | { agentId: string }) {
   const res = await rig.s.request('POST', '/call', {
     key: org.apiKey,
-    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: config },
+    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, ...agentSel },
   });
   if (res.status !== 200 && res.status !== 201) throw new Error(`POST /call: ${res.status} ${JSON.stringify(res.body)}`);
   const callId = res.body.callId as string;
@@ -61,10 +61,13 @@ async function at8k(id: string): Promise<Int16Array> {
   return resample(await storedRecording(rig.s, org.apiKey, id), 24_000, 8_000);
 }
 
-test.serial('endCall plays its recording over the µ-law stream before the stream closes; transcript; agent_hangup', async (t) => {
+test.serial('a saved agent whose endCall recording was archived since: the phone call plays it over the µ-law stream before the stream closes; transcript; agent_hangup', async (t) => {
   const rec = await uploadRecording(rig.s, org.apiKey, 'bye.wav', wavFile(chirp(1.2, 16_000), 16_000), 'Phone goodbye');
   const name = rig.scenarios.add({ stt: { utterances: ['bye now'] }, llm: [{ toolCalls: [{ name: 'end_call' }] }] });
-  const { callId, media } = await dialAndAnswer(agent(name, [{ type: 'endCall', name: 'end_call', config: { messageType: 'audio', audioRecordingId: rec.recording_id } }]));
+  const saved = await rig.s.request('POST', '/agents', { key: org.apiKey, body: agent(name, [{ type: 'endCall', name: 'end_call', config: { messageType: 'audio', audioRecordingId: rec.recording_id } }]) });
+  t.is(saved.status, 201, JSON.stringify(saved.body));
+  t.is((await rig.s.request('DELETE', `/recordings/${rec.recording_id}`, { key: org.apiKey })).status, 200);
+  const { callId, media } = await dialAndAnswer({ agentId: saved.body.uuid });
   const before = media.heardBytes;
   await media.tone(500);
   await media.silence(500);
@@ -88,7 +91,7 @@ test.serial('a saved transferCall with an audio message: the caller hears the re
   });
   t.is(tool.status, 200, JSON.stringify(tool.body));
   const name = rig.scenarios.add({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'to_sales' }] }] });
-  const { callId, call, media } = await dialAndAnswer(agent(name, [tool.body.tool_uuid]));
+  const { callId, call, media } = await dialAndAnswer({ agent: agent(name, [tool.body.tool_uuid]) });
   await media.tone(600);
   await media.silence(500);
   await until(() => call.updates[0], 20_000, 'call update');
