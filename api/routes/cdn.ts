@@ -17,10 +17,11 @@ import { localPath } from '../../core/storage/local.ts';
 import type { ApiDeps } from '../deps.ts';
 
 /**
- * Only what the spec publishes at {cdn_url} is served: call recordings and transcripts. Everything else in storage
- * (spool/, knowledge-base documents/) stays private. With S3, give the bucket's public policy the same prefixes.
+ * Only what the spec publishes at {cdn_url} is served: call recordings, transcripts and the uploaded audio messages
+ * (`GET /recordings/{id}` → url). Everything else in storage (spool/, knowledge-base documents/) stays private. With
+ * S3, give the bucket's public policy the same prefixes.
  */
-export const PUBLIC_PREFIXES = ['recordings/', 'transcripts/'];
+export const PUBLIC_PREFIXES = ['recordings/', 'transcripts/', 'audio-messages/'];
 
 function keyFrom(path: string, prefix: string): string | null {
   let key: string;

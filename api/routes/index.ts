@@ -9,6 +9,7 @@ import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
 import { toolsRoutes } from './tools.ts';
 import { credentialsRoutes } from './credentials.ts';
+import { recordingsRoutes } from './recordings.ts';
 import { catalogRoutes } from './catalog.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { telephonyRoutes } from './telephony.ts';
@@ -27,6 +28,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   agentsRoutes,
   toolsRoutes,
   credentialsRoutes,
+  recordingsRoutes,
   catalogRoutes,
   telephonyRoutes,
   campaignsRoutes,

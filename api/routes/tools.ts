@@ -20,6 +20,7 @@ import {
 } from '../../core/agent-config/saved-tools.ts';
 import type { CommonQueryMethods } from 'slonik';
 import { getCredential } from '../../core/credentials/store.ts';
+import { referenceProblems, toolRecordingRef } from '../../core/recordings/store.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
@@ -46,8 +47,15 @@ function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   return r.data;
 }
 
-/** Checks needing the network or the database: function URL (SSRF), query document ids. 422 items. */
-async function checkDefinition(def: ToolDefinition, ctx: { db: CommonQueryMethods; orgId: string; policy: ReturnType<typeof policyFromConfig> }): Promise<void> {
+/**
+ * Checks needing the network or the database: function URL (SSRF), query document ids, the audio recording a
+ * message plays (`stored`: the definition before this update, whose recording stays usable once archived). 422 items.
+ */
+async function checkDefinition(
+  def: ToolDefinition,
+  ctx: { db: CommonQueryMethods; orgId: string; policy: ReturnType<typeof policyFromConfig> },
+  stored?: unknown,
+): Promise<void> {
   const items: ValidationItem[] = [];
   if (def.type === 'function' && def.config.url !== '') {
     const reason = await checkTemplatedUrl(def.config.url, ctx.policy);
@@ -63,6 +71,12 @@ async function checkDefinition(def: ToolDefinition, ctx: { db: CommonQueryMethod
       );
       for (const r of refs) if (!found.has(r.id)) items.push({ type: 'value_error', path: r.path, msg: `Document '${r.id}' not found`, input: r.id });
     }
+  }
+  const recording = toolRecordingRef(def.config, ['definition', 'config']);
+  if (recording) {
+    const kept = toolRecordingRef((stored as { config?: unknown } | undefined)?.config, []);
+    for (const p of await referenceProblems(ctx.db, ctx.orgId, [recording], kept ? [kept.id] : []))
+      items.push({ type: 'value_error', path: p.path, msg: p.msg, input: p.id });
   }
   if (items.length > 0) throw new HttpError(422, to422(items));
 }
@@ -154,7 +168,7 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
           throw new HttpError(400, `Definition type '${body.definition.type}' does not match the tool category '${current.category}'`);
         const incomplete = incompleteDefinition(body.definition);
         if (incomplete) throw new HttpError(400, incomplete);
-        await checkDefinition(body.definition, { db: trx, orgId: org, policy });
+        await checkDefinition(body.definition, { db: trx, orgId: org, policy }, current.definition);
       }
       const definition = body.definition ? await checkCredential(body.definition, trx, org) : current.definition;
       const name = body.name ?? current.name;

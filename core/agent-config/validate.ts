@@ -11,6 +11,7 @@ import { agentConfigSchema, END_CALL_DESCRIPTION, sanitizeFunctionName, type Age
 export { END_CALL_DESCRIPTION };
 import { issuesToItems, preCheck } from './issues.ts';
 import { incompleteDefinition, type ToolDefinition } from './saved-tools.ts';
+import { agentRecordingRefs, referenceProblems } from '../recordings/store.ts';
 
 export type ValidateResult =
   | { ok: true; config: AgentConfig }
@@ -32,6 +33,16 @@ export interface ValidateContext {
    * archived (spec: "agents referencing it keep working"); only newly adding an archived tool is refused.
    */
   referencedTools?: readonly unknown[];
+  /**
+   * Audio recording ids the stored config already plays (`recordingRefs(stored)`): they stay usable after the
+   * recording is archived; only a new reference to an archived recording is refused.
+   */
+  referencedRecordings?: readonly string[];
+}
+
+/** The audio recordings a stored config's inline tools play, for `ValidateContext.referencedRecordings`. */
+export function recordingRefs(config: unknown): string[] {
+  return agentRecordingRefs(config).map((r) => r.id);
 }
 
 /** The saved-tool references (UUID strings) of a stored config's `tools`, for `ValidateContext.referencedTools`. */
@@ -194,6 +205,8 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
     for (const d of docRefs) if (!found.has(d.id)) items.push({ type: 'value_error', path: d.path, msg: `Document '${d.id}' not found`, input: d.id });
   }
   for (const r of await Promise.all(urlChecks)) if (r) items.push(r);
+  for (const p of await referenceProblems(ctx.db, ctx.orgId, agentRecordingRefs(c), ctx.referencedRecordings))
+    items.push({ type: 'value_error', path: p.path, msg: p.msg, input: p.id });
 
   if (items.length > 0) return { ok: false, kind: 'schema', items };
 

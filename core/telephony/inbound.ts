@@ -6,7 +6,7 @@
 // Routing order for a number: an inbound binding wins over the number's saved-agent attachment; across
 // organizations the most recent assignment wins.
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, resolveSnapshot, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
@@ -154,7 +154,9 @@ export async function admitInbound(
   const customer = toE164(call.from) ?? (/^\d{8,15}$/.test(call.from) ? toE164(`+${call.from}`) : null) ?? call.from;
   const savedVariables = agent.config.contextVariables ?? {};
   const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: liveCallBuiltins({ customerNumber: customer, platformNumber: platform }) });
-  const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true });
+  // the saved agent keeps the archived tools and recordings it referenced
+  const kept = { referencedTools: savedToolRefs(agent.config), referencedRecordings: recordingRefs(agent.config) };
+  const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true, ...kept });
   const base = {
     organizationId: route.orgId,
     transport: 'inbound' as const,

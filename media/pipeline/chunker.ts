@@ -37,6 +37,12 @@ export class SentenceChunker extends Processor {
         this.push({ type: 'flush', speech: frame.speech });
         return;
       }
+      case 'speakAudio': {
+        if (frame.speech.finished) return;
+        this.push(frame);
+        this.push({ type: 'flush', speech: frame.speech });
+        return;
+      }
       case 'flush': {
         const b = this.buffers.get(frame.speech);
         this.buffers.delete(frame.speech);

@@ -36,12 +36,18 @@ export type ControlFrame =
   /** The caller went on after an eager end of turn: drop the speculative reply. */
   | { type: 'turnResumed' }
   /** Speak this text as (part of) an utterance, then flush it. */
-  | { type: 'speakNow'; text: string; speech: SpeechHandle };
+  | { type: 'speakNow'; text: string; speech: SpeechHandle }
+  /**
+   * Play this stored audio (24 kHz mono s16, e.g. an uploaded recording) as the utterance, then flush it. It takes
+   * its turn in the TTS stage's queue like a synthesized chunk, so it never overtakes speech queued before it;
+   * `label` is the chunk's text (what the transcript and the context show).
+   */
+  | { type: 'speakAudio'; label: string; pcm: Int16Array; speech: SpeechHandle };
 
 export type Frame = SystemFrame | DataFrame | ControlFrame;
 
 const SYSTEM = new Set<Frame['type']>(['start', 'end', 'userStartedSpeaking', 'userStoppedSpeaking', 'interrupt', 'error', 'metrics']);
-const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'eagerTurnEnd', 'turnResumed', 'speakNow']);
+const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'eagerTurnEnd', 'turnResumed', 'speakNow', 'speakAudio']);
 
 export function isSystemFrame(f: Frame): f is SystemFrame {
   return SYSTEM.has(f.type);

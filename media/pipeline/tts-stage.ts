@@ -16,6 +16,9 @@
 // An interruption aborts the utterance's signal: every chunk of it, playing or synthesized ahead, is dropped (its
 // vendor context cancelled), and its queued chunks are never sent. Per-chunk bookkeeping happens as a chunk is handed
 // to the engine (speech chunk, onTextSent, characters) and as its audio goes out (samples, onFirstByte).
+// Stored audio (`speakAudio`: an uploaded recording a tool plays) takes its turn in the same queue: when it reaches
+// the head, it becomes one chunk of its utterance (its label as text, its samples as audio) and goes out whole to
+// the pacer, which paces it like speech; the engine never sees it.
 // The engine's connection is opened as the stage is built (the call connecting), so the first reply pays no
 // handshake; `connectFailure` resolves with the error when that connection is refused, so the session can end the
 // call at once instead of at the first synthesis.
@@ -36,6 +39,7 @@ interface Started {
 
 type Job =
   | { kind: 'text'; text: string; speech: SpeechHandle; owner: object | null; started: Started | null }
+  | { kind: 'audio'; label: string; pcm: Int16Array; speech: SpeechHandle; owner: object | null }
   | { kind: 'flush'; speech: SpeechHandle };
 
 export interface TtsStageHooks {
@@ -75,6 +79,11 @@ export class TtsStage extends Processor {
         if (frame.speech.finished) return;
         this.queue.push({ kind: 'text', text: frame.text, speech: frame.speech, owner: frame.owner ?? null, started: null });
         this.fill();
+        this.kick();
+        return;
+      case 'speakAudio':
+        if (frame.speech.finished) return;
+        this.queue.push({ kind: 'audio', label: frame.label, pcm: frame.pcm, speech: frame.speech, owner: frame.speech.textOwner });
         this.kick();
         return;
       case 'flush':
@@ -155,6 +164,15 @@ export class TtsStage extends Processor {
       if (speech.finished) {
         this.queue.shift();
         this.dispose(job);
+        continue;
+      }
+      if (job.kind === 'audio') {
+        this.queue.shift();
+        const chunk = speech.addText(job.label, job.owner);
+        const c = speech.chunks[chunk]!;
+        c.audio = true;
+        c.samples = job.pcm.length;
+        if (job.pcm.length > 0) this.push({ type: 'audioOut', pcm: job.pcm, speech, chunk });
         continue;
       }
       if (!job.started) this.start(job);

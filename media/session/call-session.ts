@@ -19,6 +19,7 @@ import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type 
 import { SpeechHandle, type SpeechSource } from './speech.ts';
 import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
 import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
+import { recordingLabel, type Spoken } from '../tools/spoken.ts';
 
 export type EndedReason =
   | 'user_hangup'
@@ -589,6 +590,31 @@ export class CallSession {
     return s;
   }
 
+  /**
+   * Say what a tool says: a text through TTS (say), or a stored recording played through the same pacer as speech
+   * (so every transport gets it at its own rate, the call's recording has it, the transcript shows `[audio: name]`).
+   * A recording that cannot be played says its fallback (or nothing: null). Resolves once it is queued.
+   */
+  async speak(msg: Spoken, source: SpeechSource, interruptible: boolean, inContext = true): Promise<SpeechHandle | null> {
+    if (msg.kind === 'text') return this.say(msg.text, source, interruptible, inContext);
+    const audio = await msg.audio; // loaded since the call started: normally already here
+    if (this.ended) return null;
+    if (!audio || audio.pcm.length === 0) {
+      this.log.warn({ recordingId: msg.recordingId }, 'audio recording unavailable: not played');
+      return msg.fallback ? this.say(msg.fallback, source, interruptible, inContext) : null;
+    }
+    const label = recordingLabel(audio.name);
+    const s = new SpeechHandle(source, interruptible);
+    this.track(s);
+    if (inContext) {
+      const m = this.ctx.addAssistant(label);
+      this.owners.set(s, [m]);
+      s.textOwner = m;
+    }
+    this.output.push({ type: 'speakAudio', label, pcm: audio.pcm, speech: s });
+    return s;
+  }
+
   private track(s: SpeechHandle): void {
     this.speeches.add(s);
     this.clearIdle();
@@ -720,7 +746,7 @@ export class CallSession {
     if (this.reply === s) this.reply = null;
   }
 
-  private async runTools(calls: ToolCall[], s: SpeechHandle): Promise<Array<{ farewell?: string; reason?: EndedReason }>> {
+  private async runTools(calls: ToolCall[], s: SpeechHandle): Promise<Array<{ farewell?: Spoken | null; reason?: EndedReason }>> {
     this.activeTools++;
     this.startTaskSound();
     try {
@@ -738,7 +764,7 @@ export class CallSession {
           };
           this.transcript.push(entry);
           let content: string;
-          let farewell: string | undefined;
+          let farewell: Spoken | null | undefined;
           let reason: EndedReason | undefined;
           if (!tool) {
             content = `Unknown tool '${call.name}'.`;
@@ -757,7 +783,7 @@ export class CallSession {
             } else {
               const message = this.o.tools.pickMessage(tool);
               // a transfer's message is said in full before the caller is moved
-              const spoken = message && !this.ending ? this.say(message, 'tool_message', tool.kind !== 'transferCall', false) : null;
+              const spoken = message && !this.ending ? await this.speak(message, 'tool_message', tool.kind !== 'transferCall', false) : null;
               this.toolsInFlight.set(entry, tool.kind);
               const r = await tool.run(args, s.abort.signal, { spoken: spoken ? spoken.done.then(() => undefined) : Promise.resolve() }).finally(() => this.toolsInFlight.delete(entry));
               entry.status = r.status;
@@ -777,15 +803,15 @@ export class CallSession {
     }
   }
 
-  /** endCall: let the current reply play out, speak the farewell (not interruptible), then hang up (after a transfer: end). */
-  private async hangUp(farewell: string, reply: SpeechHandle, reason: EndedReason = 'agent_hangup'): Promise<void> {
+  /** endCall: let the current reply play out, say the farewell (not interruptible), then hang up (after a transfer: end). */
+  private async hangUp(farewell: Spoken | null, reply: SpeechHandle, reason: EndedReason = 'agent_hangup'): Promise<void> {
     this.ending = true;
     this.clearIdle();
     await reply.done;
     if (this.ended) return;
     if (farewell) {
-      const bye = this.say(farewell, 'farewell', false);
-      await bye.done;
+      const bye = await this.speak(farewell, 'farewell', false);
+      await bye?.done;
     }
     await this.end(reason);
   }

@@ -15,6 +15,7 @@ import { createEngines } from '../services/index.ts';
 import type { Engines } from '../services/types.ts';
 import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
 import { storedCredentialAuth } from '../tools/http-auth.ts';
+import { RecordingLibrary } from '../tools/recordings.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
 import { createVad } from '../vad/index.ts';
 import { withSpan } from '../../core/tracing.ts';
@@ -61,6 +62,8 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
   // rendered greetings / idle prompts (off by default under NODE_ENV=test: tests count what their fake engines hear)
   const cacheMb = deps.config.MEDIA_TTS_CACHE_MB ?? (deps.config.NODE_ENV === 'test' ? 0 : 64);
   const audioCache = cacheMb > 0 ? new RenderedAudioCache(cacheMb * 1024 * 1024) : null;
+  // uploaded audio recordings the calls' tools play (loaded as each call starts, shared by the calls of this process)
+  const recordings = new RecordingLibrary(deps.db, deps.storage, logger);
 
   async function run(transport: LiveTransport, pending: CallRow, opts: RunOptions = {}): Promise<CallSession | null> {
     const early: Int16Array[] = [];
@@ -159,6 +162,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
           logger: log,
           searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
           auth: storedCredentialAuth(deps.db, deps.config, row.organization_id),
+          recordings: recordings.forOrg(row.organization_id),
           ...(opts.tools ?? {}),
         },
         config.tools,

@@ -18,6 +18,8 @@ export interface SpeechChunk {
    * timestamps; absent otherwise. With them an interrupted chunk is cut after the last word whose audio ended.
    */
   wordEnds?: number[];
+  /** stored audio played as it is (a recording): its text is a label, heard whole once any of it played */
+  audio?: boolean;
 }
 
 let seq = 0;
@@ -65,6 +67,7 @@ export class SpeechHandle {
     for (const c of this.chunks) {
       if (owner !== undefined && c.owner !== owner) continue;
       if (c.samples > 0 && c.played >= c.samples) parts.push(c.text);
+      else if (c.audio && c.played > 0) parts.push(c.text);
       else if (c.played > 0 && c.samples > 0) parts.push(c.wordEnds?.length ? wordsPlayed(c.text, c.wordEnds, c.played) : cutWords(c.text, c.played / c.samples));
     }
     return joinText(parts);

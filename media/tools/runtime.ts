@@ -1,6 +1,7 @@
 // Runtime tool execution for a live call: builds the LLM-facing tool specs from the config snapshot (inline tool
-// objects and saved-tool UUIDs) and runs calls with their timeouts. Spoken messages are picked here (random or
-// in order); the session speaks them while the tool runs.
+// objects and saved-tool UUIDs) and runs calls with their timeouts. What a tool says (a text or a stored audio
+// recording) comes from its collaborator ToolVoice (spoken.ts); which message is said is picked here (random or
+// in order); the session speaks or plays it while the tool runs.
 import { z } from 'zod';
 import type { Config } from '../../core/config.ts';
 import { sql, type Db } from '../../core/db/pool.ts';
@@ -9,6 +10,10 @@ import { policyFromConfig, safeFetch, OutboundBlockedError, type OutboundPolicy 
 import type { ToolSpec } from '../services/types.ts';
 import { calculate } from './calculator.ts';
 import { withHeaders, type ToolAuth } from './http-auth.ts';
+import type { RecordingSource } from './recordings.ts';
+import { BUILTIN_FAREWELL, texts, ToolVoice, type Spoken } from './spoken.ts';
+
+export { BUILTIN_FAREWELL, type Spoken };
 
 export type ToolStatus = 'success' | 'failed' | 'timeout' | 'completed';
 
@@ -16,8 +21,8 @@ export interface ToolOutcome {
   status: ToolStatus;
   /** what the LLM reads back */
   content: string;
-  /** endCall: the farewell to speak before hanging up; `reason` transferred when a transfer ends the call (no farewell) */
-  endCall?: { farewell: string; reason?: 'transferred' };
+  /** endCall: the farewell to say before hanging up; `reason` transferred when a transfer ends the call (no farewell) */
+  endCall?: { farewell: Spoken | null; reason?: 'transferred' };
 }
 
 export interface ToolRunContext {
@@ -35,6 +40,8 @@ export interface ToolRunContext {
   transfer?: CarrierTransfer;
   /** Saved HTTP tools with a `credential_uuid`: the stored credential's headers (media/tools/http-auth.ts). */
   auth?: ToolAuth;
+  /** The organization's stored audio recordings (tool messages and farewells of type 'audio'). */
+  recordings?: RecordingSource;
 }
 
 export type CarrierTransfer = (req: { destination: string; timeoutS: number; recordTransfer: boolean }) => Promise<{ ok: true } | { ok: false; error: string }>;
@@ -56,13 +63,12 @@ export type SearchKnowledge = (
 export interface RuntimeTool {
   spec: ToolSpec;
   kind: 'function' | 'endCall' | 'transferCall' | 'query' | 'testTool' | 'calculator';
-  /** messages spoken while it runs */
-  messages: string[];
+  /** messages said while it runs */
+  messages: Spoken[];
   messagesOrder: 'random' | 'in-order';
   run(args: Record<string, unknown>, signal: AbortSignal, live?: ToolLive): Promise<ToolOutcome>;
 }
 
-export const BUILTIN_FAREWELL = 'Thank you for calling. Goodbye!';
 const TEST_TOOL_SUCCESS = 'The action completed successfully. Tell the caller it is done and continue the conversation.';
 const TEST_TOOL_FAILURE = 'The action failed. Apologize to the caller, say it could not be completed, and offer to help another way.';
 
@@ -78,9 +84,9 @@ export class ToolSet {
   get(name: string): RuntimeTool | undefined {
     return this.byName.get(name);
   }
-  /** The message to speak for this invocation (random, or entry K for invocation K, wrapping), or null. */
-  pickMessage(tool: RuntimeTool): string | null {
-    const msgs = tool.messages.filter((m) => m.trim());
+  /** The message to say for this invocation (random, or entry K for invocation K, wrapping), or null. */
+  pickMessage(tool: RuntimeTool): Spoken | null {
+    const msgs = tool.messages;
     if (!msgs.length) return null;
     const k = this.invocations.get(tool.spec.name) ?? 0;
     this.invocations.set(tool.spec.name, k + 1);
@@ -99,6 +105,7 @@ const savedToolRow = z.object({
 /** Build the call's tools. Saved tools are loaded by UUID in the call's organization (archived ones still work). */
 export async function buildToolSet(ctx: ToolRunContext, entries: Array<string | Record<string, unknown>>): Promise<ToolSet> {
   const tools: RuntimeTool[] = [];
+  const voice = new ToolVoice(ctx.recordings);
   const uuids = entries.filter((e): e is string => typeof e === 'string');
   const saved = uuids.length
     ? await ctx.db.any(sql.type(savedToolRow)`
@@ -113,17 +120,17 @@ export async function buildToolSet(ctx: ToolRunContext, entries: Array<string | 
         ctx.logger.warn({ tool: e }, 'saved tool not found for this organization; skipped');
         continue;
       }
-      const t = fromSaved(ctx, row);
+      const t = fromSaved(ctx, voice, row);
       if (t) tools.push(t);
     } else {
-      const t = fromInline(ctx, e);
+      const t = fromInline(ctx, voice, e);
       if (t) tools.push(t);
     }
   }
   // one tool per name (first wins); an end_call tool is always present
   const seen = new Set<string>();
   const unique = tools.filter((t) => (seen.has(t.spec.name) ? false : (seen.add(t.spec.name), true)));
-  if (!unique.some((t) => t.kind === 'endCall')) unique.push(endCallTool('end_call', '', 'none', [], null));
+  if (!unique.some((t) => t.kind === 'endCall')) unique.push(endCallTool('end_call', '', voice.endCallFarewells({}, false)));
   return new ToolSet(unique);
 }
 
@@ -140,7 +147,7 @@ function obj(v: unknown): Record<string, unknown> {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
 
-function fromInline(ctx: ToolRunContext, e: Record<string, unknown>): RuntimeTool | null {
+function fromInline(ctx: ToolRunContext, voice: ToolVoice, e: Record<string, unknown>): RuntimeTool | null {
   const type = str(e.type);
   const config = obj(e.config);
   const description = str(e.description);
@@ -157,20 +164,17 @@ function fromInline(ctx: ToolRunContext, e: Record<string, unknown>): RuntimeToo
         timeoutMs: typeof server.timeout_ms === 'number' ? server.timeout_ms : 10_000,
         parameters: params ?? { type: 'object', properties: {} },
         async: config.async === true,
-        messages: strs(config.messages),
+        messages: texts(strs(config.messages)),
         messagesOrder: order(config.messagesOrder),
       });
     }
-    case 'endCall': {
-      const messageType = str(config.messageType, 'custom');
-      const custom = strs(config.customMessages).filter((m) => m.trim());
-      return endCallTool(str(e.name) || 'end_call', description, messageType, messageType === 'custom' ? (custom.length ? custom : ['Goodbye!']) : [], str(config.audioRecordingId) || null);
-    }
+    case 'endCall':
+      return endCallTool(str(e.name) || 'end_call', description, voice.endCallFarewells(config, true));
     case 'transferCall':
-      return transferTool(ctx, str(e.name), description, transferSettings(config, true));
+      return transferTool(ctx, str(e.name), description, transferSettings(voice, config, true));
     case 'query': {
       const kbs = Array.isArray(config.knowledgeBases) ? config.knowledgeBases.map(obj) : [];
-      return queryTool(ctx, str(e.name), description, kbs, strs(config.messages), order(config.messagesOrder), typeof config.timeout === 'number' ? config.timeout : 5);
+      return queryTool(ctx, str(e.name), description, kbs, texts(strs(config.messages)), order(config.messagesOrder), typeof config.timeout === 'number' ? config.timeout : 5);
     }
     case 'testTool':
       return testTool(str(e.name), description, config);
@@ -180,7 +184,7 @@ function fromInline(ctx: ToolRunContext, e: Record<string, unknown>): RuntimeToo
   }
 }
 
-function fromSaved(ctx: ToolRunContext, row: z.infer<typeof savedToolRow>): RuntimeTool | null {
+function fromSaved(ctx: ToolRunContext, voice: ToolVoice, row: z.infer<typeof savedToolRow>): RuntimeTool | null {
   const def = row.definition;
   const config = obj(def.config);
   const type = str(def.type, row.category);
@@ -195,7 +199,6 @@ function fromSaved(ctx: ToolRunContext, row: z.infer<typeof savedToolRow>): Runt
         properties[name] = { type: ['string', 'number', 'boolean'].includes(str(p.type)) ? str(p.type) : 'string', description: str(p.description) };
         if (p.required === true) required.push(name);
       }
-      const messageType = str(config.customMessageType, 'none');
       return functionTool(ctx, {
         name: row.function_name,
         description: row.description,
@@ -206,22 +209,19 @@ function fromSaved(ctx: ToolRunContext, row: z.infer<typeof savedToolRow>): Runt
         timeoutMs: typeof config.timeout_ms === 'number' ? config.timeout_ms : 5000,
         parameters: { type: 'object', properties, required },
         async: false,
-        messages: messageType === 'text' ? strs(config.customMessages) : [],
+        messages: voice.functionMessages(config),
         messagesOrder: order(config.customMessagesOrder),
       });
     }
-    case 'endCall': {
-      const messageType = str(config.messageType, 'none');
-      const custom = str(config.customMessage).trim();
-      return endCallTool(row.function_name, row.description, messageType, custom ? [custom] : [], str(config.audioRecordingId) || null);
-    }
+    case 'endCall':
+      return endCallTool(row.function_name, row.description, voice.endCallFarewells(config, false));
     case 'transferCall':
-      return transferTool(ctx, row.function_name, row.description, transferSettings(config, false));
+      return transferTool(ctx, row.function_name, row.description, transferSettings(voice, config, false));
     case 'calculator':
       return calculatorTool(row.description);
     case 'query': {
       const groups = Array.isArray(config.groups) ? config.groups.map(obj) : [];
-      return queryTool(ctx, row.function_name, row.description, groups, strs(config.messages), order(config.messagesOrder), typeof config.timeout === 'number' ? config.timeout : 5);
+      return queryTool(ctx, row.function_name, row.description, groups, texts(strs(config.messages)), order(config.messagesOrder), typeof config.timeout === 'number' ? config.timeout : 5);
     }
     default:
       ctx.logger.warn({ type, tool: row.uuid }, 'saved tool type not runnable; skipped');
@@ -258,7 +258,7 @@ function functionTool(
     timeoutMs: number;
     parameters: Record<string, unknown>;
     async: boolean;
-    messages: string[];
+    messages: Spoken[];
     messagesOrder: 'random' | 'in-order';
   },
 ): RuntimeTool {
@@ -314,7 +314,8 @@ function functionTool(
   };
 }
 
-function endCallTool(name: string, description: string, messageType: string, custom: string[], audioRecordingId: string | null): RuntimeTool {
+/** endCall: one of `farewells` (never empty, see ToolVoice.endCallFarewells) is said before the hang-up. */
+function endCallTool(name: string, description: string, farewells: Spoken[]): RuntimeTool {
   return {
     spec: {
       name,
@@ -325,9 +326,7 @@ function endCallTool(name: string, description: string, messageType: string, cus
     messages: [],
     messagesOrder: 'random',
     async run() {
-      // 'audio' farewells need the recording store, which the service does not have: the built-in line is spoken.
-      void audioRecordingId;
-      const farewell = messageType === 'custom' && custom.length ? custom[Math.floor(Math.random() * custom.length)]! : BUILTIN_FAREWELL;
+      const farewell = farewells[Math.floor(Math.random() * farewells.length)]!;
       return { status: 'success', content: 'The call is ending.', endCall: { farewell } };
     },
   };
@@ -335,16 +334,14 @@ function endCallTool(name: string, description: string, messageType: string, cus
 
 interface TransferSettings {
   destination: string;
-  message: string | null;
+  message: Spoken | null;
   timeoutS: number;
   recordTransfer: boolean;
 }
 
-/** transferCall config (saved: messageType none/custom/audio + customMessage; inline: customMessage). */
-function transferSettings(config: Record<string, unknown>, inline: boolean): TransferSettings {
-  const custom = str(config.customMessage).trim();
-  // an 'audio' pre-transfer message needs the recording store, which the service does not have: nothing is said
-  const message = custom && (inline || str(config.messageType, 'none') === 'custom') ? custom : null;
+/** transferCall config (saved: messageType none/custom/audio; inline: customMessage). */
+function transferSettings(voice: ToolVoice, config: Record<string, unknown>, inline: boolean): TransferSettings {
+  const message = voice.transferMessage(config, inline);
   const timeout = typeof config.timeout === 'number' && Number.isFinite(config.timeout) ? Math.round(config.timeout) : 30;
   return { destination: str(config.destination).trim(), message, timeoutS: timeout, recordTransfer: config.recordTransfer !== false };
 }
@@ -370,7 +367,7 @@ function transferTool(ctx: ToolRunContext, name: string, description: string, t:
         ctx.logger.warn({ tool: name, error: r.error }, 'carrier transfer failed');
         return { status: 'failed', content: `The transfer failed: ${r.error}. Tell the caller you could not transfer them and keep helping.` };
       }
-      return { status: 'success', content: `The call was transferred to ${t.destination}.`, endCall: { farewell: '', reason: 'transferred' } };
+      return { status: 'success', content: `The call was transferred to ${t.destination}.`, endCall: { farewell: null, reason: 'transferred' } };
     },
   };
 }
@@ -397,7 +394,7 @@ function queryTool(
   name: string,
   description: string,
   groups: Array<Record<string, unknown>>,
-  messages: string[],
+  messages: Spoken[],
   messagesOrder: 'random' | 'in-order',
   timeoutS: number,
 ): RuntimeTool {
@@ -441,7 +438,7 @@ function testTool(name: string, description: string, config: Record<string, unkn
   return {
     spec: { name, description: description || 'A simulated tool for testing.', parameters: { type: 'object', properties: {}, additionalProperties: true } },
     kind: 'testTool',
-    messages: strs(config.messages),
+    messages: texts(strs(config.messages)),
     messagesOrder: order(config.messagesOrder),
     async run(_args, signal) {
       await new Promise<void>((resolve) => {

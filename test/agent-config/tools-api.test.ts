@@ -5,6 +5,8 @@ import { sql } from '../../core/db/pool.ts';
 import { createApiKey } from '../../core/orgs.ts';
 import { functionNameFor, loadSavedTools } from '../../core/agent-config/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { chirp, wavFile } from '../recordings/audio-files.ts';
+import { uploadRecording } from '../recordings/helpers.ts';
 
 let s: TestServer;
 let key: string;
@@ -94,8 +96,9 @@ test('each definition type with its config rules and defaults', async (t) => {
   // only the selected custom-message mode's payload is stored
   const text = await post(fnTool({ name: 'msg' }, { customMessageType: 'text', customMessages: ['One moment', ''], customMessageRecordingId: 'rec-1' }));
   t.deepEqual([text.body.definition.config.customMessages, text.body.definition.config.customMessageRecordingId], [['One moment'], undefined]);
-  const audio = await post(fnTool({ name: 'aud' }, { customMessageType: 'audio', customMessages: ['x'], customMessageRecordingId: 'rec-1' }));
-  t.deepEqual([audio.body.definition.config.customMessages, audio.body.definition.config.customMessageRecordingId], [[], 'rec-1']);
+  const rec = await uploadRecording(s, key, 'wait.wav', wavFile(chirp(0.2, 24_000), 24_000));
+  const audio = await post(fnTool({ name: 'aud' }, { customMessageType: 'audio', customMessages: ['x'], customMessageRecordingId: rec.recording_id }));
+  t.deepEqual([audio.body.definition.config.customMessages, audio.body.definition.config.customMessageRecordingId], [[], rec.recording_id]);
 });
 
 test('create accepts placeholder-empty definitions', async (t) => {

@@ -85,6 +85,8 @@ export interface ServerEvent {
 export class TestCaller {
   readonly events: ServerEvent[] = [];
   audioBytes = 0;
+  /** agent audio received (24 kHz s16le frames, in order) */
+  readonly audio: Buffer[] = [];
   /** arrival time of each binary frame */
   readonly frameTimes: number[] = [];
   firstAudioAt: number | null = null;
@@ -108,6 +110,7 @@ export class TestCaller {
       if (isBinary) {
         const b = data as Buffer;
         this.audioBytes += b.length;
+        this.audio.push(b);
         this.frameTimes.push(now);
         this.firstAudioAt ??= now;
       } else {
@@ -133,6 +136,14 @@ export class TestCaller {
       this.ws.once('close', () => reject(new Error(`closed before open: ${this.closeCode} ${this.closeReason}`)));
       this.ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
     });
+  }
+
+  /** all agent audio received so far, 24 kHz mono */
+  receivedPcm(): Int16Array {
+    const all = Buffer.concat(this.audio);
+    const pcm = new Int16Array(all.length >> 1);
+    for (let i = 0; i < pcm.length; i++) pcm[i] = all.readInt16LE(2 * i);
+    return pcm;
   }
 
   /** seconds of agent audio received */

@@ -1,7 +1,7 @@
 // Tool-runtime rules that need no call: farewell choice per endCall messageType, the always-present end_call,
 // URL/header substitution, in-order message rotation, and the calculator's refusals.
 import test from 'ava';
-import { buildToolSet, BUILTIN_FAREWELL, substituteUrl, substituteVars, type ToolRunContext } from '../../../media/tools/runtime.ts';
+import { buildToolSet, BUILTIN_FAREWELL, substituteUrl, substituteVars, type Spoken, type ToolRunContext } from '../../../media/tools/runtime.ts';
 import { calculate } from '../../../media/tools/calculator.ts';
 import { createLogger } from '../../../core/logger.ts';
 import { policyFromConfig } from '../../../core/net/ssrf.ts';
@@ -17,15 +17,22 @@ const ctx: ToolRunContext = {
 };
 const signal = new AbortController().signal;
 
-test('endCall farewells: custom picks one of its messages, none and audio speak the built-in line', async (t) => {
+test('endCall farewells: custom picks one of its messages, none speaks the built-in line, audio plays the recording (built-in line as its fallback)', async (t) => {
   const set = await buildToolSet(ctx, [
     { type: 'endCall', name: 'bye_custom', description: '', config: { messageType: 'custom', customMessages: ['See you!', ' '] } },
     { type: 'endCall', name: 'bye_none', description: '', config: { messageType: 'none' } },
     { type: 'endCall', name: 'bye_audio', description: '', config: { messageType: 'audio', audioRecordingId: 'rec-1' } },
   ]);
-  t.is((await set.get('bye_custom')!.run({}, signal)).endCall?.farewell, 'See you!');
-  t.is((await set.get('bye_none')!.run({}, signal)).endCall?.farewell, BUILTIN_FAREWELL);
-  t.is((await set.get('bye_audio')!.run({}, signal)).endCall?.farewell, BUILTIN_FAREWELL);
+  t.deepEqual((await set.get('bye_custom')!.run({}, signal)).endCall?.farewell, { kind: 'text', text: 'See you!' });
+  t.deepEqual((await set.get('bye_none')!.run({}, signal)).endCall?.farewell, { kind: 'text', text: BUILTIN_FAREWELL });
+  // no recording store in this context: the fallback is said
+  t.deepEqual((await set.get('bye_audio')!.run({}, signal)).endCall?.farewell, { kind: 'text', text: BUILTIN_FAREWELL });
+  const played = await buildToolSet({ ...ctx, recordings: async (id) => ({ name: `rec ${id}`, pcm: new Int16Array(480) }) }, [
+    { type: 'endCall', name: 'bye_audio', description: '', config: { messageType: 'audio', audioRecordingId: 'rec-1' } },
+  ]);
+  const farewell = (await played.get('bye_audio')!.run({}, signal)).endCall?.farewell;
+  t.like(farewell, { kind: 'recording', recordingId: 'rec-1', fallback: BUILTIN_FAREWELL });
+  t.is((await (farewell as Extract<Spoken, { kind: 'recording' }>).audio)?.name, 'rec rec-1');
   t.false(set.specs.some((s) => s.name === 'end_call'), 'an endCall tool is present, no extra end_call added');
   const bare = await buildToolSet(ctx, []);
   t.deepEqual(bare.specs.map((s) => s.name), ['end_call']);
@@ -45,8 +52,9 @@ test('tool messages: in-order wraps around, random picks from the list, blank li
     { type: 'testTool', name: 'quiet', description: '', config: { delaySeconds: 0.5, messages: [] } },
   ]);
   const ordered = set.get('ordered')!;
-  t.deepEqual([set.pickMessage(ordered), set.pickMessage(ordered), set.pickMessage(ordered)], ['one', 'two', 'one']);
-  t.true(['a', 'b', 'c'].includes(set.pickMessage(set.get('random')!)!));
+  const said = () => (set.pickMessage(ordered) as { text: string }).text;
+  t.deepEqual([said(), said(), said()], ['one', 'two', 'one']);
+  t.true(['a', 'b', 'c'].includes((set.pickMessage(set.get('random')!) as { text: string }).text));
   t.is(set.pickMessage(set.get('quiet')!), null);
 });
 
