@@ -6,7 +6,8 @@ import { finishUnconnected, onPhoneCallEnded, sendUnconnectedEnded } from '../..
 import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import type { ApiDeps } from '../deps.ts';
 
-async function handOffPostCall(deps: ApiDeps, callId: string, orgId: string, agentId: string | null): Promise<void> {
+/** signal-with-start postCall-<callId> (also the api's orphan sweeper, api/main.ts). */
+export async function handOffPostCall(deps: Pick<ApiDeps, 'temporal' | 'config' | 'logger'>, callId: string, orgId: string, agentId: string | null): Promise<void> {
   if (!deps.temporal) return;
   try {
     await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
