@@ -145,6 +145,11 @@ export class Recorder {
     });
   }
 
+  /** Resolves once the blocks handed to the sink so far are written (a time-compressed feed waits on it, as real time would). */
+  flushed(): Promise<void> {
+    return this.queue;
+  }
+
   get durationS(): number {
     return this.end / RATE;
   }
