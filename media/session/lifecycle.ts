@@ -1,5 +1,6 @@
-// A call row's life as seen from the media process: claim (pending → active), finish (row, recording, call.ended,
-// post-call hand-off), cancel (never started), and reconciliation of rows left 'active' by a crashed process.
+// A call row's life as seen from the media process: claim (pending → active), finish (row, call.ended, post-call
+// hand-off; each retried with backoff, END_RETRY), cancel (never started), node heartbeat. Rows left 'active' are
+// reconciled by core/calls/orphans.ts; the recording spool is ./spool.ts.
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pRetry from 'p-retry';
