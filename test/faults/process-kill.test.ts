@@ -3,6 +3,7 @@
 //  - media killed during 10 live calls (no media node left): the api's orphan sweep ends every row (error /
 //    pipeline_error), the slots free, each call gets exactly one call.ended and one call.completed, at most one debit;
 //    a restarted media node takes new calls.
+//  - api killed during 10 live calls: media runs them on; they end normally with their webhooks; a new api serves.
 //  - worker killed during the post-call processing of 20 calls, another worker started: every call is processed,
 //    exactly one debit per call, never two call.completed. The spec makes webhook delivery at-most-once
 //    (interface-spec "Delivery"): the send is claimed on the row before the POST, so a kill between the claim and
@@ -68,13 +69,13 @@ async function debits(db: Db, callId: string): Promise<number> {
   return db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
 }
 
-test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
-  const { db, org, key, receiver, env } = await setup('faults-media-kill');
-  t.teardown(() => receiver.close());
+/** api + media + worker processes, an agent on the local engines with a webhook, and `n` live WebSocket calls. */
+async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown, b: unknown, m?: string): void }, queue: string, n: number) {
+  const { db, org, key, receiver, env } = await setup(queue);
   const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env)]);
   await startProcess('activities/worker.ts', env, false);
-  const post = async (p: string, body: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const post = async (p: string, body: unknown, origin = api.origin) => {
+    const res = await fetch(`${origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   const agent = await post('/agents', {
@@ -85,10 +86,9 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
   });
   t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
   await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
-
   const calls: string[] = [];
   const sockets: WebSocket[] = [];
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < n; i++) {
     const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
     t.is(c.status, 200, JSON.stringify(c.body));
     const callId = String(c.body.callId);
@@ -100,19 +100,26 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
     });
     sockets.push(ws);
   }
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, '10 calls started');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, `${n} calls started`);
+  const live = () => db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
+  const postCallDone = () => until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === n || null, 120_000, 'post-call of every call');
+  return { db, key, receiver, env, api, media, post, agent, calls, sockets, live, postCallDone };
+}
 
+test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
+  const { db, key, receiver, env, media, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
+  t.teardown(() => receiver.close());
   const killedAt = Date.now();
   await kill(media.child);
-  await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`)) === 0 || null, 60_000, 'every row to end');
+  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
   const endedAfterS = (Date.now() - killedAt) / 1000;
   t.log(`rows ended ${endedAfterS.toFixed(1)} s after the kill (MEDIA_NODE_DEAD_AFTER_S=4, api sweep every 2 s)`);
   const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.true(rows.every((r) => r.status === 'error' && r.ended_reason === 'pipeline_error'), JSON.stringify(rows));
-  await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 10 || null, 120_000, 'post-call of every call');
+  await postCallDone();
   await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
@@ -130,6 +137,27 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
   ws.on('error', () => {});
   await until(() => frames > 0 || null, 60_000, 'greeting audio on the restarted node');
   ws.close(1000);
+  await db.end();
+});
+
+test.serial('api SIGKILLed during 10 live calls: the calls go on and end normally, one call.ended + one call.completed each; a new api serves', async (t) => {
+  const { db, receiver, env, api, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
+  t.teardown(() => receiver.close());
+  await kill(api.child);
+  for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
+  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
+  const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
+    SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
+  t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
+  await postCallDone();
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  for (const id of calls) {
+    t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
+    t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
+    t.true((await debits(db, id)) <= 1);
+  }
+  const again = await startProcess('api/main.ts', env);
+  t.is((await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }, again.origin)).status, 200);
   await db.end();
 });
 
