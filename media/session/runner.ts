@@ -222,11 +222,12 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     const rest = async (f: Awaited<ReturnType<typeof finishCallRow>>) => {
       await recording;
       close();
+      // the transport's own clean-up (carrier hang-up, signaling state) runs either way
+      if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => log.warn({ err }, 'call finish hook failed'));
       if (!f) {
-        log.warn('the call row had already been ended by a reconcile: no call.ended from here');
+        log.warn('the call row had already been ended by a reconcile: its call.ended went from there');
         return;
       }
-      if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => log.warn({ err }, 'call finish hook failed'));
       await startedHook;
       await sendLifecycleWebhook(deps, row, endedPayload(row, result.reason, 'completed', f));
       await handOffPostCall(deps, row);
