@@ -94,15 +94,8 @@ function toWire(messages: ChatMessage[]): Record<string, unknown>[] {
   });
 }
 
-/** A streaming response with no bytes for this long is stalled (the same bound as waiting for the response itself). */
-export const STREAM_STALL_MS = 30_000;
-
-/**
- * Parse an SSE body into `data:` payloads (multi-line data joined by \n), yielding as they complete. A body that sends
- * nothing for `stallMs` is cancelled with a retryable engine error (the call goes on: the session reports it and the
- * caller can speak again) instead of holding the turn forever.
- */
-export async function* sseData(body: ReadableStream<Uint8Array>, signal: AbortSignal, stallMs = STREAM_STALL_MS): AsyncIterable<{ event?: string; data: string }> {
+/** Parse an SSE body into `data:` payloads (multi-line data joined by \n), yielding as they complete. */
+export async function* sseData(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncIterable<{ event?: string; data: string }> {
   const decoder = new TextDecoder();
   let buf = '';
   let data: string[] = [];
@@ -110,15 +103,9 @@ export async function* sseData(body: ReadableStream<Uint8Array>, signal: AbortSi
   const reader = body.getReader();
   const onAbort = () => void reader.cancel().catch(() => {});
   signal.addEventListener('abort', onAbort, { once: true });
-  let stalled = false;
   try {
     for (;;) {
-      const timer = setTimeout(() => {
-        stalled = true;
-        void reader.cancel().catch(() => {});
-      }, stallMs);
-      const { value, done } = await reader.read().finally(() => clearTimeout(timer));
-      if (stalled) throw engineError(`LLM stream stalled: no data for ${stallMs / 1000} s`, true, false);
+      const { value, done } = await reader.read();
       if (done) break;
       buf += decoder.decode(value, { stream: true });
       let nl: number;
@@ -222,7 +209,7 @@ export class OpenAiCompatLlm implements LlmService {
       calls.clear();
     };
     try {
-      for await (const { data } of sseData(res.body, req.signal, this.o.connectTimeoutMs ?? STREAM_STALL_MS)) {
+      for await (const { data } of sseData(res.body, req.signal)) {
         if (req.signal.aborted) return;
         if (data === '[DONE]') {
           sawDone = true;
