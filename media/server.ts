@@ -23,7 +23,7 @@ import {
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
 import { createAdmission } from './admission.ts';
-import { endOrphanedCalls, notifyOrphans } from '../core/calls/orphans.ts';
+import { endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
 import { recoverSpools } from './session/spool.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
@@ -94,7 +94,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await recoverSpools(deps, deadAfterS).catch((err: unknown) => logger.warn({ err }, 'spool recovery failed'));
       const rows = [
         ...(await endOrphanedCalls(deps.db, { deadAfterS, exceptNode: NODE_ID })),
-        ...(await endOrphanedCalls(deps.db, { node: NODE_ID, owned: [...runner.owned] })),
+        // a WebRTC call is claimed at its offer and reaches the runner once ICE connects (WEBRTC_CONNECT_TIMEOUT_S)
+        ...(await endOrphanedCalls(deps.db, { node: NODE_ID, owned: [...runner.owned], graceS: Math.max(OWN_ROW_GRACE_S, deps.config.WEBRTC_CONNECT_TIMEOUT_S + 30) })),
       ];
       void notifyOrphans(deps, rows, (row) => handOffPostCall(deps, row));
       await pruneNodes(deps.db);
