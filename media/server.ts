@@ -23,7 +23,7 @@ import {
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
 import { createAdmission } from './admission.ts';
-import { endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
+import { afterOutageGuard, endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
 import { recoverSpools } from './session/spool.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
@@ -87,19 +87,21 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // failed past their retries, then spool recordings left behind (uploaded before their rows end, so post-call finds
   // them), then rows of dead nodes and this node's own rows that no session owns any more
   let reconciling: Promise<void> | null = null;
+  const deadNodes = afterOutageGuard();
   const reconcileOnce = async () => {
     try {
       await report();
       await runner.retryUnfinished();
       await recoverSpools(deps, deadAfterS).catch((err: unknown) => logger.warn({ err }, 'spool recovery failed'));
       const rows = [
-        ...(await endOrphanedCalls(deps.db, { deadAfterS, exceptNode: NODE_ID })),
+        ...((await deadNodes.run(() => endOrphanedCalls(deps.db, { deadAfterS, exceptNode: NODE_ID }))) ?? []),
         // a WebRTC call is claimed at its offer and reaches the runner once ICE connects (WEBRTC_CONNECT_TIMEOUT_S)
         ...(await endOrphanedCalls(deps.db, { node: NODE_ID, owned: [...runner.owned], graceS: Math.max(OWN_ROW_GRACE_S, deps.config.WEBRTC_CONNECT_TIMEOUT_S + 30) })),
       ];
       void notifyOrphans(deps, rows, (row) => handOffPostCall(deps, row));
       await pruneNodes(deps.db);
     } catch (err) {
+      deadNodes.fail();
       if (!closed) logger.warn({ err }, 'media heartbeat/reconcile failed');
     }
   };

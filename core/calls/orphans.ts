@@ -98,9 +98,37 @@ export async function notifyOrphans(deps: OrphanDeps, rows: readonly OrphanedCal
   }));
 }
 
+/**
+ * Guard for dead-node sweeps after a database outage: while the database was unreachable no node could heartbeat, so
+ * every node looks dead when it comes back. After a sweep that failed, the next one is skipped (the nodes still alive
+ * get a sweep interval, longer than their heartbeat interval, to report again).
+ */
+export function afterOutageGuard() {
+  let failed = false;
+  return {
+    async run<T>(fn: () => Promise<T>): Promise<T | null> {
+      if (failed) {
+        failed = false;
+        return null;
+      }
+      try {
+        return await fn();
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    },
+    /** Something else of the same periodic run failed on the database. */
+    fail(): void {
+      failed = true;
+    },
+  };
+}
+
 /** The api's sweep of dead media nodes' rows (every replica may run it); stop() waits for a sweep in progress. */
 export function startOrphanSweeper(deps: OrphanDeps, handOff: (row: OrphanedCall) => Promise<void>): { stop(): Promise<void> } {
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
-  const run = async () => notifyOrphans(deps, await endOrphanedCalls(deps.db, { deadAfterS }), handOff);
+  const guard = afterOutageGuard();
+  const run = () => guard.run(async () => notifyOrphans(deps, await endOrphanedCalls(deps.db, { deadAfterS }), handOff));
   return startSweeper(run, Math.min(30_000, (deadAfterS * 1000) / 2), deps.logger, 'orphaned-call sweep failed');
 }
