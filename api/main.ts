@@ -8,6 +8,8 @@ import { createApiApp } from './app.ts';
 import { createStorage } from '../core/storage/index.ts';
 import { startExpirySweeper } from '../core/calls/expiry.ts';
 import { startStalePhoneCallSweeper } from '../core/telephony/ended.ts';
+import { startOrphanSweeper } from '../core/calls/orphans.ts';
+import { handOffPostCall } from '../core/calls/unconnected.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
@@ -26,10 +28,14 @@ const running = await startServer({ http: [], upgrade: [], fallback: api.app.cal
 logger.info({ port: running.port, baseUrl: config.baseUrl }, 'api listening');
 const sweeper = startExpirySweeper({ config, db, logger, temporal: temporal?.client ?? null }); // abandoned pending calls, safe on every replica
 const phoneSweeper = startStalePhoneCallSweeper({ config, db, logger, temporal: temporal?.client ?? null }); // phone calls no carrier ended
+// calls left active by a dead media node end even when no media node is left to reconcile them
+const orphanSweeper = startOrphanSweeper({ config, db, logger, temporal: temporal?.client ?? null }, (row) =>
+  handOffPostCall({ config, logger, temporal: temporal?.client ?? null }, row));
 onShutdown(logger, async () => {
   api.setDraining(true);
   await sweeper.stop();
   await phoneSweeper.stop();
+  await orphanSweeper.stop();
   await running.close(config.SHUTDOWN_GRACE_MS);
   await temporal?.close();
   await db.end();

@@ -106,6 +106,8 @@ export const configSchema = z.object({
   MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
   /** A media node whose heartbeat is older than this is dead: its active calls are reconciled by a live node. */
   MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),
+  /** Where media spools call recordings while calls run (default DATA_DIR/media-spool; local disk, not shared). */
+  MEDIA_SPOOL_DIR: z.string().optional(),
   /** Recogniser processes of the local STT pool per media process (default: one per core). */
   LOCAL_STT_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /** eSpeak NG synthesizer processes of the local TTS per media process (default: one per core). */

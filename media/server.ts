@@ -11,19 +11,20 @@ import type { MediaDeps } from './deps.ts';
 import { createCallRunner } from './session/runner.ts';
 import {
   claimCall,
-  endedPayload,
   handOffPostCall,
   heartbeat,
   HEARTBEAT_MS,
   loadCall,
   mediaLoadGauges,
-  reconcileOrphans,
+  pruneNodes,
   removeNode,
-  sendLifecycleWebhook,
+  NODE_ID,
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
 import { createAdmission } from './admission.ts';
+import { afterOutageGuard, endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
+import { recoverSpools } from './session/spool.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
@@ -82,18 +83,29 @@ export function createMediaService(deps: MediaDeps): MediaService {
     void report().catch(() => {});
   };
 
-  // heartbeat (with load) + reconciliation of calls orphaned by a crashed media process
-  const reconcile = async () => {
+  // heartbeat (with load) + reconciliation (core/calls/orphans.ts): first this node's call ends whose database writes
+  // failed past their retries, then spool recordings left behind (uploaded before their rows end, so post-call finds
+  // them), then rows of dead nodes and this node's own rows that no session owns any more
+  let reconciling: Promise<void> | null = null;
+  const deadNodes = afterOutageGuard();
+  const reconcileOnce = async () => {
     try {
       await report();
-      for (const row of await reconcileOrphans(deps.db, deadAfterS)) {
-        logger.warn({ callId: row.id }, 'reconciled a call left active by a dead media process');
-        void sendLifecycleWebhook(deps, row, endedPayload(row, 'pipeline_error', 'completed', row)).then(() => handOffPostCall(deps, row));
-      }
+      await runner.retryUnfinished();
+      await recoverSpools(deps, deadAfterS).catch((err: unknown) => logger.warn({ err }, 'spool recovery failed'));
+      const rows = [
+        ...((await deadNodes.run(() => endOrphanedCalls(deps.db, { deadAfterS, exceptNode: NODE_ID }))) ?? []),
+        // a WebRTC call is claimed at its offer and reaches the runner once ICE connects (WEBRTC_CONNECT_TIMEOUT_S)
+        ...(await endOrphanedCalls(deps.db, { node: NODE_ID, owned: [...runner.owned], graceS: Math.max(OWN_ROW_GRACE_S, deps.config.WEBRTC_CONNECT_TIMEOUT_S + 30) })),
+      ];
+      void notifyOrphans(deps, rows, (row) => handOffPostCall(deps, row));
+      await pruneNodes(deps.db);
     } catch (err) {
+      deadNodes.fail();
       if (!closed) logger.warn({ err }, 'media heartbeat/reconcile failed');
     }
   };
+  const reconcile = () => (reconciling ??= reconcileOnce().finally(() => { reconciling = null; }));
   const started = reconcile();
   const hb = setInterval(beat, heartbeatMs);
   const rc = setInterval(() => void reconcile(), reconcileMs);

@@ -56,10 +56,10 @@ export async function sendNeverConnectedEnded(deps: UnconnectedDeps, row: NeverC
   }
 }
 
-/** Step 2: signal-with-start postCall-<callId> (it sends `call.completed`). */
-export async function handOffNeverConnected(deps: UnconnectedDeps, row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>): Promise<void> {
+/** signal-with-start postCall-<callId> (it sends `call.completed`); also the api's orphan sweeper (api/main.ts). */
+export async function handOffPostCall(deps: Pick<UnconnectedDeps, 'temporal' | 'config' | 'logger'>, row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>, what = 'call'): Promise<void> {
   if (!deps.temporal) {
-    deps.logger.warn({ callId: row.id }, 'no Temporal client: call.completed of a never-connected call skipped');
+    deps.logger.warn({ callId: row.id }, `no Temporal client: call.completed of a ${what} skipped`);
     return;
   }
   try {
@@ -72,9 +72,13 @@ export async function handOffNeverConnected(deps: UnconnectedDeps, row: Pick<Nev
       typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
     });
   } catch (err) {
-    deps.logger.error({ err, callId: row.id }, 'post-call hand-off of a never-connected call failed');
+    deps.logger.error({ err, callId: row.id }, `post-call hand-off of a ${what} failed`);
   }
 }
+
+/** Step 2 of the rule: the post-call hand-off of a never-connected call. */
+export const handOffNeverConnected = (deps: UnconnectedDeps, row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>) =>
+  handOffPostCall(deps, row, 'never-connected call');
 
 /** The whole rule: `call.ended`, then the hand-off that produces `call.completed` (in that order). */
 export async function announceNeverConnected(deps: UnconnectedDeps, rows: readonly NeverConnected[]): Promise<void> {

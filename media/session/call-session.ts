@@ -13,7 +13,7 @@ import { Pacer } from '../pipeline/pacer.ts';
 import { Mixer } from '../pipeline/mixer.ts';
 import { sharedClock, type FrameClock } from '../pipeline/clock.ts';
 import { backgroundSource, createWordPicker, taskSoundSource } from '../sounds/index.ts';
-import { Recorder } from '../pipeline/recorder.ts';
+import { MemorySink, Recorder, type RecordingSink } from '../pipeline/recorder.ts';
 import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
 import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
 import { SpeechHandle, type SpeechSource } from './speech.ts';
@@ -91,6 +91,8 @@ export interface SessionOptions {
   transport: Transport;
   logger: Logger;
   clock?: FrameClock;
+  /** Where the recording's blocks go as the call runs (the runner: a spool file); default in memory. */
+  recordingSink?: RecordingSink;
   /** STT: VAD stop → wait this long for a trailing final (ms) */
   trailingFinalMs?: number;
   finalTimeoutMs?: number;
@@ -191,7 +193,7 @@ export class CallSession {
     this.t0Wall = Date.now();
     this.log = o.logger.child({ callId: o.callId });
     this.ctx = new ConversationContext(o.systemPrompt);
-    this.recorder = new Recorder(this.t0);
+    this.recorder = new Recorder(this.t0, o.recordingSink ?? new MemorySink());
     this.mixer = new Mixer(480);
     const order = (o: string) => (o === 'random' ? 'random' : 'round-robin') as 'random' | 'round-robin';
     this.ackPicker = createWordPicker({ ...o.config.acknowledgeSounds, wordOrder: order(o.config.acknowledgeSounds.wordOrder) });
@@ -376,6 +378,7 @@ export class CallSession {
   async abandon(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
+    void this.recorder.discard();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.pacer.close();

@@ -1,14 +1,17 @@
-// A call row's life as seen from the media process: claim (pending → active), finish (row, recording, call.ended,
-// post-call hand-off), cancel (never started), and reconciliation of rows left 'active' by a crashed process.
+// A call row's life as seen from the media process: claim (pending → active), finish (row, call.ended, post-call
+// hand-off; each retried with backoff, END_RETRY), cancel (never started), node heartbeat. Rows left 'active' are
+// reconciled by core/calls/orphans.ts; the recording spool is ./spool.ts.
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
+import pRetry from 'p-retry';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
+import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { reportNode, type NodeLoad } from '../../core/media-nodes.ts';
 import { prom, registry } from '../../core/metrics.ts';
 import { recordWebhookResult, sendWebhook } from '../../core/webhook.ts';
-import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId, spoolRecordingKey } from '../../workflows/post-call/messages.ts';
+import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import type { MediaDeps } from '../deps.ts';
 import type { EndedReason, SessionResult } from './call-session.ts';
 
@@ -17,6 +20,24 @@ export const NODE_ID = `${os.hostname()}:${process.pid}:${randomBytes(3).toStrin
 export const HEARTBEAT_MS = 10_000;
 /** A node whose heartbeat is older than this is dead; its active calls are reconciled (MEDIA_NODE_DEAD_AFTER_S). */
 export const NODE_DEAD_AFTER_S = 45;
+
+/**
+ * Backoff for the writes that end a call (row, recording upload, call.ended bookkeeping, post-call hand-off):
+ * 0.5 s doubling to 15 s, 9 tries (about a minute). A write still failing after that is left to the node's periodic
+ * reconcile (media/server.ts), which tries again for as long as the process lives.
+ */
+export const END_RETRY = { retries: 8, factor: 2, minTimeout: 500, maxTimeout: 15_000, randomize: true } as const;
+
+/** Run fn with END_RETRY's backoff, logging each failed try. */
+export function retrying<T>(logger: Logger, what: { callId: string; step: string }, fn: () => Promise<T>, opts: Partial<typeof END_RETRY> = {}): Promise<T> {
+  return pRetry(fn, {
+    ...END_RETRY,
+    ...opts,
+    onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+      logger.warn({ err: error, ...what, attempt: attemptNumber, retriesLeft }, `${what.step} failed: retrying`);
+    },
+  });
+}
 
 export const callRow = z.object({
   id: z.string(),
@@ -63,11 +84,14 @@ async function webhookTarget(db: Db, row: { agent_id: number | null; config_snap
 }
 
 export async function sendLifecycleWebhook(deps: Pick<MediaDeps, 'db' | 'config' | 'logger'>, row: CallRow, payload: Record<string, unknown>): Promise<void> {
+  const step = `${String(payload.event)} webhook`;
   try {
-    const target = await webhookTarget(deps.db, row);
+    // the database reads and writes around the POST are retried (the call's end may meet a database outage); the
+    // POST itself is sent once (core/webhook.ts has its own delivery rules)
+    const target = await retrying(deps.logger, { callId: row.id, step }, () => webhookTarget(deps.db, row));
     if (!target) return;
     const result = await sendWebhook({ ...target, payload, policy: policyFromConfig(deps.config), logger: deps.logger });
-    await recordWebhookResult(deps.db, row.id, String(payload.event), result);
+    await retrying(deps.logger, { callId: row.id, step: `${step} outcome` }, () => recordWebhookResult(deps.db, row.id, String(payload.event), result));
   } catch (err) {
     deps.logger.warn({ err, callId: row.id, event: payload.event }, 'webhook send failed');
   }
@@ -79,7 +103,10 @@ export function startedPayload(row: CallRow, startedAt: string): Record<string, 
 
 const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number().nullable() });
 
-/** Write the ended call on its row. status error only for pipeline_error. */
+/**
+ * Write the ended call on its row. status error only for pipeline_error. Null when the row had already ended (a
+ * reconcile got there first while this process could not reach the database): that reconcile sent call.ended.
+ */
 export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
   const logs = JSON.stringify({
@@ -89,12 +116,12 @@ export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult,
     ...(r.error ? { pipeline_error: r.error } : {}),
     ...(r.dtmf?.length ? { dtmf: r.dtmf } : {}),
   });
-  return db.one(sql.type(finishedRow)`
+  return db.maybeOne(sql.type(finishedRow)`
     UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),
       duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
       transcript = ${JSON.stringify(r.transcript)}::jsonb, usage = ${JSON.stringify(r.usage)}::jsonb,
       logs = logs || ${logs}::jsonb, updated_at = now()
-    WHERE id = ${row.id}
+    WHERE id = ${row.id} AND status IN ('pending', 'active')
     RETURNING ended_at, duration_seconds`);
 }
 
@@ -119,31 +146,24 @@ export function endedPayload(row: CallRow, endedReason: EndedReason | null, conn
   };
 }
 
-/** signal-with-start postCall-<callId>; skipped with a warning when Temporal is not configured. */
-export async function handOffPostCall(deps: Pick<MediaDeps, 'temporal' | 'config' | 'logger'>, row: CallRow): Promise<void> {
+/** signal-with-start postCall-<callId> (retried); skipped with a warning when Temporal is not configured. */
+export async function handOffPostCall(deps: Pick<MediaDeps, 'temporal' | 'config' | 'logger'>, row: Pick<CallRow, 'id' | 'organization_id' | 'agent_uuid'>): Promise<void> {
   if (!deps.temporal) {
     deps.logger.warn({ callId: row.id }, 'no Temporal client: post-call processing skipped');
     return;
   }
+  const temporal = deps.temporal;
   try {
-    await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
+    await retrying(deps.logger, { callId: row.id, step: 'post-call hand-off' }, () => temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
       workflowId: postCallWorkflowId(row.id),
       taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
       args: [{ callId: row.id }],
       signal: callEndedSignal,
       signalArgs: [{ callId: row.id }],
       typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
-    });
+    }));
   } catch (err) {
     deps.logger.error({ err, callId: row.id }, 'post-call hand-off failed');
-  }
-}
-
-export async function storeRecording(deps: Pick<MediaDeps, 'storage' | 'logger'>, callId: string, wav: Buffer): Promise<void> {
-  try {
-    await deps.storage.put(spoolRecordingKey(callId), wav, { contentType: 'audio/wav' });
-  } catch (err) {
-    deps.logger.error({ err, callId }, 'could not store the call recording');
   }
 }
 
@@ -157,20 +177,9 @@ export async function removeNode(db: Db): Promise<void> {
   await db.query(sql.type(z.object({}))`DELETE FROM media_nodes WHERE node_id = ${NODE_ID}`);
 }
 
-/**
- * Rows left 'active' by a media process that is gone (its heartbeat is stale or missing) end as pipeline_error.
- * Returns the reconciled rows so the caller can send call.ended and hand them to post-call.
- */
-export async function reconcileOrphans(db: Db, deadAfterS = NODE_DEAD_AFTER_S): Promise<Array<CallRow & { ended_at: string; duration_seconds: number | null }>> {
-  const rows = await db.any(sql.type(callRow.extend({ ended_at: z.string(), duration_seconds: z.number().nullable() }))`
-    UPDATE calls SET status = 'error', ended_reason = 'pipeline_error', ended_at = now(),
-      duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
-      logs = logs || jsonb_build_object('reconciled', jsonb_build_object('media_node', media_node, 'at', now())), updated_at = now()
-    WHERE status = 'active' AND media_node IS NOT NULL AND media_node <> ${NODE_ID}
-      AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS}))
-    RETURNING ${CALL_COLS}, ended_at, duration_seconds`);
+/** media_nodes rows of nodes gone for a day are dropped (the orphan reconcile itself is core/calls/orphans.ts). */
+export async function pruneNodes(db: Db): Promise<void> {
   await db.query(sql.type(z.object({}))`DELETE FROM media_nodes WHERE heartbeat_at < now() - interval '1 day'`);
-  return [...rows];
 }
 
 // ── load metrics (this process's registry; the same figures go to media_nodes) ──────────────────────────

@@ -29,11 +29,12 @@ import {
   endedPayload,
   finishCallRow,
   handOffPostCall,
+  retrying,
   sendLifecycleWebhook,
   startedPayload,
-  storeRecording,
   type CallRow,
 } from './lifecycle.ts';
+import { FileSink } from './spool.ts';
 
 /** Per-call extras a transport family contributes (telephony: transfer hooks, voicemail detection, …). */
 export interface RunOptions {
@@ -53,6 +54,10 @@ export interface CallRunner {
   /** Run the call to its end. Resolves once the pipeline started (or the call could not start). */
   run(transport: LiveTransport, pending: CallRow, opts?: RunOptions): Promise<CallSession | null>;
   readonly live: ReadonlySet<CallSession>;
+  /** Call ids this process still answers for: from run() until the row's end is written (the reconcile skips them). */
+  readonly owned: ReadonlySet<string>;
+  /** Ends whose database writes failed past their retries: run them again (the node's reconcile calls this). */
+  retryUnfinished(): Promise<void>;
 }
 
 export function createCallRunner(deps: MediaDeps): CallRunner {
@@ -65,7 +70,23 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
   // uploaded audio recordings the calls' tools play (loaded as each call starts, shared by the calls of this process)
   const recordings = new RecordingLibrary(deps.db, deps.storage, logger);
 
+  const owned = new Set<string>();
+  /** call id → the rest of its end, to run again once the database answers */
+  const unfinished = new Map<string, () => Promise<void>>();
+
   async function run(transport: LiveTransport, pending: CallRow, opts: RunOptions = {}): Promise<CallSession | null> {
+    owned.add(pending.id);
+    try {
+      const session = await runOwned(transport, pending, opts);
+      if (!session && !unfinished.has(pending.id)) owned.delete(pending.id);
+      return session;
+    } catch (err) {
+      owned.delete(pending.id);
+      throw err;
+    }
+  }
+
+  async function runOwned(transport: LiveTransport, pending: CallRow, opts: RunOptions): Promise<CallSession | null> {
     const early: Int16Array[] = [];
     let session: CallSession | null = null;
     let clientGone = false;
@@ -92,13 +113,14 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     const span = startSessionSpan(row, transport.kind);
     let startedHook: Promise<void> = Promise.resolve();
     let built: CallSession | null = null;
+    const sink = FileSink.forCall(deps.config, row.id);
     try {
       const config = parseCallConfig(row.config_snapshot);
-      built = await buildSession(row, config, transport, log, opts, async (result) => {
+      built = await buildSession(row, config, transport, log, { ...opts, session: { ...opts.session, recordingSink: sink } }, async (result) => {
         if (built) live.delete(built);
         activeCallsGauge.set(live.size);
         // the post-call hand-off inside runs under the session span: the workflow continues the trace
-        await (span ? withSpan(span, () => finishLive(row, result, transport, startedHook, opts)) : finishLive(row, result, transport, startedHook, opts))
+        await (span ? withSpan(span, () => finishLive(row, result, sink, transport, startedHook, opts)) : finishLive(row, result, sink, transport, startedHook, opts))
           .finally(() => endSessionSpan(span, result));
       });
       if (clientGone) throw new Error('client disconnected before the pipeline started');
@@ -121,12 +143,21 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       if (session) return session; // started; the session's own end handling runs
       endSessionSpan(span, { error: `call could not start: ${(err as Error).message ?? String(err)}` });
       await built?.abandon();
+      await sink.discard();
       log.warn({ err }, 'call could not start: cancelled');
-      const f = await cancelCallRow(deps.db, row.id, (err as Error).message ?? String(err));
-      transport.sendEvent({ type: 'error', message: `Call could not start: ${(err as Error).message ?? String(err)}` });
+      const why = (err as Error).message ?? String(err);
+      transport.sendEvent({ type: 'error', message: `Call could not start: ${why}` });
       transport.close('refused', 'Call could not start');
       // never connected: call.ended, then call.completed through post-call (the rule of core/calls/unconnected.ts)
-      if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f)).then(() => handOffPostCall(deps, row));
+      const cancel = async (attempt: () => Promise<Awaited<ReturnType<typeof cancelCallRow>>>) => {
+        const f = await attempt();
+        unfinished.delete(row.id);
+        if (f) void sendLifecycleWebhook(deps, row, endedPayload(row, null, 'cancelled', f)).then(() => handOffPostCall(deps, row));
+      };
+      await cancel(() => retrying(log, { callId: row.id, step: 'call row cancel' }, () => cancelCallRow(deps.db, row.id, why))).catch((e: unknown) => {
+        log.error({ err: e }, 'could not cancel the call row: the node reconcile tries again');
+        unfinished.set(row.id, () => cancel(() => cancelCallRow(deps.db, row.id, why)).then(() => void owned.delete(row.id)));
+      });
       return null;
     }
   }
@@ -187,17 +218,69 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     });
   }
 
-  async function finishLive(row: CallRow, result: SessionResult, transport: LiveTransport, startedHook: Promise<void>, opts: RunOptions): Promise<void> {
-    const f = await finishCallRow(deps.db, row, result);
-    await storeRecording(deps, row.id, result.recording.toWav());
-    transport.close(result.reason === 'pipeline_error' ? 'error' : 'normal', result.reason === 'pipeline_error' ? 'Internal error' : undefined);
-    if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => logger.warn({ err, callId: row.id }, 'call finish hook failed'));
-    await startedHook;
-    await sendLifecycleWebhook(deps, row, endedPayload(row, result.reason, 'completed', f));
-    await handOffPostCall(deps, row);
+  /**
+   * The end of a live call: the recording's last blocks go to its spool file and it is uploaded, while the row is
+   * written (retried with backoff; a database still down after the retries leaves the rest of the end to the node's
+   * reconcile, retryUnfinished). Once the row is final: transport closed, finish hook, call.ended, post-call.
+   */
+  async function finishLive(row: CallRow, result: SessionResult, sink: FileSink, transport: LiveTransport, startedHook: Promise<void>, opts: RunOptions): Promise<void> {
+    const log = logger.child({ callId: row.id });
+    const recording = result.recording.finish().then((r) => (r ? sink.upload(deps, row.id) : (log.error({ err: result.recording.error }, 'recording spool failed: no recording'), false)));
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      transport.close(result.reason === 'pipeline_error' ? 'error' : 'normal', result.reason === 'pipeline_error' ? 'Internal error' : undefined);
+    };
+    const rest = async (f: Awaited<ReturnType<typeof finishCallRow>>) => {
+      await recording;
+      close();
+      // the transport's own clean-up (carrier hang-up, signaling state) runs either way
+      if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => log.warn({ err }, 'call finish hook failed'));
+      if (!f) {
+        log.warn('the call row had already been ended by a reconcile: its call.ended went from there');
+        return;
+      }
+      await startedHook;
+      await sendLifecycleWebhook(deps, row, endedPayload(row, result.reason, 'completed', f));
+      await handOffPostCall(deps, row);
+    };
+    const write = () => finishCallRow(deps.db, row, result);
+    let f: Awaited<ReturnType<typeof finishCallRow>>;
+    try {
+      f = await write().catch((err: unknown) => {
+        log.warn({ err }, 'could not write the ended call: retrying');
+        close(); // the caller is not kept on the line while the database is retried
+        return retrying(log, { callId: row.id, step: 'call row finish' }, write);
+      });
+    } catch (err) {
+      log.error({ err }, 'could not write the ended call: the node reconcile tries again');
+      close();
+      unfinished.set(row.id, async () => {
+        const done = await write();
+        unfinished.delete(row.id);
+        try {
+          await rest(done);
+        } finally {
+          owned.delete(row.id);
+        }
+      });
+      return;
+    }
+    try {
+      await rest(f);
+    } finally {
+      owned.delete(row.id);
+    }
   }
 
-  return { run, live };
+  async function retryUnfinished(): Promise<void> {
+    for (const [callId, again] of [...unfinished]) {
+      await again().catch((err: unknown) => logger.warn({ err, callId }, 'ending the call failed again: next reconcile retries'));
+    }
+  }
+
+  return { run, live, owned, retryUnfinished };
 }
 
 /** The call's TTS with its greetings and idle prompts served from the process-wide rendered-audio cache. */

@@ -8,7 +8,7 @@ import { Pacer } from '../../../media/pipeline/pacer.ts';
 import { FrameClock } from '../../../media/pipeline/clock.ts';
 import { Mixer } from '../../../media/pipeline/mixer.ts';
 import { NoiseGateStage, TurnManager } from '../../../media/pipeline/input-stages.ts';
-import { Recorder } from '../../../media/pipeline/recorder.ts';
+import { MemorySink, Recorder } from '../../../media/pipeline/recorder.ts';
 import { createNoiseGate } from '../../../media/noise/index.ts';
 import { ConversationContext } from '../../../media/pipeline/context.ts';
 import { backgroundSource } from '../../../media/sounds/index.ts';
@@ -244,11 +244,13 @@ test('context: tool results stay next to their call even if the caller spoke mea
   t.is(c.messages[c.messages.length - 1]!.role, 'user');
 });
 
-test('recorder: caller and agent on one timeline in a 24 kHz WAV', (t) => {
-  const r = new Recorder(0);
+test('recorder: caller and agent on one timeline in a 24 kHz WAV', async (t) => {
+  const sink = new MemorySink();
+  const r = new Recorder(0, sink);
   r.addCaller(new Int16Array(16000).fill(2000), 1000); // 1 s of caller, arriving at t=1 s
   r.addAgent(new Int16Array(480).fill(3000), 500); // agent frame playing at 0.5 s, while the caller talks
-  const wav = new wavefile.WaveFile(r.toWav());
+  await r.finish();
+  const wav = new wavefile.WaveFile(sink.wav());
   t.is((wav.fmt as { sampleRate: number }).sampleRate, 24000);
   const samples = wav.getSamples(false, Int16Array) as unknown as Int16Array;
   t.true(samples.length >= 23990, String(samples.length));

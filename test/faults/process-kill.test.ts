@@ -1,0 +1,198 @@
+// Fault table (issue 22, item 5), first rows: real processes in the production shape (api/main.ts, media/main.ts,
+// activities/worker.ts) on one PostgreSQL and the suite's Temporal, killed with SIGKILL in the middle of work.
+//  - media killed during 10 live calls (no media node left): the api's orphan sweep ends every row (error /
+//    pipeline_error), the slots free, each call gets exactly one call.ended and one call.completed, at most one debit;
+//    a restarted media node takes new calls.
+//  - api killed during 10 live calls: media runs them on; they end normally with their webhooks; a new api serves.
+//  - worker killed during the post-call processing of 20 calls, another worker started: every call is processed,
+//    exactly one debit per call, never two call.completed. The spec makes webhook delivery at-most-once
+//    (interface-spec "Delivery"): the send is claimed on the row before the POST, so a kill between the claim and
+//    the POST loses that call's call.completed rather than risk a duplicate; the test reports how many were lost.
+import test from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { sql, type Db } from '../../core/db/pool.ts';
+import { createLogger } from '../../core/logger.ts';
+import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
+import { connectTemporal } from '../../core/temporal.ts';
+import { loadConfig } from '../../core/config.ts';
+import { handOffPostCall } from '../../media/session/lifecycle.ts';
+import { freePort, waitForPort } from '../../scripts/infra.ts';
+import { createTestDb } from '../helpers/db.ts';
+import { until } from '../helpers/calls.ts';
+import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+
+const children: ChildProcess[] = [];
+test.after.always(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+async function startProcess(entry: string, env: Record<string, string>, http = true): Promise<{ child: ChildProcess; origin: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
+    stdio: 'ignore',
+  });
+  children.push(child);
+  if (http) await waitForPort(port, 60_000);
+  return { child, origin: `http://127.0.0.1:${port}` };
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await gone;
+}
+
+async function setup(queue: string) {
+  const { db, url } = await createTestDb();
+  const org = await createOrganization(db, { name: 'faults', balanceUsd: 500 });
+  await setOrganizationLimits(db, org.id, { concurrency: 50 });
+  const key = (await createApiKey(db, org.id, 'faults')).key;
+  const receiver = await startReceiver();
+  const env = {
+    DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'faults-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
+    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'faults-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
+  };
+  return { db, org, key, receiver, env };
+}
+
+function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
+  return receiver.events.filter((e) => e.json?.callId === callId && e.json.event === event).length;
+}
+
+async function debits(db: Db, callId: string): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
+}
+
+/** api + media + worker processes, an agent on the local engines with a webhook, and `n` live WebSocket calls. */
+async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown, b: unknown, m?: string): void }, queue: string, n: number) {
+  const { db, org, key, receiver, env } = await setup(queue);
+  const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env)]);
+  await startProcess('activities/worker.ts', env, false);
+  const post = async (p: string, body: unknown, origin = api.origin) => {
+    const res = await fetch(`${origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const agent = await post('/agents', {
+    name: 'Fault agent', systemPrompt: 'You are a test agent.',
+    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
+    webhook: `${receiver.url}/events`,
+  });
+  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
+  await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  const calls: string[] = [];
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
+    t.is(c.status, 200, JSON.stringify(c.body));
+    const callId = String(c.body.callId);
+    calls.push(callId);
+    const ws = new WebSocket(`${media.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
+    ws.on('error', () => {});
+    ws.on('open', () => {
+      const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
+    });
+    sockets.push(ws);
+  }
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, `${n} calls started`);
+  const live = () => db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
+  const postCallDone = () => until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === n || null, 120_000, 'post-call of every call');
+  return { db, key, receiver, env, api, media, post, agent, calls, sockets, live, postCallDone };
+}
+
+test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
+  const { db, key, receiver, env, media, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
+  t.teardown(() => receiver.close());
+  const killedAt = Date.now();
+  await kill(media.child);
+  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
+  const endedAfterS = (Date.now() - killedAt) / 1000;
+  t.log(`rows ended ${endedAfterS.toFixed(1)} s after the kill (MEDIA_NODE_DEAD_AFTER_S=4, api sweep every 2 s)`);
+  const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
+    SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
+  t.true(rows.every((r) => r.status === 'error' && r.ended_reason === 'pipeline_error'), JSON.stringify(rows));
+  await postCallDone();
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  for (const id of calls) {
+    t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
+    t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
+    t.true((await debits(db, id)) <= 1);
+  }
+  for (const ws of sockets) ws.terminate();
+
+  // a media node started again takes a new call
+  const again = await startProcess('media/main.ts', env);
+  const c = await until(async () => { const r = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }); return r.status === 200 ? r : null; }, 30_000, 'POST /call to accept');
+  const ws = new WebSocket(`${again.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${String(c.body.callId)}?api_key=${encodeURIComponent(key)}`);
+  let frames = 0;
+  ws.on('message', (_d, binary) => { if (binary) frames++; });
+  ws.on('error', () => {});
+  await until(() => frames > 0 || null, 60_000, 'greeting audio on the restarted node');
+  ws.close(1000);
+  await db.end();
+});
+
+test.serial('api SIGKILLed during 10 live calls: the calls go on and end normally, one call.ended + one call.completed each; a new api serves', async (t) => {
+  const { db, receiver, env, api, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
+  t.teardown(() => receiver.close());
+  await kill(api.child);
+  for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
+  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
+  const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
+    SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
+  t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
+  await postCallDone();
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  for (const id of calls) {
+    t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
+    t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
+    t.true((await debits(db, id)) <= 1);
+  }
+  const again = await startProcess('api/main.ts', env);
+  t.is((await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }, again.origin)).status, 200);
+  await db.end();
+});
+
+test.serial('worker SIGKILLed during post-call of 20 calls, another started: every call processed, one debit each, no duplicate call.completed', async (t) => {
+  const queue = 'faults-worker-kill';
+  const { db, org, receiver, env } = await setup(queue);
+  t.teardown(() => receiver.close());
+  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
+  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
+  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
+  const temporal = await connectTemporal(env.TEMPORAL_ADDRESS, 'default');
+  t.teardown(() => temporal.close());
+  const cfg = loadConfig({ ...env });
+  const logger = createLogger({ level: 'silent' });
+  for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
+
+  const first = await startProcess('activities/worker.ts', env, false);
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  await kill(first.child);
+  const doneAtKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
+  t.log(`${doneAtKill} of 20 call.completed sent when the worker was killed`);
+  await startProcess('activities/worker.ts', env, false);
+  await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, 180_000, 'post-call of all 20 calls');
+  let lost = 0;
+  for (const id of calls) {
+    const sent = byCall(receiver, id, 'call.completed');
+    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
+    if (sent === 0) lost++;
+    t.is(await debits(db, id), 1, `debit of ${id}`);
+  }
+  // a lost call.completed is one whose send was claimed by the killed worker (at-most-once): nothing else
+  const claimedUnsent = await db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND completed_event_claimed_at IS NOT NULL`);
+  t.is(claimedUnsent, 20);
+  t.log(`call.completed lost to the kill (claimed, POST never arrived): ${lost} of 20`);
+  await db.end();
+});
