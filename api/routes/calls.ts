@@ -6,7 +6,6 @@ import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { liveCallBuiltins, loadAgent, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
-import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
 import {
@@ -187,9 +186,10 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       contextVariables: rawVars.success ? rawVars.data : null,
     });
 
-    // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: refused up front.
-    const unstorable = preCheck(raw);
-    if (unstorable.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
+    // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: found by the input guard
+    // (api/middleware/guard.ts), which leaves the answer here because a rejected call is recorded as a call row.
+    const unstorable = ctx.state.unstorable;
+    if (unstorable?.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
 
     const env = parseEnvelope(raw);
     if (!env.ok) {

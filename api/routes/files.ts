@@ -3,7 +3,6 @@
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
-import busboy from 'busboy';
 import { z } from 'zod';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { sql } from '../../core/db/pool.ts';
@@ -26,6 +25,7 @@ import {
 } from '../../core/documents/records.ts';
 import { INGEST_DOCUMENT_WORKFLOW_TYPE, ingestDocumentWorkflowId } from '../../workflows/document-ingestion/messages.ts';
 import { requireOrg } from '../middleware/auth.ts';
+import { readMultipart } from '../middleware/multipart.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -74,56 +74,6 @@ export async function startIngestion(deps: ApiDeps, doc: DocumentRow): Promise<v
   }
 }
 
-interface Multipart {
-  file: { filename: string | undefined; data: Buffer; truncated: boolean } | null;
-  fields: Record<string, string>;
-}
-
-/** Streams a multipart body: keeps at most MAX_FILE_BYTES + 1 bytes of the `file` part, discards the rest. */
-function readMultipart(ctx: ParameterizedContext): Promise<Multipart> {
-  return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({
-        headers: ctx.req.headers,
-        limits: { fileSize: MAX_FILE_BYTES + 1, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 },
-        defParamCharset: 'utf8',
-      });
-    } catch {
-      ctx.req.resume();
-      resolve({ file: null, fields: {} }); // not multipart: there is no file, so no filename
-      return;
-    }
-    const out: Multipart = { file: null, fields: {} };
-    let pendingFile: Promise<void> = Promise.resolve();
-    bb.on('file', (name, stream, info) => {
-      if (name !== 'file' || out.file) {
-        stream.resume();
-        return;
-      }
-      const file = { filename: info.filename, data: Buffer.alloc(0), truncated: false };
-      out.file = file;
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('limit', () => { file.truncated = true; });
-      pendingFile = new Promise((res) => stream.on('close', () => {
-        file.data = Buffer.concat(chunks);
-        res();
-      }));
-    });
-    bb.on('field', (name, value) => {
-      if (!(name in out.fields)) out.fields[name] = value;
-    });
-    bb.on('error', (err: Error) => {
-      ctx.req.unpipe(bb);
-      ctx.req.resume();
-      reject(new HttpError(400, `Malformed multipart body: ${err.message}`));
-    });
-    bb.on('close', () => { pendingFile.then(() => resolve(out)); });
-    ctx.req.pipe(bb);
-  });
-}
-
 const listQuery = paginationQuery().extend({
   status: z
     .string()
@@ -142,7 +92,7 @@ export function filesRoutes(router: Router, deps: ApiDeps): void {
       ctx.set('Connection', 'close');
       throw new HttpError(400, 'File exceeds maximum size of 5MB');
     }
-    const { file, fields } = await readMultipart(ctx);
+    const { file, fields } = await readMultipart(ctx, { fileField: 'file', maxFileBytes: MAX_FILE_BYTES });
     const filename = file?.filename?.replace(/\\/g, '/').split('/').pop()?.trim() ?? '';
     if (!file || !filename) throw new HttpError(400, 'Filename is required');
     const modeRaw = fields.retrievalMode ?? '';
