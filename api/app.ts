@@ -57,13 +57,13 @@ export function createApiApp(deps: ApiDeps, opts: { publicModules?: PublicRouteM
   // Text PostgreSQL cannot store is refused by one guard on every route (query, path, JSON/form body; after the
   // API key check, so an unauthenticated request still gets its 401): see middleware/guard.ts.
   const open = new Router({ prefix: '/api/v1' });
-  open.use(inputGuard(() => [open]));
+  open.use(inputGuard(() => [open, api]));
   for (const mod of [...publicRouteModules, ...(opts.publicModules ?? [])]) mod(open, deps);
   app.use(open.routes());
 
   const api = new Router({ prefix: '/api/v1' });
   api.use(authMiddleware(deps));
-  api.use(inputGuard(() => [api]));
+  api.use(inputGuard(() => [open, api]));
   for (const mod of routeModules) mod(api, deps);
   app.use(api.routes());
   app.use(api.allowedMethods({ throw: true }));

@@ -18,38 +18,8 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
 import { HttpError } from '../../core/http-error.ts';
-import { preCheck } from '../../core/agent-config/issues.ts';
-import { toAgentConfigDetails, toCallDetails, type Loc, type ValidationItem } from '../../core/validation.ts';
-
-export const UNSTORABLE_TYPE = 'string_unicode';
-export const UNSTORABLE_MSG = 'Input should be a valid string without NUL characters or unpaired surrogates';
-
-export const isStorable = (s: string): boolean => !s.includes('\u0000') && s.isWellFormed();
-
-type Where = 'body' | 'query' | 'path';
-interface Finding extends ValidationItem {
-  where: Where;
-}
-
-function stringItem(where: Where, path: Loc, value: string): Finding {
-  return { where, type: UNSTORABLE_TYPE, path, msg: UNSTORABLE_MSG, input: value };
-}
-
-/** Findings for a flat record of strings (query strings, form fields, multipart fields). Keys are checked too. */
-function flatFindings(where: Where, record: Record<string, string | string[] | undefined>): Finding[] {
-  const out: Finding[] = [];
-  for (const [key, raw] of Object.entries(record)) {
-    if (!isStorable(key)) {
-      out.push({ where, type: 'value_error', path: [key], msg: 'Invalid key', input: null });
-      continue;
-    }
-    const values = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
-    values.forEach((v, i) => {
-      if (!isStorable(v)) out.push(stringItem(where, Array.isArray(raw) ? [key, i] : [key], v));
-    });
-  }
-  return out;
-}
+import { bodyFindings, flatFindings, safeDecode, unstorable422, type Finding } from '../../core/input-guard.ts';
+import { toAgentConfigDetails, toCallDetails, type ValidationItem } from '../../core/validation.ts';
 
 type Family = 'call' | 'preview' | 'agent-config' | 'default';
 
@@ -66,29 +36,31 @@ function refusal(family: Family, findings: Finding[]): HttpError {
   if (family === 'agent-config' && bodyOnly) return new HttpError(400, { error: 'invalid_agent_config', details: toAgentConfigDetails(findings) });
   if ((family === 'preview' || family === 'call') && bodyOnly)
     return new HttpError(400, { error: 'Agent configuration validation failed', details: toCallDetails(findings) });
-  return new HttpError(422, findings.map((f) => ({ type: f.type, loc: [f.where, ...f.path], msg: f.msg, input: f.input ?? null })));
+  return new HttpError(422, unstorable422(findings));
 }
 
-/** The matched route (pattern and decoded params) among the given routers, if any. */
+/**
+ * The route that serves the request among all routers (pattern and decoded params): where patterns overlap (the
+ * carrier hooks' `/telephony/:carrier/...` and `/telephony/inbound/bindings/:id`), the one with more literal segments.
+ */
 function matchRoute(routers: Router[], path: string, method: string): { route: string; params: Record<string, string> } | null {
+  let best: { layer: Router['stack'][number]; literals: number } | null = null;
   for (const router of routers) {
-    const m = router.match(path, method);
-    const layer = m.pathAndMethod.find((l) => l.methods.length > 0 && typeof l.path === 'string');
-    if (!layer) continue;
-    const captures = layer.captures(path);
-    const params: Record<string, string> = {};
-    layer.paramNames.forEach((k, i) => {
-      const raw = captures[i];
-      if (raw === undefined) return;
-      try {
-        params[String(k.name)] = decodeURIComponent(raw);
-      } catch {
-        params[String(k.name)] = raw; // the router hands the route the raw text too: nothing unstorable in it
-      }
-    });
-    return { route: layer.path as string, params };
+    for (const layer of router.match(path, method).pathAndMethod) {
+      if (layer.methods.length === 0 || typeof layer.path !== 'string') continue;
+      const literals = layer.path.split('/').filter((seg) => seg && !seg.startsWith(':')).length;
+      if (!best || literals > best.literals) best = { layer, literals };
+    }
   }
-  return null;
+  if (!best) return null;
+  const { layer } = best;
+  const captures = layer.captures(path);
+  const params: Record<string, string> = {};
+  layer.paramNames.forEach((k, i) => {
+    const raw = captures[i];
+    if (raw !== undefined) params[String(k.name)] = safeDecode(raw);
+  });
+  return { route: layer.path as string, params };
 }
 
 /**
@@ -102,7 +74,7 @@ export function inputGuard(routers: () => Router[]): Middleware {
     findings.push(...flatFindings('query', ctx.query as Record<string, string | string[] | undefined>));
     if (matched) findings.push(...flatFindings('path', matched.params));
     const body = (ctx.request as { body?: unknown }).body;
-    if (body !== undefined) findings.push(...preCheck(body).map((i) => ({ ...i, where: 'body' as const })));
+    findings.push(...bodyFindings(body));
     if (ctx.state.form) findings.push(...flatFindings('body', ctx.state.form));
     if (findings.length > 0) {
       const family = familyOf(ctx.method, matched?.route);
@@ -117,7 +89,7 @@ export function inputGuard(routers: () => Router[]): Middleware {
 }
 
 /** For parsers that run inside a route (multipart): refuse unstorable fields with the same 422 answer. */
-export function assertStorable(ctx: ParameterizedContext, fields: Record<string, string | string[] | undefined>): void {
+export function assertStorable(ctx: ParameterizedContext, fields: Record<string, string | readonly string[] | undefined>): void {
   const findings = flatFindings('body', fields);
   if (findings.length > 0) throw refusal(familyOf(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute), findings);
 }
