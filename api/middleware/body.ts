@@ -37,7 +37,7 @@ export function jsonBodyMiddleware(): Middleware {
     } else if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readRaw(ctx.req, MAX_FORM_BYTES);
       ctx.state.rawBody = raw;
-      const form: Record<string, string[]> = {};
+      const form: Record<string, string[]> = Object.create(null); // keys like 'constructor' are field names here
       for (const [k, v] of new URLSearchParams(raw.toString('utf8'))) (form[k] ??= []).push(v);
       ctx.state.form = form;
     }

@@ -29,10 +29,11 @@ export async function readMultipart(ctx: ParameterizedContext, opts: { fileField
       resolve({ file: null, fields: {}, allFields: {} }); // not multipart: there is no file, so no filename
       return;
     }
-    const out: Multipart & { allFields: Record<string, string[]> } = { file: null, fields: {}, allFields: {} };
+    const out: Multipart & { allFields: Record<string, string[]> } = { file: null, fields: Object.create(null), allFields: Object.create(null) };
     let pendingFile: Promise<void> = Promise.resolve();
     bb.on('file', (name, stream, info) => {
       if (name !== opts.fileField || out.file) {
+        stream.on('error', () => {});
         stream.resume();
         return;
       }
@@ -41,10 +42,16 @@ export async function readMultipart(ctx: ParameterizedContext, opts: { fileField
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('limit', () => { file.truncated = true; });
-      pendingFile = new Promise((res) => stream.on('close', () => {
-        file.data = Buffer.concat(chunks);
-        res();
-      }));
+      // A body cut short errors the part's stream ('Unexpected end of form'): a 400, never an unlistened error
+      // thrown out of the process, and never a wait for a 'close' that does not come.
+      pendingFile = new Promise((res, rej) => {
+        stream.on('error', (err: Error) => rej(new HttpError(400, `Malformed multipart body: ${err.message}`)));
+        stream.on('close', () => {
+          file.data = Buffer.concat(chunks);
+          res();
+        });
+      });
+      pendingFile.catch(() => {});
     });
     bb.on('field', (name, value) => {
       (out.allFields[name] ??= []).push(value);
@@ -55,7 +62,7 @@ export async function readMultipart(ctx: ParameterizedContext, opts: { fileField
       ctx.req.resume();
       reject(new HttpError(400, `Malformed multipart body: ${err.message}`));
     });
-    bb.on('close', () => { pendingFile.then(() => resolve(out)); });
+    bb.on('close', () => { pendingFile.then(() => resolve(out), reject); });
     ctx.req.pipe(bb);
   });
   const { allFields, ...result } = out;

@@ -245,7 +245,7 @@ export function createWebRtcSignaling(
     const url = new URL(req.url ?? '/', 'http://localhost');
     let work: (() => Promise<unknown>) | null = null;
     const m = OFFER_PATH.exec(url.pathname);
-    const query: Record<string, string[]> = {};
+    const query: Record<string, string[]> = Object.create(null); // 'constructor' or '__proto__' are just names here
     for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
     const unstorable = [...flatFindings('query', query), ...(m ? flatFindings('path', { call_id: safeDecode(m[1]!) }) : [])];
     if (m && unstorable.length > 0) {
