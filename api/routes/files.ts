@@ -2,7 +2,6 @@
 // DELETE /files/{file_id}. Files and knowledge-base documents are one store (the documents table).
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
-import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { sql } from '../../core/db/pool.ts';

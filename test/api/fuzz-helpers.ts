@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 export interface Operation {
   method: string;

@@ -33,7 +33,7 @@ const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() % 2 
 let s: TestServer;
 let key: string;
 let orgId: string;
-let doc: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+let doc: Record<string, any>;
 let ops: Operation[];
 const ids: string[] = [];
 const statuses = new Map<number, number>();
