@@ -134,3 +134,11 @@ test('the per-route checks the guard replaced still answer as before for storabl
   const unauth = await s.request('GET', '/agents?name=%00', { key: null });
   t.is(unauth.status, 401, 'the key check still comes first');
 });
+
+test('multipart bodies are read only through the guarded reader (api/middleware/multipart.ts)', async (t) => {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const files = (await readdir('api', { recursive: true })).filter((f) => f.endsWith('.ts'));
+  const direct = [];
+  for (const f of files) if (/from 'busboy'/.test(await readFile(`api/${f}`, 'utf8')) && f !== 'middleware/multipart.ts') direct.push(f);
+  t.deepEqual(direct, [], 'read multipart with readMultipart() so text fields go through the input guard');
+});
