@@ -29,6 +29,7 @@ import { createTelephonyStreams } from './telephony-streams.ts';
 import { createWebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
 import { warmMedia } from './session/warm.ts';
+import { safeDecode } from '../core/input-guard.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
@@ -133,7 +134,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const m = WS_PATH.exec(url.pathname);
     if (!m) return false;
-    const callId = decodeURIComponent(m[1]!);
+    const callId = safeDecode(m[1]!); // a malformed escape must not throw out of the upgrade event
     const p = (async () => {
       const key = url.searchParams.get('api_key') ?? headerValue(req.headers['x-api-key']);
       if (!key) return reject(socket, 401, 'Authorization header required');

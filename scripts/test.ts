@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { startScratchDatabase, startTemporalDev } from './infra.ts';
+import { ensureS3Server, startS3Server, type S3Server } from './s3-server.ts';
 
 const log = (m: string) => process.stderr.write(`[test] ${m}\n`);
 const t0 = Date.now();
@@ -19,6 +20,24 @@ if (!temporalAddress) {
   log(`temporal ready on ${temporalAddress}`);
 }
 
+// A real S3-compatible server (versitygw) for the S3 storage tests; built once into .data/bin.
+let s3: S3Server | null = null;
+const s3Env: Record<string, string> = {};
+const s3Bin = ensureS3Server(log);
+if (s3Bin.bin !== null) {
+  try {
+    s3 = await startS3Server(s3Bin.bin);
+    Object.assign(s3Env, { TEST_S3_ENDPOINT: s3.endpoint, TEST_S3_ACCESS_KEY: s3.accessKey, TEST_S3_SECRET_KEY: s3.secretKey });
+    log(`S3 server (versitygw) ready on ${s3.endpoint}`);
+  } catch (err) {
+    s3Env.TEST_S3_UNAVAILABLE = `the S3 test server did not start: ${(err as Error).message}`;
+    log(`S3 tests will be skipped: ${s3Env.TEST_S3_UNAVAILABLE}`);
+  }
+} else if ('reason' in s3Bin) {
+  s3Env.TEST_S3_UNAVAILABLE = s3Bin.reason;
+  log(`S3 tests will be skipped: ${s3Bin.reason}`);
+}
+
 const args = ['--tap', ...process.argv.slice(2)];
 const child = spawn(path.resolve('node_modules/.bin/ava'), args, {
   env: {
@@ -28,6 +47,7 @@ const child = spawn(path.resolve('node_modules/.bin/ava'), args, {
     TEST_PG_ADMIN_URL: pg.url(),
     TEST_PG_TEMPLATE: 'vas_template',
     TEMPORAL_ADDRESS: temporalAddress,
+    ...s3Env,
   },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -48,6 +68,7 @@ child.stdout.on('data', (chunk: Buffer) => {
 });
 const code: number = await new Promise((resolve) => child.once('exit', (c) => resolve(c ?? 1)));
 await temporal?.stop();
+await s3?.stop();
 await scratch.stop();
 if (code !== 0 && failed === 0) failed = 1; // a crash of the runner itself is a failure too
 log(`finished in ${Math.round((Date.now() - t0) / 1000)} s`);

@@ -19,7 +19,7 @@ import {
   type ValidateResult,
 } from '../../core/agent-config/index.ts';
 import { contextVariablesSchema } from '../../core/agent-config/schema.ts';
-import { issuesToItems, preCheck } from '../../core/agent-config/issues.ts';
+import { issuesToItems } from '../../core/agent-config/issues.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
@@ -55,15 +55,13 @@ function popWebhookSecret(body: unknown): { rest: Record<string, unknown>; secre
   if (webhookSecret === undefined) return { rest, secret: undefined };
   const parsed = webhookSecretSchema.safeParse(webhookSecret);
   if (!parsed.success) throw invalidConfig(issuesToItems(parsed.error, { webhookSecret }, ['webhookSecret']));
-  const pre = preCheck(webhookSecret, ['webhookSecret']);
-  if (pre.length > 0) throw invalidConfig(pre);
   return { rest, secret: parsed.data };
 }
 
 const listQuery = paginationQuery().extend({
   status: z.enum(['active', 'archived', 'all']).default('active'),
   include_archived: z.enum(['true', 'false']).optional(),
-  name: z.string().max(120).regex(/^[^\u0000]*$/, 'name must not contain NUL characters').optional(),
+  name: z.string().max(120).optional(),
 });
 
 const previewBody = z.strictObject({
@@ -88,8 +86,6 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
   router.post('/agents/preview-snapshot', async (ctx) => {
     const org = requireOrg(ctx);
     const body = ctx.request.body ?? {};
-    const pre = preCheck(body);
-    if (pre.length > 0) throw new HttpError(400, { error: CALL_VALIDATION_FAILED, details: toCallDetails(pre) });
     const parsed = previewBody.safeParse(body);
     if (!parsed.success) throw new HttpError(400, { error: CALL_VALIDATION_FAILED, details: toCallDetails(issuesToItems(parsed.error, body)) });
     const { agentId, agent, contextVariables } = parsed.data;
@@ -150,8 +146,6 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
     const uuid = ctx.params.agent_uuid;
     if (!isUuid(uuid)) throw new HttpError(404, AGENT_NOT_FOUND);
     const { rest, secret } = popWebhookSecret(ctx.request.body);
-    const pre = preCheck(rest);
-    if (pre.length > 0) throw invalidConfig(pre);
     const row = await db.transaction(async (trx) => {
       const current = await trx.maybeOne(sql.type(agentRow)`
         SELECT ${AGENT_COLUMNS} FROM agents WHERE uuid = ${uuid} AND organization_id = ${org} AND status = 'active' FOR UPDATE`);

@@ -188,9 +188,10 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
 
     // A body that is not JSON at all (api/middleware/body.ts left the refusal to this route): its row, then the 400.
     if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, rejectedRow(), 'schema_validation', 400, ctx.state.malformedJson.detail);
-    // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: refused up front.
-    const unstorable = preCheck(raw);
-    if (unstorable.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
+    // Values jsonb cannot hold (NUL, unpaired surrogates), `__proto__` keys, absurd nesting: found by the input guard
+    // (api/middleware/guard.ts), which leaves the answer here because a rejected call is recorded as a call row.
+    const unstorable = ctx.state.unstorable;
+    if (unstorable?.length) return reject(ctx, rejectedRow(), 'schema_validation', 400, callValidationError(unstorable));
 
     const env = parseEnvelope(raw);
     if (!env.ok) {
@@ -283,6 +284,8 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     });
     const agent = isUuid(uuid) ? await loadAgent(db, orgId, uuid.toLowerCase()) : null;
     if (ctx.state.malformedJson instanceof HttpError) return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 400, ctx.state.malformedJson.detail);
+    // Values jsonb cannot hold, found by the input guard (api/middleware/guard.ts), which left the answer here.
+    if (ctx.state.refusedBody instanceof HttpError) return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', ctx.state.refusedBody.status, ctx.state.refusedBody.detail);
     // A body that fails validation is a refused attempt like any other: its rejected row, then the 422.
     if (!parsed.success) {
       return reject(ctx, row(agent ? { id: agent.id, uuid: agent.uuid, name: agent.name } : null), 'schema_validation', 422, to422(zodToItems(parsed.error, raw)));

@@ -21,12 +21,11 @@ import { callCarrier, configRow, getConfigById, openCredentials, type CallCarrie
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
 import { carrierStreamUrl } from '../../core/telephony/urls.ts';
 import type { ApiDeps } from '../deps.ts';
-import { readRaw } from '../middleware/body.ts';
+import { rawFormBody } from '../middleware/body.ts';
 import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
 import { endUnconnectedCall } from './unconnected-end.ts';
 import '../openapi-carriers.ts';
 
-const MAX_FORM_BYTES = 64 * 1024;
 const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer']);
 
 /** The webhook as the adapter sees it: form fields or query parameters, and the raw JSON body when there is one. */
@@ -37,7 +36,7 @@ async function requestOf(ctx: ParameterizedContext, publicUrl: string): Promise<
   let json: unknown;
   if (ctx.method !== 'GET') {
     if (ctx.is('application/x-www-form-urlencoded')) {
-      rawBody = await readRaw(ctx.req, MAX_FORM_BYTES);
+      rawBody = await rawFormBody(ctx);
       const form: Record<string, string> = {};
       for (const [k, v] of new URLSearchParams(rawBody.toString('utf8'))) form[k] = v;
       // the signature covers the form fields, not the query: keep them apart for the adapter

@@ -20,17 +20,15 @@ import {
   TRANSFER_RECORDING_WORKFLOW_TYPE, transferRecordingWorkflowId, type TransferRecordingInput,
 } from '../../workflows/transfer-recording/messages.ts';
 import type { ApiDeps } from '../deps.ts';
-import { readRaw } from '../middleware/body.ts';
+import { rawFormBody } from '../middleware/body.ts';
 import { endUnconnectedCall } from './unconnected-end.ts';
-
-const MAX_FORM_BYTES = 64 * 1024;
 
 /** Notifications the media side listens to (LISTEN telephony_call_events): JSON {callId, type, ...}. */
 export const CALL_EVENTS_CHANNEL = 'telephony_call_events';
 
 async function formOf(ctx: ParameterizedContext): Promise<Record<string, string>> {
   if (!ctx.is('application/x-www-form-urlencoded')) return {};
-  const raw = await readRaw(ctx.req, MAX_FORM_BYTES);
+  const raw = await rawFormBody(ctx);
   const out: Record<string, string> = {};
   for (const [k, v] of new URLSearchParams(raw.toString('utf8'))) out[k] = v;
   return out;

@@ -24,9 +24,9 @@ import {
 } from '../../core/documents/records.ts';
 import { INGEST_DOCUMENT_WORKFLOW_TYPE, ingestDocumentWorkflowId } from '../../workflows/document-ingestion/messages.ts';
 import { requireOrg } from '../middleware/auth.ts';
+import { readMultipart, uploadedFileName } from '../middleware/multipart.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
-import { readMultipart, uploadedFileName } from '../multipart.ts';
 import type { ApiDeps } from '../deps.ts';
 
 export const FILE_NOT_FOUND = 'File not found';
@@ -91,7 +91,7 @@ export function filesRoutes(router: Router, deps: ApiDeps): void {
       ctx.set('Connection', 'close');
       throw new HttpError(400, 'File exceeds maximum size of 5MB');
     }
-    const { file, fields } = await readMultipart(ctx, MAX_FILE_BYTES);
+    const { file, fields } = await readMultipart(ctx, { fileField: 'file', maxFileBytes: MAX_FILE_BYTES });
     const filename = uploadedFileName(file);
     if (!file || !filename) throw new HttpError(400, 'Filename is required');
     const modeRaw = fields.retrievalMode ?? '';

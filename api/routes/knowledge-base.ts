@@ -21,6 +21,7 @@ import {
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import type { ApiDeps } from '../deps.ts';
+import type { PresignedPost } from '../../core/storage/index.ts';
 import { insertDocument, mimeTypeFor, requireTemporal, startIngestion, unsupportedType } from './files.ts';
 
 const uploadUrlBody = z.object({
@@ -52,14 +53,20 @@ export function knowledgeBaseRoutes(router: Router, deps: ApiDeps): void {
     checkExtension(body.filename);
     const documentUuid = randomUUID();
     const key = documentKey(orgId, documentUuid, body.filename);
+    const presign = { contentType: body.mime_type, maxBytes: MAX_PRESIGNED_BYTES, expiresInS: PRESIGNED_EXPIRES_S };
     let uploadUrl: string;
+    let uploadForm: PresignedPost | undefined;
     try {
-      uploadUrl = await storage.presignPut(key, { contentType: body.mime_type, maxBytes: MAX_PRESIGNED_BYTES, expiresInS: PRESIGNED_EXPIRES_S });
+      uploadUrl = await storage.presignPut(key, presign);
+      // S3 cannot cap the size of a presigned PUT; the spec's PUT URL stays (the object's size is checked again at
+      // process-document), and `upload_form` is the same upload as a presigned POST whose policy the bucket
+      // enforces: more than 100 MB is refused by S3 itself, at upload time. Local storage caps the PUT itself.
+      uploadForm = await storage.presignPost?.(key, presign);
     } catch (err) {
       ctx.state.log?.error({ err }, 'presign failed');
       throw new HttpError(500, 'Failed to generate presigned upload URL');
     }
-    ctx.body = { upload_url: uploadUrl, document_uuid: documentUuid, s3_key: key };
+    ctx.body = { upload_url: uploadUrl, document_uuid: documentUuid, s3_key: key, ...(uploadForm ? { upload_form: uploadForm } : {}) };
   });
 
   router.post('/knowledge-base/process-document', async (ctx) => {

@@ -26,7 +26,7 @@ import {
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
-import { readMultipart, uploadedFileName } from '../multipart.ts';
+import { readMultipart, uploadedFileName } from '../middleware/multipart.ts';
 import type { ApiDeps } from '../deps.ts';
 import '../openapi-recordings.ts';
 
@@ -61,7 +61,7 @@ export function recordingsRoutes(router: Router, deps: ApiDeps): void {
       ctx.set('Connection', 'close');
       throw new HttpError(400, TOO_LARGE);
     }
-    const { file, fields } = await readMultipart(ctx, MAX_RECORDING_BYTES);
+    const { file, fields } = await readMultipart(ctx, { fileField: 'file', maxFileBytes: MAX_RECORDING_BYTES });
     if (!file) throw new HttpError(400, "A multipart/form-data 'file' part with the audio is required");
     if (file.truncated || file.data.length > MAX_RECORDING_BYTES) throw new HttpError(400, TOO_LARGE);
     const filename = uploadedFileName(file);

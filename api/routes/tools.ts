@@ -7,7 +7,7 @@ import { HttpError } from '../../core/http-error.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, type ValidationItem } from '../../core/validation.ts';
 import { checkTemplatedUrl, functionNameFor, isUuid, toolView } from '../../core/agent-config/index.ts';
-import { issuesToItems, preCheck } from '../../core/agent-config/issues.ts';
+import { issuesToItems } from '../../core/agent-config/issues.ts';
 import {
   DEFINITION_TYPES,
   RESERVED_CATEGORIES,
@@ -40,8 +40,6 @@ function checkCategory(category: string): void {
 }
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const pre = preCheck(body);
-  if (pre.length > 0) throw new HttpError(422, to422(pre));
   const r = schema.safeParse(body);
   if (!r.success) throw new HttpError(422, to422(issuesToItems(r.error, body)));
   return r.data;

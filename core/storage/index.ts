@@ -28,9 +28,21 @@ export interface Storage {
   /**
    * A URL a client can PUT the object to. Local: HMAC-signed, enforcing expiry, content type and max bytes.
    * S3: a SigV4 presigned PutObject URL (expiry and content type enforced by the bucket; S3 cannot cap a PUT's
-   * size, so check `stat(key)` after the upload).
+   * size, so check `stat(key)` after the upload, or hand out `presignPost`, which the bucket size-checks).
    */
   presignPut(key: string, opts: { contentType: string; maxBytes: number; expiresInS: number }): Promise<string>;
+  /**
+   * S3 only: a presigned browser-form POST (S3 "POST Object") whose signed policy fixes the key and content type
+   * and carries `content-length-range` [0, maxBytes], so the bucket itself refuses an over-limit upload. Absent
+   * for local storage, whose presigned PUT is already size-checked by this server while it streams.
+   */
+  presignPost?(key: string, opts: { contentType: string; maxBytes: number; expiresInS: number }): Promise<PresignedPost>;
+}
+
+/** A presigned S3 POST: send `fields` then the file as the last part `file` of a multipart/form-data body to `url`. */
+export interface PresignedPost {
+  url: string;
+  fields: Record<string, string>;
 }
 
 export function createStorage(config: Config): Storage {

@@ -15,6 +15,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { Config } from '../config.ts';
 import { contentTypeFor, validateKey } from './keys.ts';
 import { StorageNotFoundError } from './errors.ts';
@@ -118,6 +119,17 @@ export function createS3Storage(config: Config): Storage {
         expiresIn: Math.max(1, Math.floor(opts.expiresInS)),
         signableHeaders: new Set(['content-type']),
       });
+    },
+    async presignPost(key, opts) {
+      validateKey(key);
+      const { url, fields } = await createPresignedPost(client, {
+        Bucket: bucket,
+        Key: key,
+        Fields: { 'Content-Type': opts.contentType },
+        Conditions: [['content-length-range', 0, opts.maxBytes], ['eq', '$Content-Type', opts.contentType]],
+        Expires: Math.max(1, Math.floor(opts.expiresInS)),
+      });
+      return { url, fields };
     },
   };
   return storage;

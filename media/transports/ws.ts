@@ -49,7 +49,10 @@ export class WsTransport implements LiveTransport {
   }
 
   onClose(cb: () => void): void {
-    this.ws.on('close', cb);
+    // A socket that closed while the call was still starting (e.g. 1009 for an oversized first frame) will not emit
+    // 'close' again: a listener registered after that must still hear it, or the row stays active.
+    if (this.ws.readyState === this.ws.CLOSED) setImmediate(cb);
+    else this.ws.on('close', cb);
   }
 
   /** 1000 when the call ended, 1011 on a pipeline error or a call that could not start. */

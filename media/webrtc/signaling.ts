@@ -22,6 +22,7 @@ import { WEB_TRANSPORTS } from '../../core/calls/model.ts';
 import { resolveApiKey } from '../../core/orgs.ts';
 import { hitRateLimit } from '../../core/ratelimit.ts';
 import { to422, zodToItems } from '../../core/validation.ts';
+import { bodyFindings, flatFindings, safeDecode, unstorable422 } from '../../core/input-guard.ts';
 import type { MediaDeps } from '../deps.ts';
 import type { Admission } from '../admission.ts';
 import type { CallRunner } from '../session/runner.ts';
@@ -243,13 +244,18 @@ export function createWebRtcSignaling(
     const url = new URL(req.url ?? '/', 'http://localhost');
     let work: (() => Promise<unknown>) | null = null;
     const m = OFFER_PATH.exec(url.pathname);
-    if (m) {
-      const callId = decodeURIComponent(m[1]!);
+    const query: Record<string, string[]> = Object.create(null); // 'constructor' or '__proto__' are just names here
+    for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
+    const unstorable = [...flatFindings('query', query), ...(m ? flatFindings('path', { call_id: safeDecode(m[1]!) }) : [])];
+    if (m && unstorable.length > 0) {
+      work = () => Promise.reject(new Reply(422, unstorable422(unstorable)));
+    } else if (m) {
+      const callId = safeDecode(m[1]!);
       if (req.method === 'POST') work = () => handleOffer(req, callId);
       else if (req.method === 'PATCH') work = () => handleCandidate(req, callId);
       else work = () => Promise.reject(new Reply(405, 'Method Not Allowed'));
     } else if (ICE_PATH.test(url.pathname)) {
-      work = req.method === 'GET'
+      work = unstorable.length > 0 ? () => Promise.reject(new Reply(422, unstorable422(unstorable))) : req.method === 'GET'
         ? async () => { await authenticate(req); return { iceServers: browserIce }; }
         : () => Promise.reject(new Reply(405, 'Method Not Allowed'));
     }
@@ -288,6 +294,8 @@ function offerFailed(err: unknown): never {
 }
 
 function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const unstorable = bodyFindings(value); // the API's input guard, same answer (core/input-guard.ts)
+  if (unstorable.length > 0) throw new Reply(422, unstorable422(unstorable));
   const r = schema.safeParse(value);
   if (!r.success) throw new Reply(422, to422(zodToItems(r.error, value), 'body'));
   return r.data;

@@ -1,0 +1,43 @@
+// The real S3-compatible server of the test run (versitygw, started by `npm test`: scripts/s3-server.ts). A test
+// file takes its own bucket; recordings/ and transcripts/ are publicly readable there, as the README asks of a
+// production bucket, so the URLs the service hands out are fetched without credentials like a customer would.
+import { randomBytes } from 'node:crypto';
+import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
+
+const endpoint = process.env.TEST_S3_ENDPOINT;
+
+/** Why the S3 tests cannot run here, or null when they can. */
+export const s3Unavailable: string | null = endpoint
+  ? null
+  : (process.env.TEST_S3_UNAVAILABLE ?? 'TEST_S3_ENDPOINT is not set: run the tests through `npm test`, which builds and starts versitygw');
+
+export function s3Client(): S3Client {
+  return new S3Client({
+    region: 'us-east-1',
+    endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: process.env.TEST_S3_ACCESS_KEY!, secretAccessKey: process.env.TEST_S3_SECRET_KEY! },
+  });
+}
+
+/** A fresh bucket with the public prefixes readable anonymously; returns the service's S3_* environment for it. */
+export async function s3Bucket(prefix: string): Promise<Record<string, string>> {
+  if (!endpoint) throw new Error(s3Unavailable!);
+  const bucket = `${prefix}-${randomBytes(4).toString('hex')}`;
+  const client = s3Client();
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  const Resource = ['recordings', 'transcripts'].map((p) => `arn:aws:s3:::${bucket}/${p}/*`);
+  await client.send(new PutBucketPolicyCommand({
+    Bucket: bucket,
+    Policy: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: '*', Action: ['s3:GetObject'], Resource }] }),
+  }));
+  client.destroy();
+  return {
+    S3_BUCKET: bucket,
+    S3_ENDPOINT: endpoint,
+    S3_REGION: 'us-east-1',
+    S3_ACCESS_KEY_ID: process.env.TEST_S3_ACCESS_KEY!,
+    S3_SECRET_ACCESS_KEY: process.env.TEST_S3_SECRET_KEY!,
+    S3_FORCE_PATH_STYLE: 'true',
+  };
+}
