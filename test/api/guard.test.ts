@@ -93,10 +93,11 @@ test('NUL and unpaired surrogates in JSON and form bodies: refused in the family
     }
   }
   t.is(calls, BAD.length);
-  // Only the rejected POST /call attempts were recorded (spec: every rejected call is a row, status error, tag rejected).
+  // Only the rejected call starts were recorded — POST /call and POST /agents/{uuid}/test-call (spec: every rejected
+  // call is a row, status error, tag rejected; a refused test-call body leaves its row too).
   const rejected = await s.db.any(sql.type(z.object({ status: z.string(), tags: z.array(z.string()), connection_status: z.string().nullable() }))`
     SELECT status, tags, connection_status FROM calls`);
-  t.is(rejected.length, BAD.length);
+  t.is(rejected.length, 2 * BAD.length);
   for (const r of rejected) t.like(r, { status: 'error', connection_status: 'schema_validation' });
   for (const r of rejected) t.true(r.tags.includes('rejected'));
   // (call_counts* are the counters of those rows)
