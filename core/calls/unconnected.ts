@@ -57,20 +57,27 @@ export async function sendNeverConnectedEnded(deps: UnconnectedDeps, row: NeverC
 }
 
 /** signal-with-start postCall-<callId> (it sends `call.completed`); also the api's orphan sweeper (api/main.ts). */
-export async function handOffPostCall(deps: Pick<UnconnectedDeps, 'temporal' | 'config' | 'logger'>, row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>, what = 'call'): Promise<void> {
+export async function handOffPostCall(
+  deps: Pick<UnconnectedDeps, 'temporal' | 'config' | 'logger'>,
+  row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>,
+  what = 'call',
+  /** how to run the signal (media retries it with backoff while Temporal is unreachable) */
+  attempt: <T>(signal: () => Promise<T>) => Promise<T> = (signal) => signal(),
+): Promise<void> {
   if (!deps.temporal) {
     deps.logger.warn({ callId: row.id }, `no Temporal client: call.completed of a ${what} skipped`);
     return;
   }
+  const temporal = deps.temporal;
   try {
-    await deps.temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
+    await attempt(() => temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
       workflowId: postCallWorkflowId(row.id),
       taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
       args: [{ callId: row.id }],
       signal: CALL_ENDED_SIGNAL,
       signalArgs: [{ callId: row.id }],
       typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
-    });
+    }));
   } catch (err) {
     deps.logger.error({ err, callId: row.id }, `post-call hand-off of a ${what} failed`);
   }

@@ -11,7 +11,7 @@ import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { reportNode, type NodeLoad } from '../../core/media-nodes.ts';
 import { prom, registry } from '../../core/metrics.ts';
 import { recordWebhookResult, sendWebhook } from '../../core/webhook.ts';
-import { callEndedSignal, callSearchAttributes, POST_CALL_WORKFLOW_TYPE, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
+import { handOffPostCall as handOffCore } from '../../core/calls/unconnected.ts';
 import type { MediaDeps } from '../deps.ts';
 import type { EndedReason, SessionResult } from './call-session.ts';
 
@@ -148,23 +148,7 @@ export function endedPayload(row: CallRow, endedReason: EndedReason | null, conn
 
 /** signal-with-start postCall-<callId> (retried); skipped with a warning when Temporal is not configured. */
 export async function handOffPostCall(deps: Pick<MediaDeps, 'temporal' | 'config' | 'logger'>, row: Pick<CallRow, 'id' | 'organization_id' | 'agent_uuid'>): Promise<void> {
-  if (!deps.temporal) {
-    deps.logger.warn({ callId: row.id }, 'no Temporal client: post-call processing skipped');
-    return;
-  }
-  const temporal = deps.temporal;
-  try {
-    await retrying(deps.logger, { callId: row.id, step: 'post-call hand-off' }, () => temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
-      workflowId: postCallWorkflowId(row.id),
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [{ callId: row.id }],
-      signal: callEndedSignal,
-      signalArgs: [{ callId: row.id }],
-      typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
-    }));
-  } catch (err) {
-    deps.logger.error({ err, callId: row.id }, 'post-call hand-off failed');
-  }
+  await handOffCore(deps, row, 'call', (signal) => retrying(deps.logger, { callId: row.id, step: 'post-call hand-off' }, signal));
 }
 
 // ── node heartbeat, load + reconciliation ─────────────────────────────────────────────────────────────────
