@@ -88,6 +88,7 @@ export function createWebRtcSignaling(
     portRange: parsePortRange(config.WEBRTC_PORT_RANGE),
     bindAddress: config.WEBRTC_BIND_ADDRESS,
     announcedAddress: config.WEBRTC_ANNOUNCED_ADDRESS,
+    codecThreads: config.WEBRTC_CODEC_THREADS,
   };
   const release = acquireWebRtcRuntime();
   const peers = new Map<string, Entry>(); // by call id
