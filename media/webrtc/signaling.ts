@@ -158,7 +158,7 @@ export function createWebRtcSignaling(
     }
     if (row.status === 'active' || starting.has(callId) || peers.has(callId)) throw new Reply(409, DUPLICATE_OFFER);
     if (row.status !== 'pending') throw new Reply(404, CALL_NOT_FOUND);
-    const admitted = ctl.admission.admit();
+    const admitted = ctl.admission.admit('webrtc');
     if (!admitted.ok) throw new Reply(503, admitted.text);
 
     starting.add(callId);
