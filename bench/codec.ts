@@ -176,7 +176,11 @@ async function loadRun(mode: 'inline' | 'pool', threads: number): Promise<string
 
 log(`machine: ${os.cpus().length} cores, load average at start ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
 codecCosts();
-log(`threads encoding at once (3 threads × 2000 frames): native ${await threadSafety('native')} packets differ, wasm ${await threadSafety('wasm')}`);
+const safety = async (b: 'native' | 'wasm') => {
+  const r = await threadSafety(b);
+  return typeof r === 'number' ? `${r} of 6000 packets differ` : r;
+};
+log(`threads encoding at once (3 threads × 2000 frames): native: ${await safety('native')}; wasm: ${await safety('wasm')}`);
 for (const line of [await loadRun('inline', 0), await loadRun('pool', os.availableParallelism())]) log(line);
 log(`load average at end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')}`);
 process.exit(0);
