@@ -13,35 +13,6 @@ import { sql, type Db } from './db/pool.ts';
  */
 export const CALLS_PER_CORE = 25;
 
-/** Transport classes of the weight table: every carrier media stream is `carrier`. */
-export type WeightTransport = 'websocket' | 'webrtc' | 'carrier';
-/** `local` when any engine of the call (STT, TTS, LLM) runs on this node, else `vendor`. */
-export type WeightEngines = 'vendor' | 'local';
-
-/**
- * What one call costs the node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Where each figure comes
- * from (README "Scaling and capacity", "Browser calls (WebRTC)"):
- * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
- * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
- * - webrtc/vendor 0.75: bench/webrtc measured a WebRTC call at ≈ 3× a WebSocket call (3.0 % vs 1.0 % of a core
- *   at 5 calls), so 3 × 0.25.
- * - webrtc/local 1.5: the local-engine call plus the same WebRTC surcharge (0.75 − 0.25 = 0.5).
- * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
- * bench/codec and bench/webrtc re-measure the WebRTC rows with the codec pool (the surcharge is expected to fall).
- */
-export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
-  websocket: { vendor: 0.25, local: 1 },
-  webrtc: { vendor: 0.75, local: 1.5 },
-  carrier: { vendor: 0.25, local: 1 },
-};
-
-/**
- * The least room a join needs: a joining call is held at its transport's largest weight (its engines are unknown
- * until its row is read), so the lightest join is the smallest of those. A node with less room takes nothing
- * (admission, /readyz, POST /call's count of available nodes).
- */
-export const LIGHTEST_JOIN = Math.min(...Object.values(CALL_WEIGHTS).map((r) => Math.max(...Object.values(r))));
-
 export function defaultMaxCalls(cores = os.availableParallelism()): number {
   return Math.max(1, cores * CALLS_PER_CORE);
 }
@@ -50,6 +21,8 @@ export interface NodeLoad {
   activeCalls: number;
   /** calls weighted by transport × engines (media/admission.ts CALL_WEIGHTS), in capacity's unit */
   weightedLoad: number;
+  /** the node's admission would take the lightest join now (not draining, room for it): POST /call reads this */
+  accepting: boolean;
   capacity: number;
   /** event-loop delay p99 over the last report interval, ms */
   loopLagMs: number;
@@ -59,10 +32,10 @@ export interface NodeLoad {
 /** Insert or refresh this node's row: heartbeat and load. */
 export async function reportNode(db: Db, nodeId: string, load: NodeLoad): Promise<void> {
   await db.query(sql.type(z.object({}))`
-    INSERT INTO media_nodes (node_id, active_calls, weighted_load, capacity, loop_lag_ms, draining)
-    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
+    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining)
+    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
     ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now(), load_at = now(), active_calls = EXCLUDED.active_calls,
-      weighted_load = EXCLUDED.weighted_load,
+      weighted_load = EXCLUDED.weighted_load, accepting = EXCLUDED.accepting,
       capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining`);
 }
 
@@ -77,7 +50,7 @@ const capacityRow = z.object({ live: z.number(), available: z.number() });
  */
 export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live: number; available: number }> {
   return db.one(sql.type(capacityRow)`
-    SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND (capacity = 0 OR weighted_load = 0 OR weighted_load + ${LIGHTEST_JOIN}::real <= capacity))::int AS available
+    SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND accepting)::int AS available
     FROM media_nodes
     WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
 }

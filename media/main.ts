@@ -3,7 +3,6 @@ import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startServer } from '../core/http-server.ts';
-import { LIGHTEST_JOIN } from '../core/media-nodes.ts';
 import { registry } from '../core/metrics.ts';
 import { createMediaService } from './server.ts';
 import { createStorage } from '../core/storage/index.ts';
@@ -24,7 +23,7 @@ const running = await startServer(
       } else if (req.url === '/readyz') {
         // at capacity the node is not ready for new calls (a proxy's health check routes joins elsewhere)
         const load = media.load();
-        const full = load.weightedLoad > 0 && load.weightedLoad + LIGHTEST_JOIN > load.capacity + 1e-9;
+        const full = !load.accepting;
         const status = draining ? 'draining' : full ? 'at_capacity' : 'ready';
         res.writeHead(status === 'ready' ? 200 : 503, { 'content-type': 'application/json' })
           .end(JSON.stringify({ status, activeCalls: load.activeCalls, weightedLoad: load.weightedLoad, capacity: load.capacity, eventLoopLagMs: load.loopLagMs }));

@@ -64,14 +64,14 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
-  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), capacity, loopLagMs: lagMs, draining });
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
   let reportedAs = '';
   const report = async () => {
     const l = load();
-    reportedAs = `${l.activeCalls}/${l.weightedLoad}/${l.draining}`;
+    reportedAs = `${l.activeCalls}/${l.weightedLoad}/${l.accepting}/${l.draining}`;
     mediaLoadGauges.capacity.set(capacity);
     mediaLoadGauges.lag.set(lagMs / 1000);
     await heartbeat(deps.db, l);
@@ -100,7 +100,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // load changes reach media_nodes within a second (POST /call reads them), at most one write per second
   const lc = setInterval(() => {
     const l = load();
-    if (`${l.activeCalls}/${l.weightedLoad}/${l.draining}` !== reportedAs) void report().catch(() => {});
+    if (`${l.activeCalls}/${l.weightedLoad}/${l.accepting}/${l.draining}` !== reportedAs) void report().catch(() => {});
   }, 1000);
   hb.unref();
   rc.unref();

@@ -1,11 +1,11 @@
 // Weighted admission (media/admission.ts, core/media-nodes.ts CALL_WEIGHTS): calls count at their weight by transport
 // × engines; a joining call is held at its transport's largest weight; a node at weighted capacity refuses on every
-// transport; POST /call's count of available nodes (mediaCapacity) reads the weighted load.
+// transport; what the node reports (media_nodes.weighted_load, accepting) is what POST /call counts (mediaCapacity).
 import test from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
-import { CALL_WEIGHTS, LIGHTEST_JOIN, mediaCapacity, reportNode } from '../../core/media-nodes.ts';
-import { callWeight, createAdmission, type WeightTransport } from '../../media/admission.ts';
+import { mediaCapacity, reportNode, type NodeLoad } from '../../core/media-nodes.ts';
+import { CALL_WEIGHTS, LIGHTEST_JOIN, callWeight, createAdmission, type WeightTransport } from '../../media/admission.ts';
 import { createTestDb } from '../helpers/db.ts';
 
 const ALL: WeightTransport[] = ['websocket', 'webrtc', 'carrier'];
@@ -56,14 +56,22 @@ test('a node at weighted capacity refuses on every transport; joining calls are 
 
 test('POST /call counts a node available by weighted load, not by number of calls', async (t) => {
   const { db } = await createTestDb();
+  // what a media node reports (media/server.ts load()), from a real admission with `live` weighted calls
+  const nodeLoad = (calls: number, liveWeight: number, capacity: number): NodeLoad => {
+    const a = createAdmission({ capacity, live: () => liveWeight, draining: () => false });
+    return { activeCalls: calls, weightedLoad: a.weighted(), accepting: a.refusal() === null, capacity, loopLagMs: 0, draining: false };
+  };
   try {
-    // node a: 8 calls but only 2 units of 4 (vendor engines); node b: 3 calls, 3.5 units of 4 (WebRTC, local engines)
-    await reportNode(db, 'node-a', { activeCalls: 8, weightedLoad: 2, capacity: 4, loopLagMs: 0, draining: false });
-    await reportNode(db, 'node-b', { activeCalls: 3, weightedLoad: 3.5, capacity: 4, loopLagMs: 0, draining: false });
+    // node a: 8 vendor-engine WebSocket calls = 2 units of 4; node b: 2 local-engine WebRTC calls = 3 units of 4
+    await reportNode(db, 'node-a', nodeLoad(8, 8 * CALL_WEIGHTS.websocket.vendor, 4));
+    await reportNode(db, 'node-b', nodeLoad(2, 2 * CALL_WEIGHTS.webrtc.local, 4));
+    t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 2 });
+    // node b: 3.5 units — no room for the lightest join (1); node a has room although it has more calls
+    await reportNode(db, 'node-b', nodeLoad(3, 2 * CALL_WEIGHTS.webrtc.local + 2 * CALL_WEIGHTS.websocket.vendor, 4));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 1 });
-    const rows = await db.any(sql.type(z.object({ node_id: z.string(), weighted_load: z.number() }))`SELECT node_id, weighted_load FROM media_nodes ORDER BY node_id`);
-    t.deepEqual(rows, [{ node_id: 'node-a', weighted_load: 2 }, { node_id: 'node-b', weighted_load: 3.5 }]);
-    await reportNode(db, 'node-a', { activeCalls: 12, weightedLoad: 3.25, capacity: 4, loopLagMs: 0, draining: false });
+    const rows = await db.any(sql.type(z.object({ node_id: z.string(), weighted_load: z.number(), accepting: z.boolean() }))`SELECT node_id, weighted_load, accepting FROM media_nodes ORDER BY node_id`);
+    t.deepEqual(rows, [{ node_id: 'node-a', weighted_load: 2, accepting: true }, { node_id: 'node-b', weighted_load: 3.5, accepting: false }]);
+    await reportNode(db, 'node-a', nodeLoad(13, 13 * CALL_WEIGHTS.websocket.vendor, 4));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 0 }, 'no node has room for a join');
   } finally {
     await db.end();
