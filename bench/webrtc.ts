@@ -7,7 +7,8 @@
 // Run at a small N (CALLS_SMALL, default 5) and the default N (CALLS, default 40; 150 is issue 24's target). Clients
 // run in a child process, so the server's CPU is its own; it includes the codec worker processes' CPU
 // (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
-// never refuses a bench call. WEBRTC_CODEC_THREADS=0 runs the codecs inline (the before figure).
+// never refuses a bench call. WEBRTC_CODEC_THREADS=0 runs the codecs inline (the before figure). MIXED=N adds a run
+// of N WebSocket + N WebRTC calls at once (no carrier streams yet).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 import { readFileSync } from 'node:fs';
@@ -237,6 +238,34 @@ async function main(): Promise<void> {
           `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms` +
           (x.kind === 'webrtc' ? `; server sent ${x.serverSent} RTP packets (${f1(x.serverSent / Math.max(1, x.r.connected) / SECONDS)}/s per connected call), client received ${x.r.frames}` : ''),
       );
+    }
+    // MIXED=N (issue 24 goal 3, partly): N WebSocket and N WebRTC calls at the same time on the one server (carrier
+    // streams are not in this bench yet); jitter per transport, CPU for all together
+    const MIXED = Number(process.env.MIXED ?? 0);
+    if (MIXED > 0) {
+      const ids = { websocket: [] as string[], webrtc: [] as string[] };
+      for (const kind of ['websocket', 'webrtc'] as const) {
+        for (let i = 0; i < MIXED; i++) {
+          ids[kind].push(await insertPendingCall(db, {
+            orgId: org.id, transport: kind,
+            config: agentConfig({ name: `mixed-${kind}-${i}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25 }),
+          }));
+        }
+      }
+      const kids0 = codecCpuMs();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      const [ws, rtc] = await Promise.all((['websocket', 'webrtc'] as const).map((kind) =>
+        forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids[kind], seconds: SECONDS } satisfies ClientJob).result));
+      const wall = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      const codecMs = codecCpuMs() - kids0;
+      await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
+      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
+      const live = ws!.connected + rtc!.connected;
+      log(`mixed ${MIXED} WebSocket + ${MIXED} WebRTC calls, ${SECONDS} s: ${ws!.connected} + ${rtc!.connected} connected; server CPU ${f1(cpuPct)} % of one core ` +
+        `(${f2(cpuPct / Math.max(1, live))} % per call, codec workers ${f1((codecMs / wall) * 100)} %); jitter p99 WebSocket ${f1(pct(ws!.jitter, 99))} ms, ` +
+        `WebRTC ${f1(pct(rtc!.jitter, 99))} ms; frames per call per s ${f1(ws!.frames / Math.max(1, ws!.connected) / SECONDS)} / ${f1(rtc!.frames / Math.max(1, rtc!.connected) / SECONDS)}`);
     }
     for (let i = 0; i < results.length; i += 2) {
       const ws = results[i]!;
