@@ -22,6 +22,7 @@
 //  (b) N simultaneous speaking callers (default 200): reply audio pacing jitter p99 (inter-arrival |Δ − 20 ms|
 //      within each reply), end of speech → first reply audio p50/p99 at load, server CPU per call, RSS per call.
 //   MODE=vendors CALLS=20 TURNS=10 SECONDS=20 node --import tsx bench/pipeline.ts
+// NEIGHBOUR=1 (either mode): a CPU-bound neighbour process (one busy-looping node) shares the cores for the whole run.
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -111,9 +112,24 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
 } else if (ROLE === 'fakes') {
   await runFakes();
 } else if (process.env.MODE === 'vendors') {
+  startNeighbour();
   await mainVendors();
 } else {
+  startNeighbour();
   await main();
+}
+
+/**
+ * NEIGHBOUR=1 (issue 24 goal 2): a CPU-bound neighbour process for the whole run — one `node` busy-looping at normal
+ * priority, i.e. one of the two cores taken by something else, as on a shared host. Killed when the bench exits.
+ */
+function startNeighbour(): void {
+  if (process.env.NEIGHBOUR !== '1') return;
+  void import('node:child_process').then(({ spawn }) => {
+    const n = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+    process.on('exit', () => n.kill('SIGKILL'));
+    process.stdout.write(`CPU neighbour: pid ${n.pid}, one busy-looping node process at normal priority for the whole run\n`);
+  });
 }
 
 async function main(): Promise<void> {

@@ -4,10 +4,14 @@
 //   - server CPU per call (% of one core, process.cpuUsage of the server process, all its threads, over the window)
 //   - output pacing jitter at the clients: inter-arrival |Δ − 20 ms| of agent audio frames/packets, p50/p99
 //   - frames received per call per second (50 expected)
-// Run at a small N (CALLS_SMALL, default 5) and the default N (CALLS, default 40). Clients run in a child process,
-// so the server's CPU is its own.
+// Run at a small N (CALLS_SMALL, default 5) and the default N (CALLS, default 40; 150 is issue 24's target). Clients
+// run in a child process, so the server's CPU is its own; it includes the codec worker processes' CPU
+// (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
+// never refuses a bench call. WEBRTC_CODEC_THREADS=0 runs the codecs inline (the before figure). MIXED=N adds a run
+// of N WebSocket + N WebRTC calls at once (no carrier streams yet).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
@@ -141,6 +145,23 @@ if (ROLE === 'client') {
   await main();
 }
 
+/** CPU time (ms) of this process's codec worker processes (children running codec-thread.ts), from /proc. */
+function codecCpuMs(): number {
+  let ms = 0;
+  let pids: string[] = [];
+  try {
+    pids = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch { /* not Linux */ }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('codec-thread')) continue;
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ms += (Number(f[11]) + Number(f[12])) * 10;
+    } catch { /* gone */ }
+  }
+  return ms;
+}
+
 async function main(): Promise<void> {
   const { createDb } = await import('../core/db/pool.ts');
   const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
@@ -161,7 +182,8 @@ async function main(): Promise<void> {
     const port = await freePort();
     const config = loadConfig({
       DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent',
-      SIGNING_SECRET: 'bench-signing-secret-0123456789',
+      SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: '100000',
+      ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
     });
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
@@ -190,16 +212,19 @@ async function main(): Promise<void> {
         }));
       }
       const sent0 = await rtpSent();
+      const kids0 = codecCpuMs();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const r = await forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids, seconds: SECONDS } satisfies ClientJob).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      const codecMs = codecCpuMs() - kids0;
       const serverSent = (await rtpSent()) - sent0;
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
-      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
+      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
+      const codecPct = (codecMs / wall) * 100;
       const live = Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
-      return { kind, n, r, cpuPct, cpuPerCall: cpuPct / live, framesPerCallPerS: r.frames / live / SECONDS, serverSent };
+      return { kind, n, r, cpuPct, codecPct, cpuPerCall: cpuPct / live, framesPerCallPerS: r.frames / live / SECONDS, serverSent };
     };
     const results = [];
     for (const n of [SMALL, CALLS]) {
@@ -209,10 +234,38 @@ async function main(): Promise<void> {
     for (const x of results) {
       log(
         `${x.kind.padEnd(9)} ${String(x.n).padStart(3)} calls, ${SECONDS} s: ${x.r.connected} connected; server CPU ${f1(x.cpuPct)} % of one core ` +
-          `= ${f2(x.cpuPerCall)} % per connected call; agent frames ${f1(x.framesPerCallPerS)}/s per connected call (50 expected); ` +
+          `= ${f2(x.cpuPerCall)} % per connected call (codec workers ${f1(x.codecPct)} % of it); agent frames ${f1(x.framesPerCallPerS)}/s per connected call (50 expected); ` +
           `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms` +
           (x.kind === 'webrtc' ? `; server sent ${x.serverSent} RTP packets (${f1(x.serverSent / Math.max(1, x.r.connected) / SECONDS)}/s per connected call), client received ${x.r.frames}` : ''),
       );
+    }
+    // MIXED=N (issue 24 goal 3, partly): N WebSocket and N WebRTC calls at the same time on the one server (carrier
+    // streams are not in this bench yet); jitter per transport, CPU for all together
+    const MIXED = Number(process.env.MIXED ?? 0);
+    if (MIXED > 0) {
+      const ids = { websocket: [] as string[], webrtc: [] as string[] };
+      for (const kind of ['websocket', 'webrtc'] as const) {
+        for (let i = 0; i < MIXED; i++) {
+          ids[kind].push(await insertPendingCall(db, {
+            orgId: org.id, transport: kind,
+            config: agentConfig({ name: `mixed-${kind}-${i}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25 }),
+          }));
+        }
+      }
+      const kids0 = codecCpuMs();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      const [ws, rtc] = await Promise.all((['websocket', 'webrtc'] as const).map((kind) =>
+        forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids[kind], seconds: SECONDS } satisfies ClientJob).result));
+      const wall = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      const codecMs = codecCpuMs() - kids0;
+      await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
+      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
+      const live = ws!.connected + rtc!.connected;
+      log(`mixed ${MIXED} WebSocket + ${MIXED} WebRTC calls, ${SECONDS} s: ${ws!.connected} + ${rtc!.connected} connected; server CPU ${f1(cpuPct)} % of one core ` +
+        `(${f2(cpuPct / Math.max(1, live))} % per call, codec workers ${f1((codecMs / wall) * 100)} %); jitter p99 WebSocket ${f1(pct(ws!.jitter, 99))} ms, ` +
+        `WebRTC ${f1(pct(rtc!.jitter, 99))} ms; frames per call per s ${f1(ws!.frames / Math.max(1, ws!.connected) / SECONDS)} / ${f1(rtc!.frames / Math.max(1, rtc!.connected) / SECONDS)}`);
     }
     for (let i = 0; i < results.length; i += 2) {
       const ws = results[i]!;

@@ -100,6 +100,8 @@ export const configSchema = z.object({
   WEBRTC_BIND_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
   /** Public address written into the server's ICE host candidates (1:1 NAT, containers publishing the port range). */
   WEBRTC_ANNOUNCED_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
+  /** Worker threads running the Opus codec and resamplers of WebRTC calls (default: one per core; 0 = on the event loop). */
+  WEBRTC_CODEC_THREADS: z.coerce.number().int().min(0).max(64).optional(),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */

@@ -19,6 +19,10 @@ export function defaultMaxCalls(cores = os.availableParallelism()): number {
 
 export interface NodeLoad {
   activeCalls: number;
+  /** calls weighted by transport × engines (media/admission.ts CALL_WEIGHTS), in capacity's unit */
+  weightedLoad: number;
+  /** the node's admission would take the lightest join now (not draining, room for it): POST /call reads this */
+  accepting: boolean;
   capacity: number;
   /** event-loop delay p99 over the last report interval, ms */
   loopLagMs: number;
@@ -28,9 +32,10 @@ export interface NodeLoad {
 /** Insert or refresh this node's row: heartbeat and load. */
 export async function reportNode(db: Db, nodeId: string, load: NodeLoad): Promise<void> {
   await db.query(sql.type(z.object({}))`
-    INSERT INTO media_nodes (node_id, active_calls, capacity, loop_lag_ms, draining)
-    VALUES (${nodeId}, ${load.activeCalls}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
+    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining)
+    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
     ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now(), load_at = now(), active_calls = EXCLUDED.active_calls,
+      weighted_load = EXCLUDED.weighted_load, accepting = EXCLUDED.accepting,
       capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining`);
 }
 
@@ -45,7 +50,7 @@ const capacityRow = z.object({ live: z.number(), available: z.number() });
  */
 export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live: number; available: number }> {
   return db.one(sql.type(capacityRow)`
-    SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND (capacity = 0 OR active_calls < capacity))::int AS available
+    SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND accepting)::int AS available
     FROM media_nodes
     WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
 }

@@ -3,7 +3,60 @@
 // from its admission until runner.run has put it in `live` (or the join was abandoned). Past MEDIA_MAX_CALLS new
 // joins are refused quickly, so the calls already here keep real time and the client (or the proxy, or the carrier
 // retrying) goes to another node; the refused call's row is left untouched (still pending).
+//
+// Weighted (issue 24 goal 4): a call does not count 1 but its weight, by transport and engines (CALL_WEIGHTS), in
+// units of one local-engine WebSocket call — the unit MEDIA_MAX_CALLS (default cores × CALLS_PER_CORE) was measured
+// in. A joining call is held at its transport's largest weight (its engines are not known before its row is read);
+// a live call counts at its own weight (the runner's liveWeight). A join is refused when its weight would take the
+// node past capacity; a node with nothing on it takes any call.
 import { joinsRefused } from './session/lifecycle.ts';
+
+/** Transport classes of the weight table: every carrier media stream is `carrier`. */
+export type WeightTransport = 'websocket' | 'webrtc' | 'carrier';
+/** `local` when any engine of the call (STT, TTS, LLM) runs on this node, else `vendor`. */
+export type WeightEngines = 'vendor' | 'local';
+
+/**
+ * What one call costs the node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Where each figure comes
+ * from (README "Scaling and capacity", "Browser calls (WebRTC)"):
+ * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
+ * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
+ * - webrtc/vendor 0.75: bench/webrtc measured a WebRTC call at ≈ 3× a WebSocket call (3.0 % vs 1.0 % of a core
+ *   at 5 calls), so 3 × 0.25.
+ * - webrtc/local 1.5: the local-engine call plus the same WebRTC surcharge (0.75 − 0.25 = 0.5).
+ * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
+ * bench/codec and bench/webrtc re-measure the WebRTC rows with the codec pool (the surcharge is expected to fall).
+ */
+export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
+  websocket: { vendor: 0.25, local: 1 },
+  webrtc: { vendor: 0.75, local: 1.5 },
+  carrier: { vendor: 0.25, local: 1 },
+};
+
+/**
+ * The least room a join needs: a joining call is held at its transport's largest weight (its engines are unknown
+ * until its row is read), so the lightest join is the smallest of those. A node with less room takes nothing
+ * (admission, /readyz, POST /call's count of available nodes).
+ */
+export const LIGHTEST_JOIN = Math.min(...Object.values(CALL_WEIGHTS).map((r) => Math.max(...Object.values(r))));
+
+/** The weight table's transport class of a LiveTransport kind ('websocket', 'webrtc', or a carrier's name). */
+export function weightTransport(kind: string): WeightTransport {
+  return kind === 'websocket' || kind === 'webrtc' ? kind : 'carrier';
+}
+
+/** A call's weight from its transport kind and its engines' provider ids ('local' = runs here). */
+export function callWeight(kind: string, providers: readonly string[]): number {
+  return CALL_WEIGHTS[weightTransport(kind)][providers.includes('local') ? 'local' : 'vendor'];
+}
+
+/** The weight a joining call is held at: its transport's largest (its engines are not known yet). */
+export function joiningWeight(t: WeightTransport): number {
+  return Math.max(...Object.values(CALL_WEIGHTS[t]));
+}
+
+
+const EPS = 1e-9;
 
 export type Refusal = 'draining' | 'capacity';
 
@@ -14,38 +67,54 @@ export const REFUSAL_TEXT: Record<Refusal, string> = {
 };
 
 export interface Admission {
-  /** Why a new call would be refused right now (draining first), or null. Counts nothing. */
-  refusal(): Refusal | null;
-  /** Count one call as joining; the returned release (idempotent) stops counting it. */
-  hold(): () => void;
+  /** Why a new call on transport `t` would be refused right now (draining first), or null. Counts nothing.
+   * Without `t`: whether even the lightest call would be refused. */
+  refusal(t?: WeightTransport): Refusal | null;
+  /** Count one call as joining (at its transport's joining weight); the returned release (idempotent) stops it. */
+  hold(t: WeightTransport): () => void;
   /** refusal() and hold() in one synchronous step; a capacity refusal is counted in joinsRefused. */
-  admit(): { ok: true; release: () => void } | { ok: false; reason: Refusal; text: string };
+  admit(t: WeightTransport): { ok: true; release: () => void } | { ok: false; reason: Refusal; text: string };
   /** Calls admitted and not yet live nor abandoned. */
   readonly joining: number;
+  /** Weighted load: live calls at their weights + joining calls at their joining weights. */
+  weighted(): number;
 }
 
+/** `live`: the weighted load of the live calls (the runner's liveWeight); `capacity` in the same unit. */
 export function createAdmission(o: { capacity: number; live: () => number; draining: () => boolean }): Admission {
   let joining = 0;
-  const refusal = (): Refusal | null => (o.draining() ? 'draining' : o.live() + joining >= o.capacity ? 'capacity' : null);
-  const hold = () => {
+  let joiningW = 0;
+  const weighted = () => o.live() + joiningW;
+  // an idle node always takes a call (one heavier than the whole capacity would otherwise run nowhere)
+  const refusal = (t?: WeightTransport): Refusal | null => {
+    if (o.draining()) return 'draining';
+    const load = weighted();
+    return load > EPS && load + (t ? joiningWeight(t) : LIGHTEST_JOIN) > o.capacity + EPS ? 'capacity' : null;
+  };
+  const hold = (t: WeightTransport) => {
+    const w = joiningWeight(t);
     joining++;
+    joiningW += w;
     let held = true;
     return () => {
       if (!held) return;
       held = false;
       joining--;
+      joiningW -= w;
+      if (joining === 0) joiningW = 0; // no float residue
     };
   };
   return {
     refusal,
     hold,
-    admit() {
-      const reason = refusal();
+    weighted,
+    admit(t) {
+      const reason = refusal(t);
       if (reason) {
         if (reason === 'capacity') joinsRefused.inc({ reason: 'capacity' });
         return { ok: false, reason, text: REFUSAL_TEXT[reason] };
       }
-      return { ok: true, release: hold() };
+      return { ok: true, release: hold(t) };
     },
     get joining() {
       return joining;

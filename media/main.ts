@@ -25,10 +25,10 @@ const running = await startServer(
       } else if (req.url === '/readyz') {
         // at capacity the node is not ready for new calls (a proxy's health check routes joins elsewhere)
         const load = media.load();
-        const full = load.activeCalls >= load.capacity;
+        const full = !load.accepting;
         const status = draining ? 'draining' : full ? 'at_capacity' : 'ready';
         res.writeHead(status === 'ready' ? 200 : 503, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ status, activeCalls: load.activeCalls, capacity: load.capacity, eventLoopLagMs: load.loopLagMs }));
+          .end(JSON.stringify({ status, activeCalls: load.activeCalls, weightedLoad: load.weightedLoad, capacity: load.capacity, eventLoopLagMs: load.loopLagMs }));
       } else if (req.url === '/metrics') {
         registry.metrics().then((m) => res.writeHead(200, { 'content-type': registry.contentType }).end(m));
       } else {

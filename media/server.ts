@@ -61,19 +61,19 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // (WebSocket and carrier stream: close 1013, WebRTC offer: 503) so the calls already here keep real time, and the
   // client (or the proxy, or the carrier) tries another node. One admission point for all transports.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
-  const admission = createAdmission({ capacity, live: () => live.size, draining: () => draining || closed });
+  const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed });
   const phone = createTelephonyStreams(deps, runner, admission);
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
-  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, capacity, loopLagMs: lagMs, draining });
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
   let reportedAs = '';
   const report = async () => {
     const l = load();
-    reportedAs = `${l.activeCalls}/${l.draining}`;
+    reportedAs = `${l.activeCalls}/${l.weightedLoad}/${l.accepting}/${l.draining}`;
     mediaLoadGauges.capacity.set(capacity);
     mediaLoadGauges.lag.set(lagMs / 1000);
     await heartbeat(deps.db, l);
@@ -113,7 +113,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // load changes reach media_nodes within a second (POST /call reads them), at most one write per second
   const lc = setInterval(() => {
     const l = load();
-    if (`${l.activeCalls}/${l.draining}` !== reportedAs) void report().catch(() => {});
+    if (`${l.activeCalls}/${l.weightedLoad}/${l.accepting}/${l.draining}` !== reportedAs) void report().catch(() => {});
   }, 1000);
   hb.unref();
   rc.unref();
@@ -140,7 +140,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       if (!key) return reject(socket, 401, 'Authorization header required');
       const principal = await resolveApiKey(deps.db, key);
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
-      const admitted = admission.admit();
+      const admitted = admission.admit('websocket');
       if (!admitted.ok) return acceptAndClose(req, socket, head, 1013, admitted.text);
       try {
         await join(req, socket, head, callId, principal.organizationId);
@@ -215,3 +215,5 @@ export function createMediaService(deps: MediaDeps): MediaService {
 function headerValue(v: string | string[] | undefined): string | null {
   return (Array.isArray(v) ? v[0] : v) ?? null;
 }
+
+const round2 = (x: number) => Math.round(x * 100) / 100;

@@ -156,7 +156,7 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admi
 
   /** A stream whose credentials checked out: refused over capacity (or draining), else counted as joining during setUp. */
   async function admitted(transport: CarrierStreamTransport, setUp: () => Promise<void>): Promise<void> {
-    const a = admission.admit();
+    const a = admission.admit('carrier');
     if (!a.ok) {
       logger.info({ reason: a.reason, transport: transport.kind }, 'carrier stream refused');
       return transport.closeWith(1013, a.text);

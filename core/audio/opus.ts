@@ -1,8 +1,13 @@
 // Opus at 48 kHz mono, 20 ms frames, through @evan/opus: its native addon where it loads, else the WASM build the
-// same package ships (selected by the package itself; OPUS_FORCE_WASM=1 forces it). Packet-loss concealment uses
+// same package ships (selected by the package itself; OPUS_FORCE_WASM=1 forces it). The native addon is used on the
+// main thread only: its encoders and decoders share one output buffer per process, so two threads coding at once
+// corrupt each other's packets and the process can crash at exit (bench/codec measures it: thousands of wrong
+// packets out of 6,000, then a segfault); every other thread (the codec pool's workers) loads the WASM build, whose
+// state is per thread. Packet-loss concealment uses
 // the decoder's own PLC where the backend supports it (WASM: opus_decode with no data); the native addon refuses
 // an empty packet, so there the jitter buffer falls back to fading repetition of the last frame.
 import { createRequire } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 
 export const OPUS_RATE = 48_000;
 export const FRAME_SAMPLES = 960; // 20 ms at 48 kHz
@@ -28,6 +33,8 @@ let loaded: { mod: OpusModule; backend: 'native' | 'wasm' } | null = null;
 
 function load(): { mod: OpusModule; backend: 'native' | 'wasm' } {
   if (loaded) return loaded;
+  // the package reads OPUS_FORCE_WASM when it is loaded (a worker thread's process.env is its own copy)
+  if (!isMainThread) process.env.OPUS_FORCE_WASM = '1';
   const mod = require('@evan/opus') as OpusModule;
   // the package picks native or WASM at load time; tell which one we got
   let backend: 'native' | 'wasm' = 'wasm';

@@ -153,7 +153,7 @@ export async function handOffPostCall(deps: Pick<MediaDeps, 'temporal' | 'config
 
 // ── node heartbeat, load + reconciliation ─────────────────────────────────────────────────────────────────
 /** Heartbeat with this node's load (active calls, capacity, event-loop lag, draining): core/media-nodes.ts. */
-export async function heartbeat(db: Db, load: NodeLoad = { activeCalls: 0, capacity: 0, loopLagMs: 0, draining: false }): Promise<void> {
+export async function heartbeat(db: Db, load: NodeLoad = { activeCalls: 0, weightedLoad: 0, accepting: true, capacity: 0, loopLagMs: 0, draining: false }): Promise<void> {
   await reportNode(db, NODE_ID, load);
 }
 

@@ -4,6 +4,7 @@
 // sends call.started, and on the end writes the row, stores the recording, closes the transport, sends
 // call.ended and hands off to the post-call workflow. Transports only convert audio and events; everything a
 // call does with the database and webhooks happens here, once for every transport.
+import { callWeight } from '../admission.ts';
 import { contextValues, liveCallBuiltins, substitute } from '../../core/agent-config/snapshot.ts';
 import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
@@ -58,11 +59,18 @@ export interface CallRunner {
   readonly owned: ReadonlySet<string>;
   /** Ends whose database writes failed past their retries: run them again (the node's reconcile calls this). */
   retryUnfinished(): Promise<void>;
+  /** Weighted load of the live calls (media/admission.ts CALL_WEIGHTS: transport × engines). */
+  liveWeight(): number;
 }
 
 export function createCallRunner(deps: MediaDeps): CallRunner {
   const { logger } = deps;
   const live = new Set<CallSession>();
+  const weights = new Map<CallSession, number>();
+  const goLive = (s: CallSession, w: number) => {
+    live.add(s);
+    weights.set(s, w);
+  };
   const engineFactory: EngineFactory = deps.engines ?? defaultEngines;
   // rendered greetings / idle prompts (off by default under NODE_ENV=test: tests count what their fake engines hear)
   const cacheMb = deps.config.MEDIA_TTS_CACHE_MB ?? (deps.config.NODE_ENV === 'test' ? 0 : 64);
@@ -116,8 +124,12 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     const sink = FileSink.forCall(deps.config, row.id);
     try {
       const config = parseCallConfig(row.config_snapshot);
+      const weight = callWeight(transport.kind, [config.stt.provider, config.tts.provider, config.llm.provider]);
       built = await buildSession(row, config, transport, log, { ...opts, session: { ...opts.session, recordingSink: sink } }, async (result) => {
-        if (built) live.delete(built);
+        if (built) {
+          live.delete(built);
+          weights.delete(built);
+        }
         activeCallsGauge.set(live.size);
         // the post-call hand-off inside runs under the session span: the workflow continues the trace
         await (span ? withSpan(span, () => finishLive(row, result, sink, transport, startedHook, opts)) : finishLive(row, result, sink, transport, startedHook, opts))
@@ -127,13 +139,13 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
       await built.start();
       if (clientGone) {
         // the caller hung up while the engines were opening: the pipeline did start, it ends as a hang-up
-        live.add(built);
+        goLive(built, weight);
         session = built;
         await built.end(opts.hangupReason?.() ?? 'user_hangup');
         return built;
       }
       session = built;
-      live.add(built);
+      goLive(built, weight);
       activeCallsGauge.set(live.size);
       startedHook = sendLifecycleWebhook(deps, row, startedPayload(row, row.started_at ?? new Date().toISOString()));
       for (const pcm of early.splice(0)) built.pushAudio(pcm);
@@ -280,7 +292,17 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     }
   }
 
-  return { run, live, owned, retryUnfinished };
+  return {
+    run,
+    live,
+    owned,
+    retryUnfinished,
+    liveWeight() {
+      let w = 0;
+      for (const x of weights.values()) w += x;
+      return w;
+    },
+  };
 }
 
 /** The call's TTS with its greetings and idle prompts served from the process-wide rendered-audio cache. */

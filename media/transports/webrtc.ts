@@ -10,10 +10,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import nodeDataChannel, { type DataChannel, type Direction, type IceServer, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
 import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
-import { Resampler } from '../audio/resample.ts';
+import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
 import { rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
-import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48 } from '../webrtc/opus.ts';
+import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
 import type { CloseKind, LiveTransport } from './types.ts';
@@ -30,6 +30,9 @@ export interface WebRtcNetOptions {
   gatherTimeoutMs?: number;
   /** A 'disconnected' peer that does not recover within this time is gone (default 5 s). */
   disconnectGraceMs?: number;
+  /** Codec worker threads of the process (WEBRTC_CODEC_THREADS; default one per core; 0 = inline). Read once,
+   * by the first peer of the process. */
+  codecThreads?: number | undefined;
 }
 
 export interface WebRtcOptions extends WebRtcNetOptions {
@@ -60,11 +63,8 @@ export class WebRtcTransport implements LiveTransport {
   private opusPt = 111;
   private dc: DataChannel | null = null;
   private readonly pendingEvents: string[] = [];
-  private readonly encoder = new OpusEncoder48();
-  private readonly up = new Resampler(24_000, 48_000);
-  private readonly down = new Resampler(48_000, 16_000);
+  private readonly codec: CodecChannel;
   private readonly line: PhoneLine | null;
-  private outBuf = new Int16Array(0);
   private rtpTs = randomBytes(4).readUInt32BE(0);
   private lastSendAt: number | null = null;
   private early: Int16Array[] | null = [];
@@ -85,8 +85,18 @@ export class WebRtcTransport implements LiveTransport {
       ...(o.portRange ? { portRangeBegin: o.portRange.begin, portRangeEnd: o.portRange.end } : {}),
       ...(o.bindAddress ? { bindAddress: o.bindAddress } : {}),
     });
-    const decoder = new OpusDecoder48();
-    this.jitter = new JitterBuffer(decoder, (pcm48) => this.deliver(this.down.process(pcm48)));
+    this.codec = codecPool(o.codecThreads, o.logger).open({
+      packets: (packets, lost, tsJump) => this.sendPackets(packets, lost, tsJump),
+      pcm: (pcm16, corrupt, lost) => {
+        if (corrupt || lost) {
+          this.jitter.stats.corrupt += corrupt;
+          this.jitter.stats.concealed += corrupt + lost;
+          rtpLossTotal.inc({ kind: 'concealed' }, corrupt + lost);
+        }
+        this.deliver(pcm16);
+      },
+    });
+    this.jitter = new JitterBuffer(this.codec.sink, null);
     this.pc.onStateChange((state) => this.onState(state));
     this.pc.onDataChannel((dc) => this.adoptChannel(dc));
   }
@@ -143,22 +153,27 @@ export class WebRtcTransport implements LiveTransport {
       rtpLossTotal.inc({ kind: 'unsent' });
       return;
     }
-    const pcm48 = this.up.process(pcm24k);
-    const merged = new Int16Array(this.outBuf.length + pcm48.length);
-    merged.set(this.outBuf);
-    merged.set(pcm48, this.outBuf.length);
-    let off = 0;
-    let sent = 0;
     const now = performance.now();
     // the agent was silent for a while (nothing sent): the RTP clock keeps running with wall time
-    if (this.lastSendAt !== null && now - this.lastSendAt > 100) this.rtpTs = (this.rtpTs + Math.round((now - this.lastSendAt - 20) * 48)) >>> 0;
-    while (merged.length - off >= FRAME_SAMPLES) {
-      const frame = merged.subarray(off, off + FRAME_SAMPLES);
-      off += FRAME_SAMPLES;
-      const packet = this.encoder.encode(frame);
-      this.rtpConfig.timestamp = this.rtpTs;
+    const jump = this.lastSendAt !== null && now - this.lastSendAt > 100 ? Math.round((now - this.lastSendAt - 20) * 48) : 0;
+    this.lastSendAt = now;
+    this.codec.encode(pcm24k, jump);
+  }
+
+  /** The codec's packets for agent audio, in order, onto the RTP track. */
+  private sendPackets(packets: Uint8Array[], lost: number, tsJump: number): void {
+    this.rtpTs = (this.rtpTs + tsJump) >>> 0;
+    if (lost) {
+      // encoded by a codec thread that died: never came back
+      this.dropped += lost;
+      rtpLossTotal.inc({ kind: 'unsent' }, lost);
+      this.rtpTs = (this.rtpTs + lost * FRAME_SAMPLES) >>> 0;
+    }
+    let sent = 0;
+    for (const packet of packets) {
       try {
-        if (this.track.isOpen()) {
+        if (this.phase === 'connected' && this.track?.isOpen() && this.rtpConfig) {
+          this.rtpConfig.timestamp = this.rtpTs;
           this.track.sendMessageBinary(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength));
           this.framesSent++;
           sent++;
@@ -173,8 +188,6 @@ export class WebRtcTransport implements LiveTransport {
       }
       this.rtpTs = (this.rtpTs + FRAME_SAMPLES) >>> 0;
     }
-    this.lastSendAt = now;
-    this.outBuf = merged.slice(off);
     if (sent) rtpPacketsTotal.inc({ direction: 'sent' }, sent);
   }
 
@@ -342,6 +355,7 @@ export class WebRtcTransport implements LiveTransport {
     this.phase = 'closed';
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
     this.jitter.close();
+    this.codec.close();
     try {
       this.pc.close();
     } catch { /* already closed */ }
@@ -349,7 +363,7 @@ export class WebRtcTransport implements LiveTransport {
 
   /** For stats and the benchmark. */
   stats() {
-    return { framesSent: this.framesSent, dropped: this.dropped, ...this.jitter.stats, rttMs: safe(() => this.pc.rtt()), bytesReceived: safe(() => this.pc.bytesReceived()) };
+    return { framesSent: this.framesSent, dropped: this.dropped, ...this.jitter.stats, codec: this.codec.mode, rttMs: safe(() => this.pc.rtt()), bytesReceived: safe(() => this.pc.bytesReceived()) };
   }
 }
 

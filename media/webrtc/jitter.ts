@@ -4,6 +4,11 @@
 // the last frame repeated with a fading gain, then silence); a timestamp jump with contiguous sequence numbers
 // (the sender paused, DTX) becomes silence of the same length (capped). Output is decoded 48 kHz PCM in order.
 // It also keeps the RFC 3550 interarrival jitter estimate and loss counters for stats and the benchmark.
+//
+// The buffer itself only decides *what* plays and *when* (timing stays on the media process's event loop); what it
+// decides goes to a FrameSink as an ordered list of instructions (play this packet / conceal one frame / this much
+// silence). DecodeStage turns those instructions into PCM: inline (a FrameDecoder given to the constructor), or in
+// a codec worker thread (media/webrtc/codec-pool.ts runs the same DecodeStage there), so both give the same audio.
 import { FRAME_SAMPLES, OPUS_RATE } from './opus.ts';
 import { seqDiff, type RtpPacket } from './rtp.ts';
 
@@ -12,13 +17,70 @@ export interface FrameDecoder {
   conceal(): Int16Array | null;
 }
 
+/** The jitter buffer's decisions, in play order. */
+export interface FrameSink {
+  /** play this packet's payload (decode it; a corrupt one is concealed) */
+  packet(payload: Uint8Array): void;
+  /** one 20 ms frame whose packet never came */
+  conceal(): void;
+  /** the sender paused: this many samples of silence at 48 kHz */
+  silence(samples: number): void;
+}
+
+/**
+ * Instructions → decoded 48 kHz PCM: decoder PLC for a lost frame where the backend has it, else the last frame
+ * repeated at a falling gain (3 frames to silence); a packet that fails to decode is concealed and counted.
+ */
+export class DecodeStage implements FrameSink {
+  private last: Int16Array | null = null;
+  private fade = 1;
+  /** packets that could not be decoded (each also concealed) */
+  corrupt = 0;
+
+  constructor(
+    private readonly decoder: FrameDecoder,
+    private readonly out: (pcm48k: Int16Array) => void,
+  ) {}
+
+  packet(payload: Uint8Array): void {
+    let pcm: Int16Array;
+    try {
+      pcm = this.decoder.decode(payload);
+    } catch {
+      this.corrupt++;
+      this.conceal();
+      return;
+    }
+    this.last = pcm;
+    this.fade = 1;
+    this.out(pcm);
+  }
+
+  conceal(): void {
+    const plc = this.decoder.conceal();
+    if (plc) {
+      this.out(plc);
+      return;
+    }
+    this.fade = Math.max(0, this.fade - 1 / 3);
+    const src = this.last;
+    const frame = new Int16Array(FRAME_SAMPLES);
+    if (src && this.fade > 0) for (let i = 0; i < FRAME_SAMPLES; i++) frame[i] = Math.round((src[i % src.length] ?? 0) * this.fade);
+    this.out(frame);
+  }
+
+  silence(samples: number): void {
+    this.out(new Int16Array(samples));
+  }
+}
+
 export interface JitterStats {
   received: number;
   /** frames concealed because their packet never came */
   concealed: number;
   /** packets dropped: duplicates or too late */
   late: number;
-  /** packets that could not be decoded */
+  /** packets that could not be decoded (counted where they are decoded: inline here, else added by the owner) */
   corrupt: number;
   /** silence inserted for timestamp jumps, in ms */
   silenceMs: number;
@@ -46,18 +108,22 @@ export class JitterBuffer {
   private lastTs: number | null = null;
   private gapSince: number | null = null;
   private gapTimer: NodeJS.Timeout | null = null;
-  private last: Int16Array | null = null;
-  private fade = 1;
+  private readonly sink: FrameSink;
+  private readonly stage: DecodeStage | null;
   private prevTransit: number | null = null;
   private jitter = 0; // in timestamp units
   private closed = false;
   readonly stats: JitterStats = { received: 0, concealed: 0, late: 0, corrupt: 0, silenceMs: 0, jitterMs: 0 };
 
-  constructor(
-    private readonly decoder: FrameDecoder,
-    private readonly out: (pcm48k: Int16Array) => void,
-    o: JitterOptions = {},
-  ) {
+  /** Inline decoding: `decoder` → `out` (decoded 48 kHz PCM); or, with `out` null, `target` is the sink of instructions. */
+  constructor(target: FrameDecoder | FrameSink, out: ((pcm48k: Int16Array) => void) | null, o: JitterOptions = {}) {
+    if (out) {
+      this.stage = new DecodeStage(target as FrameDecoder, out);
+      this.sink = this.stage;
+    } else {
+      this.stage = null;
+      this.sink = target as FrameSink;
+    }
     this.depth = o.depth ?? 3;
     this.maxWaitMs = o.maxWaitMs ?? 60;
     this.maxSilenceSamples = Math.round(((o.maxSilenceMs ?? 1000) / 1000) * OPUS_RATE);
@@ -152,35 +218,21 @@ export class JitterBuffer {
       if (gap >= FRAME_SAMPLES && gap < OPUS_RATE * 60) {
         const n = Math.min(gap, this.maxSilenceSamples);
         this.stats.silenceMs += (n / OPUS_RATE) * 1000;
-        this.out(new Int16Array(n));
+        this.sink.silence(n);
       }
     }
     this.lastTs = pkt.timestamp;
-    let pcm: Int16Array;
-    try {
-      pcm = this.decoder.decode(pkt.payload);
-    } catch {
+    if (!this.stage) return this.sink.packet(pkt.payload);
+    const corrupt = this.stage.corrupt;
+    this.stage.packet(pkt.payload);
+    if (this.stage.corrupt > corrupt) {
       this.stats.corrupt++;
-      this.concealOne();
-      return;
+      this.stats.concealed++;
     }
-    this.last = pcm;
-    this.fade = 1;
-    this.out(pcm);
   }
 
   private concealOne(): void {
     this.stats.concealed++;
-    const plc = this.decoder.conceal();
-    if (plc) {
-      this.out(plc);
-      return;
-    }
-    // fallback concealment: the last frame again at a falling gain (3 frames to silence)
-    this.fade = Math.max(0, this.fade - 1 / 3);
-    const src = this.last;
-    const frame = new Int16Array(FRAME_SAMPLES);
-    if (src && this.fade > 0) for (let i = 0; i < FRAME_SAMPLES; i++) frame[i] = Math.round((src[i % src.length] ?? 0) * this.fade);
-    this.out(frame);
+    this.sink.conceal();
   }
 }

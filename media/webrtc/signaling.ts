@@ -90,6 +90,7 @@ export function createWebRtcSignaling(
     portRange: parsePortRange(config.WEBRTC_PORT_RANGE),
     bindAddress: config.WEBRTC_BIND_ADDRESS,
     announcedAddress: config.WEBRTC_ANNOUNCED_ADDRESS,
+    codecThreads: config.WEBRTC_CODEC_THREADS,
   };
   const release = acquireWebRtcRuntime();
   const peers = new Map<string, Entry>(); // by call id
@@ -157,7 +158,7 @@ export function createWebRtcSignaling(
     }
     if (row.status === 'active' || starting.has(callId) || peers.has(callId)) throw new Reply(409, DUPLICATE_OFFER);
     if (row.status !== 'pending') throw new Reply(404, CALL_NOT_FOUND);
-    const admitted = ctl.admission.admit();
+    const admitted = ctl.admission.admit('webrtc');
     if (!admitted.ok) throw new Reply(503, admitted.text);
 
     starting.add(callId);
