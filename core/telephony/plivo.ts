@@ -8,9 +8,9 @@
 // `hangup_url` receives CallStatus completed|busy|failed|timeout|no-answer|cancel; `machine_detection=true` posts
 // `Machine=true|false` to machine_detection_url. Numbers are answered by an Application (answer_url, hangup_url)
 // linked with `POST /Number/{number}/ {app_id}`. Transfer: `POST /Call/{uuid}/ {legs: "aleg", aleg_url}` — the
-// aleg_url answers `<Dial>` XML. V3 signature: base64(HMAC-SHA256(auth_token, url-without-query + "?" + sorted
-// query + "." + sorted key=value POST params + "." + nonce)), header X-Plivo-Signature-V3 (comma-separated when
-// the account has several tokens) with X-Plivo-Signature-V3-Nonce.
+// aleg_url answers `<Dial>` XML. V3 signature: `plivoV3Signature` below (checked against the plivo SDK's
+// validateV3Signature in test/telephony/carrier-signatures.test.ts), header X-Plivo-Signature-V3 (comma-separated
+// when the account has several tokens) with X-Plivo-Signature-V3-Nonce.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -74,18 +74,25 @@ export function plivoTransferXml(req: TransferRequest): string {
   return `${XML}<Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
 
-/** The V3 signature of a request (Plivo's documented construction; see the file header). */
+/**
+ * The V3 signature of a request, built exactly as Plivo's SDKs check it (`validateV3Signature` of the `plivo` npm
+ * package, `validate_v3_signature` of plivo-python): the URL as requested up to its query (scheme, host and an explicit
+ * port kept as written), then for a POST with form fields `?` + the sorted, decoded query (`k=v` joined by `&`),
+ * `.` when both exist, and the sorted POST fields as `key` + `value` with no separator; a GET signs the URL's sorted
+ * query only. Then `.` + nonce, HMAC-SHA256 with the auth token, base64.
+ */
 export function plivoV3Signature(authToken: string, method: string, url: string, params: Record<string, string>, nonce: string): string {
-  const u = new URL(url);
-  let base = `${u.protocol}//${u.host}${u.pathname}`;
+  const noHash = url.split('#')[0]!;
+  const cut = noHash.indexOf('?');
+  let base = cut < 0 ? noHash : noHash.slice(0, cut);
   const q = new Map<string, string[]>();
-  for (const [k, v] of u.searchParams) q.set(k, [...(q.get(k) ?? []), v]);
+  for (const [k, v] of new URLSearchParams(cut < 0 ? '' : noHash.slice(cut + 1))) q.set(k, [...(q.get(k) ?? []), v]);
   const query = [...q.keys()].sort().flatMap((k) => [...q.get(k)!].sort().map((v) => `${k}=${v}`)).join('&');
   const post = method.toUpperCase() === 'GET' ? {} : params;
-  const hasPost = Object.keys(post).length > 0;
-  if (query.length > 0 || hasPost) base += `?${query}`;
-  if (query.length > 0 && hasPost) base += '.';
-  base += Object.keys(post).sort().map((k) => `${k}=${post[k]}`).join('');
+  const keys = Object.keys(post).sort();
+  if (query.length > 0 || keys.length > 0) base += `?${query}`;
+  if (query.length > 0 && keys.length > 0) base += '.';
+  base += keys.map((k) => `${k}${post[k]}`).join('');
   return createHmac('sha256', authToken).update(`${base}.${nonce}`, 'utf8').digest('base64');
 }
 

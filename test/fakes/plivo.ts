@@ -2,13 +2,14 @@
 // JSON requests under /v1/Account/{auth_id}/… with HTTP Basic auth_id:auth_token (401 otherwise), `POST /Call/`
 // → 201 {message: "call fired", request_uuid}; callbacks (answer_url, ring/hangup_url, machine_detection_url, an
 // Application's answer_url for inbound calls, a transfer's aleg_url) as form posts signed with
-// X-Plivo-Signature-V3 + nonce (computed here independently of the service); the stream dialect of
+// X-Plivo-Signature-V3 + nonce (computed here independently of the service and checked by the plivo SDK); the stream dialect of
 // media/transports/plivo.ts (start{callId, streamId}, media, dtmf, playAudio, checkpoint → playedStream,
 // clearAudio → clearedAudio; the socket just closes at the end).
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkPlivoAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface PlivoAccount {
@@ -41,16 +42,23 @@ export interface PlivoReply {
   hangup: boolean;
 }
 
-/** Plivo's V3 signature, computed independently: base URL, sorted query, ".", sorted POST k=v, ".", nonce. */
+/**
+ * Plivo's V3 signature of a form POST, computed independently of the service: the URL before its query, `?` + sorted
+ * decoded query, `.` when both exist, sorted POST fields as key+value (no separator), `.` + nonce. Every signature
+ * is checked by the plivo SDK's validateV3Signature before use (`sdkMustAccept`), so it is one Plivo's own code accepts.
+ */
 export function signPlivoV3(token: string, url: string, params: Record<string, string>, nonce: string): string {
-  const u = new URL(url);
-  const q = [...u.searchParams.entries()].sort(([a, x], [b, y]) => (a === b ? x.localeCompare(y) : a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('&');
+  const cut = url.indexOf('?');
+  const q = [...new URLSearchParams(cut < 0 ? '' : url.slice(cut + 1)).entries()]
+    .sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('&');
   const keys = Object.keys(params).sort();
-  let s = `${u.origin}${u.pathname}`;
+  let s = cut < 0 ? url : url.slice(0, cut);
   if (q || keys.length) s += `?${q}`;
   if (q && keys.length) s += '.';
-  for (const k of keys) s += `${k}=${params[k]}`;
-  return createHmac('sha256', token).update(`${s}.${nonce}`).digest('base64');
+  for (const k of keys) s += `${k}${params[k]}`;
+  const sig = createHmac('sha256', token).update(`${s}.${nonce}`).digest('base64');
+  sdkMustAccept(sdkPlivoAccepts('POST', url, nonce, token, sig, params), 'X-Plivo-Signature-V3');
+  return sig;
 }
 
 const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');

@@ -3,12 +3,13 @@
 // {call_control_id, …}}`, call commands under /v2/calls/{id}/actions/…, phone numbers and Call Control
 // Applications; webhooks are JSON `{data: {event_type, payload}}` signed with the account's Ed25519 key
 // (`telnyx-signature-ed25519` over "{timestamp}|{body}", computed here with node:crypto, independently of the
-// service); the stream dialect of media/transports/telnyx.ts (connected, start{call_control_id} + stream_id,
+// service, and checked by the telnyx SDK's webhooks.unwrap); the stream dialect of media/transports/telnyx.ts (connected, start{call_control_id} + stream_id,
 // media, dtmf, mark, stop; from the service media, mark, clear).
 import { generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkTelnyxAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface TelnyxAccount {
@@ -188,6 +189,7 @@ export class FakeTelnyx extends EventEmitter {
       const key = signing === 'forged' ? generateKeyPairSync('ed25519').privateKey : call.account.privateKey;
       headers['telnyx-signature-ed25519'] = sign(null, Buffer.from(`${ts}|${body}`), key).toString('base64');
       headers['telnyx-timestamp'] = ts;
+      if (!signing) sdkMustAccept(await sdkTelnyxAccepts(call.account.publicKey, body, headers), 'telnyx-signature-ed25519');
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };

@@ -3,12 +3,13 @@
 // application (checked against the application's public key: 401 otherwise), `/v2/applications/{id}` with HTTP
 // Basic api_key:api_secret, `/account/numbers` and `/number/update` with api_key/api_secret parameters; callbacks
 // (event_url, the application's answer_url / event_url) as JSON signed with an HS256 JWT of the signature secret
-// carrying payload_hash (computed here independently of the service); the WebSocket leg of an NCCO `connect`
+// carrying payload_hash (computed here independently of the service, checked by @vonage/jwt's verifySignature); the WebSocket leg of an NCCO `connect`
 // (`websocket:connected` text with the endpoint headers, then binary 16-bit PCM frames of 20 ms both ways).
 import { createHash, createHmac, generateKeyPairSync, randomBytes, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkVonageAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface VonageAccount {
@@ -117,7 +118,9 @@ export class FakeVonage extends EventEmitter {
       const claims = JSON.parse(Buffer.from(m[2]!, 'base64url').toString()) as { application_id?: string; exp?: number };
       const acc = this.accounts.find((a) => a.applicationId === claims.application_id);
       if (!acc || head.alg !== 'RS256' || (claims.exp ?? 0) < Date.now() / 1000) return null;
-      return verify('sha256', Buffer.from(`${m[1]}.${m[2]}`), acc.publicKey, Buffer.from(m[3]!, 'base64url')) ? acc : null;
+      const mine = verify('sha256', Buffer.from(`${m[1]}.${m[2]}`), acc.publicKey, Buffer.from(m[3]!, 'base64url'));
+      // and as Vonage's own SDK checks an application JWT (@vonage/jwt verifySignature with the public key)
+      return mine && sdkVonageAccepts(`${m[1]}.${m[2]}.${m[3]}`, acc.publicKey.export({ format: 'pem', type: 'spki' }).toString()) ? acc : null;
     } catch {
       return null;
     }
@@ -209,7 +212,9 @@ export class FakeVonage extends EventEmitter {
       const head = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
       const claims = b64url(JSON.stringify({ iat: now, exp: now + 300, jti: randomUUID(), iss: 'Vonage', payload_hash: createHash('sha256').update(body).digest('hex'), api_key: acc.apiKey, application_id: acc.applicationId }));
       const secret = signing === 'forged' ? 'not-the-signature-secret' : acc.signatureSecret;
-      headers.authorization = `Bearer ${head}.${claims}.${createHmac('sha256', secret).update(`${head}.${claims}`).digest('base64url')}`;
+      const jwt = `${head}.${claims}.${createHmac('sha256', secret).update(`${head}.${claims}`).digest('base64url')}`;
+      if (!signing) sdkMustAccept(sdkVonageAccepts(jwt, acc.signatureSecret), 'signed-callback JWT');
+      headers.authorization = `Bearer ${jwt}`;
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };
