@@ -96,6 +96,16 @@ export function plivoV3Signature(authToken: string, method: string, url: string,
   return createHmac('sha256', authToken).update(`${base}.${nonce}`, 'utf8').digest('base64');
 }
 
+/** Our inbound URLs carry the Auth ID (`?account=`): the look-up key of the keys to verify a webhook with. */
+const withAccount = (url: string, authId: string) => `${url}${url.includes('?') ? '&' : '?'}account=${encodeURIComponent(authId)}`;
+function accountParam(url: string): string | null {
+  try {
+    return new URL(url).searchParams.get('account');
+  } catch {
+    return null;
+  }
+}
+
 const header = (h: WebhookRequest['headers'], name: string) => {
   const v = h[name];
   return Array.isArray(v) ? v[0] : v;
@@ -159,6 +169,7 @@ export const plivo: CarrierAdapter = {
   apiBase,
   carrierAmd: true,
   accountRef: (c) => creds(c).auth_id,
+  accountOf: (req) => accountParam(req.url),
 
   async probeCredentials(ctx, c) {
     const r = await request(ctx, creds(c), 'GET', '/');
@@ -181,7 +192,8 @@ export const plivo: CarrierAdapter = {
     try {
       const owned = await plivo.probeNumber(ctx, c, e164);
       if (!owned.owned) return { ok: false, message: `Phone number ${e164} is not owned by this Plivo account` };
-      const app = { answer_url: urls.voiceUrl, answer_method: 'POST', hangup_url: urls.statusCallbackUrl, hangup_method: 'POST' };
+      // `account` names the configuration's account in our URLs: webhooks are verified with that account's keys only
+      const app = { answer_url: withAccount(urls.voiceUrl, cr.auth_id), answer_method: 'POST', hangup_url: withAccount(urls.statusCallbackUrl, cr.auth_id), hangup_method: 'POST' };
       let appId = cr.app_id ?? null;
       if (appId) {
         check(await request(ctx, cr, 'POST', `/Application/${encodeURIComponent(appId)}/`, app));
@@ -193,7 +205,7 @@ export const plivo: CarrierAdapter = {
         appId = String(id);
       }
       check(await request(ctx, cr, 'POST', `/Number/${encodeURIComponent(plivoNumber(e164))}/`, { app_id: appId }));
-      return { ok: true, message: `answer_url set to ${urls.voiceUrl} (Plivo application ${appId})` };
+      return { ok: true, message: `answer_url set to ${app.answer_url} (Plivo application ${appId})` };
     } catch (err) {
       return { ok: false, message: `Plivo was not updated: ${(err as Error).message}` };
     }

@@ -142,6 +142,10 @@ export const telnyx: CarrierAdapter = {
   apiBase,
   carrierAmd: true,
   accountRef: (c) => creds(c).connection_id,
+  accountOf: (req) => {
+    const id = (req.json as { data?: { payload?: { connection_id?: unknown } } } | null)?.data?.payload?.connection_id;
+    return typeof id === 'string' || typeof id === 'number' ? String(id) : null;
+  },
 
   async probeCredentials(ctx, c) {
     const r = await request(ctx, creds(c), 'GET', `/v2/call_control_applications/${encodeURIComponent(creds(c).connection_id)}`);
@@ -219,7 +223,9 @@ export const telnyx: CarrierAdapter = {
     async bridge(ctx, c, call) {
       // Call Control has no answer document: answer the inbound leg with the stream attached
       if (call.inbound && call.carrierCallId) {
-        check(await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl)));
+        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl));
+        // a retried call.initiated of a call answered before: the carrier says it is answered already (422)
+        if (!(call.replay && r.status === 422)) check(r);
       }
       return { status: 200 };
     },

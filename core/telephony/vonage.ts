@@ -222,6 +222,18 @@ export const vonage: CarrierAdapter = {
     check(r);
   },
 
+  // the signed-callback JWT names the application (checked with its signature secret afterwards)
+  accountOf: (req) => {
+    const h = req.headers.authorization;
+    const m = /^Bearer\s+[A-Za-z0-9_-]+\.([A-Za-z0-9_-]+)\./.exec((Array.isArray(h) ? h[0] : h) ?? '');
+    try {
+      const id = m ? (JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as { application_id?: unknown }).application_id : null;
+      return typeof id === 'string' ? id : null;
+    } catch {
+      return null;
+    }
+  },
+
   verifyWebhook(c, req) {
     return verifyVonageSignature(creds(c).signature_secret, req);
   },

@@ -30,6 +30,8 @@ export interface PlivoCall {
   status: string;
   /** XML fetched from aleg_url by a transfer */
   transfers: string[];
+  /** the inbound answer_url request (redelivered as Plivo retries an answer_url that failed or timed out) */
+  answerHook?: { url: string; params: Record<string, string> };
 }
 
 export interface PlivoReply {
@@ -288,8 +290,15 @@ export class FakePlivo extends EventEmitter {
     this.calls.set(call.callUuid, call);
     const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
     if (!url) throw new Error(`number ${to} has no application answer_url`);
-    const r = await this.webhook(authId, url, this.params(call, { CallStatus: 'ringing' }), signWith);
+    call.answerHook = { url, params: this.params(call, { CallStatus: 'ringing' }) };
+    const r = await this.webhook(authId, url, call.answerHook.params, signWith);
     return { ...parsePlivoXml(r.status, r.body), call };
+  }
+
+  /** Plivo retries the answer_url of an inbound call: the same request, signed again with a new nonce. */
+  async redeliver(call: PlivoCall): Promise<PlivoReply> {
+    const r = await this.webhook(call.authId, call.answerHook!.url, call.answerHook!.params);
+    return parsePlivoXml(r.status, r.body);
   }
 
   /** Plivo connects to the stream URL of the answer XML. */

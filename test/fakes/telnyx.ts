@@ -32,6 +32,8 @@ export interface TelnyxCall {
   streamUrl: string | null;
   commands: Array<{ action: string; body: Record<string, unknown> }>;
   state: string;
+  /** the last webhook delivered (url, exact body): Telnyx redelivers the same event when our answer was not 2xx */
+  lastEvent?: { url: string; body: string };
 }
 
 export function telnyxDialect(call: TelnyxCall): PhoneDialect {
@@ -183,6 +185,16 @@ export class FakeTelnyx extends EventEmitter {
       },
       meta: { attempt: 1, delivered_to: url },
     });
+    call.lastEvent = { url, body };
+    return this.deliver(call, url, body, signing);
+  }
+
+  /** Telnyx redelivers the last event of a call (same event id and body, a new timestamp and signature). */
+  redeliver(call: TelnyxCall): Promise<{ status: number; body: string }> {
+    return this.deliver(call, call.lastEvent!.url, call.lastEvent!.body);
+  }
+
+  private async deliver(call: TelnyxCall, url: string, body: string, signing?: 'forged' | 'unsigned'): Promise<{ status: number; body: string }> {
     const ts = String(Math.floor(Date.now() / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'telnyx-webhooks' };
     if (signing !== 'unsigned') {

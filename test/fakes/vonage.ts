@@ -34,6 +34,8 @@ export interface VonageCall {
   eventUrl: string | null;
   status: string;
   modifications: Array<Record<string, unknown>>;
+  /** the inbound answer_url request (Vonage retries an answer_url that failed or timed out) */
+  answerHook?: { url: string; payload: Record<string, unknown> };
 }
 
 /** The websocket endpoint of an NCCO's connect action. */
@@ -235,7 +237,8 @@ export class FakeVonage extends EventEmitter {
     this.calls.set(call.uuid, call);
     const url = acc.app.answerUrl ?? fallbackUrl;
     if (!url) throw new Error('the application has no answer_url');
-    const r = await this.post(acc, url, { to: call.to, from: call.from, uuid: call.uuid, conversation_uuid: `CON-${call.uuid}`, region_url: 'https://api-us-3.vonage.com' }, signing);
+    call.answerHook = { url, payload: { to: call.to, from: call.from, uuid: call.uuid, conversation_uuid: `CON-${call.uuid}`, region_url: 'https://api-us-3.vonage.com' } };
+    const r = await this.post(acc, url, call.answerHook.payload, signing);
     let ncco: unknown = null;
     try {
       ncco = JSON.parse(r.body);
@@ -244,6 +247,16 @@ export class FakeVonage extends EventEmitter {
     }
     call.ncco = Array.isArray(ncco) ? ncco : [];
     return { status: r.status, ncco, call };
+  }
+
+  /** Vonage retries the answer_url of an inbound call: the same request, signed again. The NCCO it got. */
+  async redeliver(call: VonageCall): Promise<{ status: number; ncco: unknown }> {
+    const r = await this.post(call.account, call.answerHook!.url, call.answerHook!.payload);
+    try {
+      return { status: r.status, ncco: JSON.parse(r.body) };
+    } catch {
+      return { status: r.status, ncco: null };
+    }
   }
 
   /** Vonage opens the WebSocket leg the call's NCCO names. */

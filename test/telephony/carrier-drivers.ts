@@ -51,6 +51,11 @@ export interface CarrierDriver {
   transferred?(call: unknown): string | null;
   /** a caller dials `to`: the webhook's answer, and the stream when the answer bridges to one */
   inbound(acc: unknown, to: string, from: string, signing?: Signing): Promise<{ status: number; phone: FakePhoneStream | null }>;
+  /**
+   * a caller dials `to` and the carrier delivers the inbound webhook twice (a retry: same carrier call id) before
+   * the media connects: both answers' stream instructions (stream URL), then the stream of the first
+   */
+  inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
 }
 
 function plivoDriver(): CarrierDriver {
@@ -58,6 +63,8 @@ function plivoDriver(): CarrierDriver {
   const dials: PlivoCall[] = [];
   const sign = (s: Signing) => (s === 'forged' ? 'not-the-token' : s === 'unsigned' ? null : undefined);
   let voiceUrl = '';
+  // a number of the account without its own application: the account's answer_url (as the service sets it)
+  const fallbackUrl = (a: PlivoAccount) => (voiceUrl ? `${voiceUrl}?account=${a.authId}` : undefined);
   return {
     id: 'plivo',
     name: 'Plivo',
@@ -76,7 +83,7 @@ function plivoDriver(): CarrierDriver {
     inboundPointsAt(acc, e164, url) {
       const a = acc as PlivoAccount;
       const n = a.numbers.get(e164.replace(/^\+/, ''));
-      return !!n?.appId && a.apps.get(n.appId)?.answerUrl === url;
+      return !!n?.appId && a.apps.get(n.appId)?.answerUrl === `${url}?account=${a.authId}`;
     },
     dialCount: () => dials.length,
     dialAt: (i) => dials[i],
@@ -117,8 +124,13 @@ function plivoDriver(): CarrierDriver {
       return { status: r?.status ?? 0 };
     },
     async inbound(acc, to, from, signing) {
-      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), voiceUrl || undefined);
+      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), fallbackUrl(acc as PlivoAccount));
       return { status: r.status, phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, undefined, fallbackUrl(acc as PlivoAccount));
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [r.streamUrl, again.streamUrl], phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
     },
   };
 }
@@ -192,6 +204,15 @@ function telnyxDriver(): CarrierDriver {
       // the service answers the call with the stream attached (answer command) or rejects it
       const cmd = await until(() => r.call.commands.find((x) => x.action === 'answer' || x.action === 'reject'), 10_000, 'answer or reject');
       return { status: r.status, phone: cmd.action === 'answer' ? fake.connect(r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound(A(acc), to, from, undefined, voiceUrl || undefined);
+      const answers = () => r.call.commands.filter((x) => x.action === 'answer').map((x) => String(x.body.stream_url));
+      await until(() => answers().length >= 1 || r.call.commands.length > 0, 10_000, 'the first answer');
+      const again = await fake.redeliver(r.call);
+      // the retried call.initiated is answered with the same answer command (or nothing more)
+      const seen = answers();
+      return { statuses: [r.status, again.status], answers: [seen[0] ?? null, seen[seen.length - 1] ?? null], phone: seen.length ? fake.connect(r.call) : null };
     },
   };
 }
@@ -270,6 +291,11 @@ function vonageDriver(): CarrierDriver {
       const r = await fake.inbound(A(acc), to, from, signing, voiceUrl || undefined);
       return { status: r.status, phone: websocketOf(r.ncco) ? fake.connect(r.call) : null };
     },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound(A(acc), to, from, undefined, voiceUrl || undefined);
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [websocketOf(r.ncco)?.uri ?? null, websocketOf(again.ncco)?.uri ?? null], phone: websocketOf(r.ncco) ? fake.connect(r.call) : null };
+    },
   };
 }
 
@@ -332,6 +358,12 @@ function exotelDriver(): CarrierDriver {
       if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;
       const r = await fake.inbound(A(acc), to, from, signing);
       return { status: r.status, phone: r.url ? fake.connect(r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;
+      const r = await fake.inbound(A(acc), to, from);
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [r.url, again.url], phone: r.url ? fake.connect(r.call) : null };
     },
   };
 }

@@ -4,7 +4,7 @@
 // stream, with a greeting and a full caller turn ending in a completed row; busy / no-answer / failed ending
 // never-connected rows with call.ended and no call.started; an inbound call by number attachment; forged
 // callbacks → 403 with nothing changed; another organization's configuration, number and binding → 404.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -284,6 +284,56 @@ for (const d of drivers) {
       // the LLM is told why: its next request carries the tool result
       t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
     }
+  });
+
+  /** An organization whose number FROM answers with a saved agent (configuration + number attachment). */
+  async function inboundSetup(t: ExecutionContext, org: { apiKey: string; orgId: string }, a: Record<string, unknown>) {
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    const cfg = await s.request('POST', '/organizations/telephony-configs', { key: org.apiKey, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } });
+    t.is(cfg.status, 201, JSON.stringify(cfg.body));
+    d.configured?.(acc, cfg.body);
+    const saved = await saveAgent(s, org.orgId, a);
+    const num = await s.request('POST', `/organizations/telephony-configs/${cfg.body.id}/phone-numbers`, { key: org.apiKey, body: { address: FROM, inbound_agent_uuid: saved.uuid } });
+    t.true(num.body.provider_sync?.ok, JSON.stringify(num.body));
+    return acc;
+  }
+  const inboundRows = (orgId: string, customer: string) => s.db.any(sql.type(z.object({ id: z.string(), status: z.string(), connection_status: z.string().nullable(), tags: z.array(z.string()) }))`
+    SELECT id::text, status, connection_status, tags FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = ${customer}`);
+
+  test.serial(`${d.id}: an inbound webhook the carrier delivers twice (same call id) → one row, one slot, the same stream answer`, async (t) => {
+    // concurrency 1: a second admission of the retry would be refused (concurrency_limit_reached) and answer otherwise
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 1 });
+    const acc = await inboundSetup(t, org, agent({ tts: { msPerChar: 20 } }));
+    const r = await d.inboundRetried(acc, FROM, '+14155550131');
+    t.true(r.statuses.every((x) => x < 300), JSON.stringify(r.statuses));
+    t.truthy(r.answers[0], 'bridged to our stream');
+    t.is(r.answers[1], r.answers[0], 'the retry gets the same stream instruction');
+    const rows = await inboundRows(org.orgId, '+14155550131');
+    t.is(rows.length, 1, JSON.stringify(rows));
+    t.is(rows[0]!.status, 'pending');
+    const phone = r.phone!;
+    await phone.opened;
+    await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
+    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    phone.hangup();
+    t.is((await endedRow(s.db, rows[0]!.id)).status, 'completed');
+    t.is((await inboundRows(org.orgId, '+14155550131')).length, 1);
+  });
+
+  test.serial(`${d.id}: an inbound call on an agent whose engine has no credentials is refused up front with a missing_credentials row`, async (t) => {
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = await inboundSetup(t, org, agent({}, { stt: { provider: 'deepgram' } }));
+    const r = await d.inbound(acc, FROM, '+14155550132');
+    t.true(r.status < 300, `answered ${r.status}`);
+    t.is(r.phone, null, 'never bridged to a stream');
+    const rows = await until(async () => {
+      const x = await inboundRows(org.orgId, '+14155550132');
+      return x.length ? x : null;
+    }, 10_000, 'the rejected row');
+    t.is(rows.length, 1);
+    t.like(rows[0], { status: 'error', connection_status: 'missing_credentials' });
+    t.true(rows[0]!.tags.includes('rejected'));
   });
 
   test.serial(`${d.id}: inbound call by number attachment runs on the stream; an unrouted genuine call is refused`, async (t) => {
