@@ -203,6 +203,9 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
    * and the carrier gets its refusal form — never a 500, which carriers retry.
    */
   async function answerInbound(adapter: HookAdapter, creds: Credentials, ev: Extract<CarrierEvent, { type: 'inbound' }>, admission: InboundAdmission): Promise<CarrierReply> {
+    // a late retry of a call that is already on its stream (or over): nothing to change — call-control carriers get
+    // their acknowledgement (no second command), document carriers an empty refusal (their first answer is running)
+    if (!admission.ok && admission.replay && admission.reason === 'call_not_pending') return adapter.hooks.ack?.('voice') ?? refuseSafely(adapter, creds, ev.carrierCallId, '');
     if (!admission.ok) {
       logger.info({ orgId: admission.orgId, reason: admission.reason, replay: admission.replay ?? false }, 'inbound call refused');
       return refuseSafely(adapter, creds, ev.carrierCallId, admission.message);

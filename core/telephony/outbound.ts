@@ -8,6 +8,7 @@ import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
+import { checkAgentProviders } from '../providers.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import { onPhoneCallEnded, sendUnconnectedEnded, type PhoneEndDeps } from './ended.ts';
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
@@ -130,6 +131,13 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     const detail = { error: 'Agent configuration validation failed', details: items.map((i) => ({ path: i.path.join('.'), message: i.msg, type: i.type })) };
     await insertRejectedCall(db, { ...base, configSnapshot: req.rejectedSnapshot ?? null, reason: 'snapshot_validation', payload: detail });
     throw new OutboundInvalid(400, detail, 'snapshot_validation');
+  }
+  // Engines this install cannot run (no adapter, a vendor key missing): refused before dialling, as POST /call does
+  // (campaign dials reach this with an agent that was PATCHed after the campaign started).
+  const runnable = checkAgentProviders(config, checked.config);
+  if (!runnable.ok) {
+    await insertRejectedCall(db, { ...base, configSnapshot: req.rejectedSnapshot ?? null, reason: runnable.reason, payload: runnable.detail });
+    throw new OutboundInvalid(runnable.status, runnable.detail, runnable.reason);
   }
 
   // Gates + the pending row (exactly once per dialKey).

@@ -70,6 +70,7 @@ export class FakeTelnyx extends EventEmitter {
   readonly accounts: TelnyxAccount[] = [];
   readonly calls = new Map<string, TelnyxCall>();
   private failures = new Map<string, Array<{ status: number; title: string }>>();
+  private commandFailures = new Map<string, { status: number; title: string }>();
   private server: { port: number; close(): Promise<void> } | null = null;
   origin = '';
 
@@ -97,6 +98,11 @@ export class FakeTelnyx extends EventEmitter {
 
   addNumber(acc: TelnyxAccount, e164: string): void {
     acc.numbers.push({ id: String(Math.floor(Math.random() * 1e18)), phone_number: e164, connection_id: null });
+  }
+
+  /** The account's next `action` command (answer, transfer, …) answers this HTTP error. */
+  failNextCommand(acc: TelnyxAccount, action: string, status: number, title: string): void {
+    this.commandFailures.set(`${acc.apiKey}:${action}`, { status, title });
   }
 
   failNextDial(acc: TelnyxAccount, status: number, title: string): void {
@@ -164,6 +170,12 @@ export class FakeTelnyx extends EventEmitter {
       const call = this.calls.get(decodeURIComponent(action[1]!));
       if (!call || call.account !== acc) return this.error(res, 404, '10005', 'Resource not found');
       if (call.state === 'hangup') return this.error(res, 422, '90018', 'Call has already ended');
+      const failure = this.commandFailures.get(`${acc.apiKey}:${action[2]}`);
+      if (failure) {
+        this.commandFailures.delete(`${acc.apiKey}:${action[2]}`);
+        call.commands.push({ action: `${action[2]}:failed`, body });
+        return this.error(res, failure.status, '90000', failure.title);
+      }
       call.commands.push({ action: action[2]!, body });
       if (action[2] === 'answer') call.streamUrl = body.stream_url ?? null;
       this.json(res, 200, { data: { result: 'ok' } });

@@ -56,6 +56,8 @@ export interface CarrierDriver {
    * the media connects: both answers' stream instructions (stream URL), then the stream of the first
    */
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** call-control carriers (no answer document): the account's next bridge command fails with this HTTP status */
+  failNextBridge?(acc: unknown, status: number): void;
 }
 
 function plivoDriver(): CarrierDriver {
@@ -184,6 +186,7 @@ function telnyxDriver(): CarrierDriver {
       if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
     },
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    failNextBridge: (acc, status) => fake.failNextCommand(A(acc), 'answer', status, 'Call is not in a state to be answered'),
     clear: true,
     amd: {
       requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',

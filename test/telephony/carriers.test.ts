@@ -321,6 +321,21 @@ for (const d of drivers) {
     t.is((await inboundRows(org.orgId, '+14155550131')).length, 1);
   });
 
+  if (d.failNextBridge) {
+    const failBridge = d.failNextBridge;
+    test.serial(`${d.id}: the carrier refuses the bridge command of an inbound call → the carrier's answer form (never a 500), the row ends connection_failed`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+      const acc = await inboundSetup(t, org, agent({}));
+      failBridge(acc, 422);
+      const r = await d.inbound(acc, FROM, '+14155550133');
+      t.true(r.status < 300, `answered ${r.status}`);
+      t.is(r.phone, null);
+      const rows = await inboundRows(org.orgId, '+14155550133');
+      t.is(rows.length, 1);
+      t.like(rows[0], { status: 'error', connection_status: 'connection_failed' });
+    });
+  }
+
   test.serial(`${d.id}: an inbound call on an agent whose engine has no credentials is refused up front with a missing_credentials row`, async (t) => {
     const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
     const acc = await inboundSetup(t, org, agent({}, { stt: { provider: 'deepgram' } }));
