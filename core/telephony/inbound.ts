@@ -128,7 +128,18 @@ async function smartfloRoute(deps: PhoneEndDeps, cfg: ConfigRow, to: string): Pr
 async function agentOf(deps: PhoneEndDeps, route: InboundRoute): Promise<{ config: AgentConfig; ref: CallAgentRef } | null> {
   if (route.kind === 'binding') {
     const b = route.binding;
-    return { config: b.agent_snapshot as unknown as AgentConfig, ref: { id: b.agent_id, uuid: b.agent_uuid, name: b.agent_name } };
+    if (b.agent_uuid === null) {
+      // an inline agent: the snapshot taken when the binding was made is the agent
+      return { config: b.agent_snapshot as unknown as AgentConfig, ref: { id: b.agent_id, uuid: b.agent_uuid, name: b.agent_name } };
+    }
+    // A binding made with agentId follows the saved agent (spec: "PATCH mutates the saved agent permanently and
+    // affects bound inbound numbers"): its current config, with the binding's contextVariables over the agent's.
+    // A deleted agent no longer answers (agent_not_found), as for a number attachment.
+    const agent = await loadAgent(deps.db, route.orgId, b.agent_uuid);
+    if (!agent) return null;
+    const vars: Record<string, string> = { ...(agent.config.contextVariables ?? {}) };
+    for (const [k, v] of Object.entries(b.context_variables)) if (v.trim().length > 0) vars[k] = v;
+    return { config: { ...agent.config, contextVariables: vars }, ref: { id: agent.id, uuid: agent.uuid, name: agent.name } };
   }
   const uuid = route.number.inbound_agent_uuid;
   const agent = uuid ? await loadAgent(deps.db, route.orgId, uuid) : null;

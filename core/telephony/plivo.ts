@@ -7,7 +7,7 @@
 // answers 201 `{message: "call fired", request_uuid}`; the CallUUID arrives with the answer/hangup callbacks.
 // `hangup_url` receives CallStatus completed|busy|failed|timeout|no-answer|cancel; `machine_detection=true` posts
 // `Machine=true|false` to machine_detection_url. Numbers are answered by an Application (answer_url, hangup_url)
-// linked with `POST /Number/{number}/ {app_id}`. Transfer: `POST /Call/{uuid}/ {legs: "aleg", aleg_url}` — the
+// linked with `POST /Number/{number}/ {app_id}`: the configuration's app_id, else the account's default_app. Transfer: `POST /Call/{uuid}/ {legs: "aleg", aleg_url}` — the
 // aleg_url answers `<Dial>` XML. V3 signature: `plivoV3Signature` below (checked against the plivo SDK's
 // validateV3Signature in test/telephony/carrier-signatures.test.ts), header X-Plivo-Signature-V3 (comma-separated
 // when the account has several tokens) with X-Plivo-Signature-V3-Nonce.
@@ -24,7 +24,7 @@ import { carrierHookUrl, withBase } from './urls.ts';
 export const plivoCredentials = z.object({
   auth_id: z.string().trim().regex(/^[A-Za-z0-9]{10,64}$/, 'auth_id must be the Plivo Auth ID (letters and digits, e.g. MAXXXXXXXXXXXXXXXXXX)'),
   auth_token: z.string().trim().min(1).max(256),
-  /** The Plivo Application answering the numbers' inbound calls; created on the first inbound sync when absent. */
+  /** The Plivo Application answering the numbers' inbound calls; the account's default application when absent. */
   app_id: z.string().trim().min(1).max(64).optional(),
 });
 export type PlivoCredentials = z.infer<typeof plivoCredentials>;
@@ -57,6 +57,21 @@ const request = (ctx: CarrierContext, c: PlivoCredentials, method: string, rest:
 
 const xmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 const XML = '<?xml version="1.0" encoding="UTF-8"?>';
+
+export const NO_APPLICATION = 'No applicationId supplied and no default_app found for this Plivo account: set app_id to the Plivo application that should answer the number, or mark one of the account\'s applications as default';
+
+/** The account's default application (`default_app: true` in the Application list), or null. */
+async function defaultApp(ctx: CarrierContext, c: PlivoCredentials): Promise<string | null> {
+  for (let offset = 0; offset < 2000; offset += 20) {
+    const r = await request(ctx, c, 'GET', `/Application/?limit=20&offset=${offset}`);
+    check(r);
+    const body = r.body as { objects?: Array<{ app_id?: unknown; default_app?: unknown }>; meta?: { next?: unknown } } | null;
+    const hit = body?.objects?.find((a) => a.default_app === true && (typeof a.app_id === 'string' || typeof a.app_id === 'number'));
+    if (hit) return String(hit.app_id);
+    if (!body?.meta?.next || !body.objects?.length) return null;
+  }
+  return null;
+}
 
 /** The answer XML bridging the call to our media stream: bidirectional, 8 kHz µ-law, the call held by the stream. */
 export function plivoStreamXml(streamUrl: string): string {
@@ -194,16 +209,11 @@ export const plivo: CarrierAdapter = {
       if (!owned.owned) return { ok: false, message: `Phone number ${e164} is not owned by this Plivo account` };
       // `account` names the configuration's account in our URLs: webhooks are verified with that account's keys only
       const app = { answer_url: withAccount(urls.voiceUrl, cr.auth_id), answer_method: 'POST', hangup_url: withAccount(urls.statusCallbackUrl, cr.auth_id), hangup_method: 'POST' };
-      let appId = cr.app_id ?? null;
-      if (appId) {
-        check(await request(ctx, cr, 'POST', `/Application/${encodeURIComponent(appId)}/`, app));
-      } else {
-        const created = await request(ctx, cr, 'POST', '/Application/', { app_name: `voice-agent-${plivoNumber(e164)}`, ...app });
-        check(created);
-        const id = (created.body as { app_id?: unknown } | null)?.app_id;
-        if (typeof id !== 'string' && typeof id !== 'number') return { ok: false, message: 'Plivo created no application (no app_id in its answer)' };
-        appId = String(id);
-      }
+      // The application answering the number: the configuration's app_id, else the account's default application
+      // (spec: "No applicationId supplied and no default_app found…" when there is neither; we never create one).
+      const appId = cr.app_id ?? (await defaultApp(ctx, cr));
+      if (!appId) return { ok: false, blocking: true, message: NO_APPLICATION };
+      check(await request(ctx, cr, 'POST', `/Application/${encodeURIComponent(appId)}/`, app));
       check(await request(ctx, cr, 'POST', `/Number/${encodeURIComponent(plivoNumber(e164))}/`, { app_id: appId }));
       return { ok: true, message: `answer_url set to ${app.answer_url} (Plivo application ${appId})` };
     } catch (err) {

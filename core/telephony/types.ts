@@ -41,6 +41,8 @@ export type OwnershipResult = { owned: true; ref: string | null } | { owned: fal
 export interface SyncResult {
   ok: boolean;
   message: string | null;
+  /** The number cannot take inbound calls with these credentials at all: an inbound registration is refused (400 message). */
+  blocking?: boolean;
 }
 
 export interface DialRequest {

@@ -16,7 +16,7 @@ export interface PlivoAccount {
   authId: string;
   token: string;
   numbers: Map<string, { number: string; appId: string | null }>;
-  apps: Map<string, { answerUrl: string | null; hangupUrl: string | null; name: string }>;
+  apps: Map<string, { answerUrl: string | null; hangupUrl: string | null; name: string; defaultApp?: boolean }>;
 }
 
 export interface PlivoCall {
@@ -128,8 +128,10 @@ export class FakePlivo extends EventEmitter {
     await this.server?.close();
   }
 
-  addAccount(): PlivoAccount {
+  /** An account; like a Plivo account set up in its console, it has a default application unless `defaultApp: false`. */
+  addAccount(o: { defaultApp?: boolean } = {}): PlivoAccount {
     const acc: PlivoAccount = { authId: `MA${randomBytes(9).toString('hex').toUpperCase()}`, token: randomBytes(20).toString('hex'), numbers: new Map(), apps: new Map() };
+    if (o.defaultApp !== false) acc.apps.set(String(Math.floor(Math.random() * 1e17)), { name: 'Default App', answerUrl: null, hangupUrl: null, defaultApp: true });
     this.accounts.set(acc.authId, acc);
     return acc;
   }
@@ -181,6 +183,13 @@ export class FakePlivo extends EventEmitter {
       n.appId = body.app_id === undefined ? n.appId : String(body.app_id);
       this.emit('number-updated', n);
       return this.json(res, 202, { api_id, message: 'changed' });
+    }
+    if (rest === 'Application/' && req.method === 'GET') {
+      const limit = Number(url.searchParams.get('limit') ?? 20);
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const all = [...acc.apps.entries()].map(([id, a]) => ({ app_id: id, app_name: a.name, answer_url: a.answerUrl, hangup_url: a.hangupUrl, default_app: a.defaultApp === true }));
+      const objects = all.slice(offset, offset + limit);
+      return this.json(res, 200, { api_id, meta: { limit, offset, total_count: all.length, next: offset + limit < all.length ? `/v1/Account/${acc.authId}/Application/?limit=${limit}&offset=${offset + limit}` : null, previous: null }, objects });
     }
     if (rest === 'Application/' && req.method === 'POST') {
       if (!body.app_name) return this.json(res, 400, { api_id, error: 'app_name is required' });

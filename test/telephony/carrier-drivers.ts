@@ -56,6 +56,8 @@ export interface CarrierDriver {
    * the media connects: both answers' stream instructions (stream URL), then the stream of the first
    */
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
+  accountWithoutApplication?(): unknown;
   /** call-control carriers (no answer document): the account's next bridge command fails with this HTTP status */
   failNextBridge?(acc: unknown, status: number): void;
 }
@@ -78,6 +80,7 @@ function plivoDriver(): CarrierDriver {
     close: () => fake.close(),
     env: () => ({ PLIVO_API_BASE_URL: fake.origin }),
     account: () => fake.addAccount(),
+    accountWithoutApplication: () => fake.addAccount({ defaultApp: false }),
     addNumber: (acc, e164) => fake.addNumber((acc as PlivoAccount).authId, e164),
     creds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: (acc as PlivoAccount).token }),
     wrongCreds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: 'wrong-token' }),

@@ -336,6 +336,42 @@ for (const d of drivers) {
     });
   }
 
+  test.serial(`${d.id}: an inbound binding made with agentId follows the agent's later PATCH (spec: PATCH affects bound inbound numbers)`, async (t) => {
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    d.configured?.(acc, (await s.request('POST', '/organizations/telephony-configs', { key: org.apiKey, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } })).body);
+    const saved = await saveAgent(s, org.orgId, agent({ tts: { msPerChar: 20 } }, { systemPrompt: 'Before the patch.' }));
+    const reg = await s.request('POST', '/call', { key: org.apiKey, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agentId: saved.uuid, contextVariables: { city: 'Lyon' } } });
+    t.is(reg.status, 200, JSON.stringify(reg.body));
+    const patched = await s.request('PATCH', `/agents/${saved.uuid}`, { key: org.apiKey, body: { systemPrompt: 'After the patch in {{city}}.' } });
+    t.is(patched.status, 200, JSON.stringify(patched.body));
+    const r = await d.inbound(acc, FROM, '+14155550134');
+    t.truthy(r.phone, `bridged (${r.status})`);
+    const row = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), prompt: z.string().nullable(), city: z.string().nullable() }))`
+      SELECT id::text, config_snapshot->>'systemPrompt' AS prompt, config_snapshot->'contextVariables'->>'city' AS city FROM calls
+      WHERE organization_id = ${org.orgId} AND transport = 'inbound' AND customer_number = '+14155550134'`), 10_000, 'the inbound row');
+    t.is(row.prompt?.startsWith('After the patch'), true, String(row.prompt));
+    t.is(row.city, 'Lyon', "the binding's contextVariables still apply");
+    await r.phone!.opened;
+    r.phone!.hangup();
+    await endedRow(s.db, row.id);
+  });
+
+  if (d.accountWithoutApplication) {
+    const noApp = d.accountWithoutApplication;
+    test.serial(`${d.id}: inbound registration on an account with no application and no default_app → 400 "No applicationId supplied…", nothing saved`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+      const acc = noApp();
+      d.addNumber(acc, FROM);
+      const r = await s.request('POST', '/call', { key: org.apiKey, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agent: agent({}) } });
+      t.is(r.status, 400, JSON.stringify(r.body));
+      t.regex(String(r.body.detail), /^No applicationId supplied and no default_app found/);
+      const n = await s.db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM inbound_bindings WHERE organization_id = ${org.orgId}`);
+      t.is(n, 0);
+    });
+  }
+
   test.serial(`${d.id}: an inbound call on an agent whose engine has no credentials is refused up front with a missing_credentials row`, async (t) => {
     const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
     const acc = await inboundSetup(t, org, agent({}, { stt: { provider: 'deepgram' } }));
