@@ -179,6 +179,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
       amd: amd ? { callbackUrl: hook('amd', twilioAmdUrl(config, callId)) } : null,
       timeoutS: req.ringTimeoutS ?? 30,
       customIdentifier: customIdentifier(config, callId),
+      record: checked.config.recordInProviderConsole === true,
     });
     if (result.carrierCallId) {
       await db.query(sql.unsafe`UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${result.carrierCallId}), updated_at = now() WHERE id = ${callId}`);

@@ -19,6 +19,7 @@ import { mapCarrierStatus } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest,
 } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { carrierHookUrl, withBase } from './urls.ts';
 
 export const plivoCredentials = z.object({
@@ -85,7 +86,8 @@ export function plivoRefusalXml(message: string): string {
 export function plivoTransferXml(req: TransferRequest): string {
   const attrs = [`timeout="${Math.round(req.timeoutS)}"`];
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
-  const target = /^sips?:/i.test(req.destination) ? `<User>${xmlEscape(req.destination)}</User>` : `<Number>${xmlEscape(plivoNumber(req.destination))}</Number>`;
+  const to = transferTarget('plivo', req.destination);
+  const target = to.kind === 'sip' ? `<User>${xmlEscape(to.uri)}</User>` : `<Number>${xmlEscape(plivoNumber(to.number))}</Number>`;
   return `${XML}<Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
 
@@ -248,6 +250,7 @@ export const plivo: CarrierAdapter = {
 
   async transfer(ctx, c, carrierCallId, req) {
     if (!req.callId) throw new CarrierHttpError('plivo', 400, 'provider_not_supported: the transfer has no call to answer its leg URL');
+    transferTarget('plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
     const r = await request(ctx, creds(c), 'POST', `/Call/${encodeURIComponent(carrierCallId)}/`, {
       legs: 'aleg', aleg_url: carrierHookUrl(ctx.config, 'plivo', 'transfer', req.callId), aleg_method: 'POST',
     });

@@ -16,6 +16,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type WebhookRequest } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const telnyxCredentials = z.object({
@@ -193,6 +194,8 @@ export const telnyx: CarrierAdapter = {
       timeout_secs: Math.round(req.timeoutS),
       ...streamSettings(req.streamUrl),
       ...(req.amd ? { answering_machine_detection: 'detect' } : {}),
+      // recordInProviderConsole: Telnyx records the call from the answer (kept on the Telnyx account)
+      ...(req.record ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3' } : {}),
     });
     check(r);
     const id = (r.body as { data?: { call_control_id?: unknown } } | null)?.data?.call_control_id;
@@ -206,8 +209,9 @@ export const telnyx: CarrierAdapter = {
   },
 
   async transfer(ctx, c, carrierCallId, req) {
+    const to = transferTarget('telnyx', req.destination);
     const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/transfer`, {
-      to: req.destination, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
+      to: to.kind === 'sip' ? to.uri : to.number, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
     });
     check(r);
   },

@@ -63,6 +63,8 @@ export interface DialRequest {
   timeoutS: number;
   /** Smartflo: the signed custom identifier correlating the returning stream (signing.ts customIdentifier). */
   customIdentifier: string;
+  /** `recordInProviderConsole`: ask the carrier to record the whole call on its side (where its dial API offers it). */
+  record?: boolean;
 }
 
 /** Carrier call id when the carrier returns one synchronously (Twilio CallSid); null for Smartflo (async). */

@@ -17,6 +17,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 const pem = z.string().min(1).max(16384).refine((v) => {
@@ -84,7 +85,8 @@ export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] 
 }
 
 function transferNcco(req: TransferRequest): unknown[] {
-  const endpoint = /^sips?:/i.test(req.destination) ? { type: 'sip', uri: req.destination } : { type: 'phone', number: digits(req.destination) };
+  const to = transferTarget('vonage', req.destination);
+  const endpoint = to.kind === 'sip' ? { type: 'sip', uri: to.uri } : { type: 'phone', number: digits(to.number) };
   return [{ action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] }];
 }
 
@@ -198,7 +200,8 @@ export const vonage: CarrierAdapter = {
     const r = await voice(ctx, creds(c), 'POST', '/v1/calls', {
       to: [/^sips?:/i.test(req.to) ? { type: 'sip', uri: req.to } : { type: 'phone', number: digits(req.to) }],
       from: { type: 'phone', number: digits(req.from) },
-      ncco: vonageConnectNcco(req.streamUrl, req.callId),
+      // recordInProviderConsole: an NCCO `record` action first (asynchronous: the call goes on to the connect)
+      ncco: [...(req.record ? [{ action: 'record', split: 'conversation', channels: 2, format: 'mp3' }] : []), ...vonageConnectNcco(req.streamUrl, req.callId)],
       event_url: [req.statusCallbackUrl],
       event_method: 'POST',
       ringing_timer: Math.min(120, Math.max(1, Math.round(req.timeoutS))),

@@ -56,6 +56,8 @@ export interface CarrierDriver {
    * the media connects: both answers' stream instructions (stream URL), then the stream of the first
    */
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
+  recorded?(call: unknown): boolean;
   /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
   accountWithoutApplication?(): unknown;
   /** call-control carriers (no answer document): the account's next bridge command fails with this HTTP status */
@@ -189,6 +191,7 @@ function telnyxDriver(): CarrierDriver {
       if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
     },
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as TelnyxCall).body.record === 'record-from-answer',
     failNextBridge: (acc, status) => fake.failNextCommand(A(acc), 'answer', status, 'Call is not in a state to be answered'),
     clear: true,
     amd: {
@@ -279,6 +282,7 @@ function vonageDriver(): CarrierDriver {
       if (call.status !== 'completed') await fake.event(call, 'completed', { duration: '5' });
     },
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as VonageCall).ncco.some((a: { action?: string }) => a.action === 'record'),
     clear: false,
     amd: {
       requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
@@ -357,6 +361,7 @@ function exotelDriver(): CarrierDriver {
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['failed', 'connection_failed'], ['canceled', 'cancelled']],
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as ExotelCall).params.get('Record') === 'true',
     clear: true,
     amd: null,
     finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),

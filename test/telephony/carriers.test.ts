@@ -254,9 +254,11 @@ for (const d of drivers) {
     });
   }
 
-  test.serial(`${d.id}: transferCall ${d.transferred ? 'moves the call through the carrier → endedReason transferred' : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
+  const transfers: Array<[string, string]> = d.transferred ? [['+15550009999', '15550009999'], ['SIP/alice@pbx.example.com', 'sip:alice@pbx.example.com']] : [['+15550009999', '']];
+  for (const [destination, expected] of transfers) {
+  test.serial(`${d.id}: transferCall to ${destination} ${d.transferred ? `moves the call through the carrier${expected.startsWith('sip:') ? ' as a SIP dial' : ''} → endedReason transferred` : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
     const { apiKey: key, acc } = await setup(d);
-    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: false } }];
+    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination, timeout: 20, recordTransfer: false } }];
     const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
@@ -266,11 +268,12 @@ for (const d of drivers) {
     await phone.silence(600);
     if (d.transferred) {
       const seen = await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
-      t.true(seen.includes('15550009999'), seen);
+      t.true(seen.includes(expected), seen);
+      if (expected.startsWith('sip:')) t.false(/<Number>|"type":"phone"|"to":"\+/.test(seen), `never dialled as a phone number: ${seen}`);
       phone.hangup(); // the call leaves the stream for the transfer
       const row = await endedRow(s.db, callId);
       t.is(row.ended_reason, 'transferred');
-      t.like((await callById(s, callId))!.logs.transfer, { destination: '+15550009999' });
+      t.like((await callById(s, callId))!.logs.transfer, { destination });
     } else {
       await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, 20_000, 'the LLM hears the refusal');
       t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
@@ -285,6 +288,7 @@ for (const d of drivers) {
       t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
     }
   });
+  }
 
   /** An organization whose number FROM answers with a saved agent (configuration + number attachment). */
   async function inboundSetup(t: ExecutionContext, org: { apiKey: string; orgId: string }, a: Record<string, unknown>) {
@@ -357,6 +361,19 @@ for (const d of drivers) {
     r.phone!.hangup();
     await endedRow(s.db, row.id);
   });
+
+  if (d.recorded) {
+    const recorded = d.recorded;
+    test.serial(`${d.id}: recordInProviderConsole → the carrier is asked to record the whole call with the dial (only then)`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      const on = await dial(d, key, acc, agent({}, { recordInProviderConsole: true }));
+      t.true(recorded(on.call), 'recording requested');
+      await d.finish(acc, on.call, d.terminal[0]![0]);
+      const off = await dial(d, key, acc, agent({}));
+      t.false(recorded(off.call), 'no recording by default');
+      await d.finish(acc, off.call, d.terminal[0]![0]);
+    });
+  }
 
   if (d.accountWithoutApplication) {
     const noApp = d.accountWithoutApplication;
