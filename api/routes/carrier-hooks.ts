@@ -75,6 +75,11 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     return creds !== null && adapter.verifyWebhook(creds, req);
   };
 
+  /** The call's agent asks for the carrier's own whole-call recording (recordInProviderConsole). */
+  const wantsRecording = async (callId: string) =>
+    (await db.maybeOneFirst(sql.type(z.object({ r: z.boolean().nullable() }))`
+      SELECT (config_snapshot->>'recordInProviderConsole')::boolean AS r FROM calls WHERE id = ${callId}`)) === true;
+
   /** Status / AMD events of one of our calls (the same row rules as the Twilio callbacks). */
   async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
     if (ev.type === 'amd') {
@@ -113,7 +118,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
         }
         const current = await db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${call.callId}`);
         answer = current === 'pending'
-          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false })
+          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false, record: await wantsRecording(call.callId) })
           : await adapter.hooks.refuse(cx, call.creds, ev.carrierCallId ?? call.carrierCallId, '');
       } else if (ev.type === 'transfer_leg') {
         const t = await db.maybeOneFirst(sql.type(z.object({ t: z.unknown() }))`SELECT logs->'transfer' AS t FROM calls WHERE id = ${call.callId}`);
@@ -213,7 +218,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     try {
       return await adapter.hooks.bridge(cx, creds, {
         callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
-        replay: admission.replay ?? false,
+        replay: admission.replay ?? false, record: await wantsRecording(admission.callId),
       });
     } catch (err) {
       logger.warn({ err, callId: admission.callId, carrier: adapter.id }, 'inbound call could not be bridged to its stream');

@@ -74,9 +74,14 @@ async function defaultApp(ctx: CarrierContext, c: PlivoCredentials): Promise<str
   return null;
 }
 
-/** The answer XML bridging the call to our media stream: bidirectional, 8 kHz µ-law, the call held by the stream. */
-export function plivoStreamXml(streamUrl: string): string {
-  return `${XML}<Response><Stream bidirectional="true" keepCallAlive="true" contentType="audio/x-mulaw;rate=8000" streamTimeout="86400">${xmlEscape(streamUrl)}</Stream></Response>`;
+/**
+ * The answer XML bridging the call to our media stream: bidirectional, 8 kHz µ-law, the call held by the stream.
+ * `record` (recordInProviderConsole): `<Record recordSession="true">` first — Plivo records the whole session in the
+ * background (kept on the Plivo account) and goes on to the stream.
+ */
+export function plivoStreamXml(streamUrl: string, record = false): string {
+  const rec = record ? '<Record recordSession="true" redirect="false" maxLength="86400" fileFormat="mp3"/>' : '';
+  return `${XML}<Response>${rec}<Stream bidirectional="true" keepCallAlive="true" contentType="audio/x-mulaw;rate=8000" streamTimeout="86400">${xmlEscape(streamUrl)}</Stream></Response>`;
 }
 
 export function plivoRefusalXml(message: string): string {
@@ -266,7 +271,7 @@ export const plivo: CarrierAdapter = {
   hooks: {
     parse,
     async bridge(_ctx, _c, call) {
-      return xmlReply(plivoStreamXml(call.streamUrl));
+      return xmlReply(plivoStreamXml(call.streamUrl, call.record === true));
     },
     async refuse(_ctx, _c, _id, message) {
       return xmlReply(plivoRefusalXml(message));

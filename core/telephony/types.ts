@@ -128,7 +128,7 @@ export interface CarrierHooks {
    * Bridge an answered call to our media stream: the answer document (Plivo XML, Vonage NCCO, Exotel {url}) or,
    * for call-control carriers (Telnyx), the REST command that starts the stream, then an empty reply.
    */
-  bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean; replay?: boolean }): Promise<CarrierReply>;
+  bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean; replay?: boolean; record?: boolean }): Promise<CarrierReply>;
   /** A refused call: a spoken message, then hang up. */
   refuse(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply>;
   /** The document a transfer's leg URL answers with (Plivo aleg_url); null when the carrier transfers by REST alone. */

@@ -80,6 +80,9 @@ const appApi = (ctx: CarrierContext, c: VonageCredentials, method: string, json?
 export const VONAGE_CONTENT_TYPE = 'audio/l16;rate=16000';
 
 /** The NCCO bridging the call to our media stream. */
+/** The whole-call recording of recordInProviderConsole (asynchronous: the NCCO goes on). */
+const RECORD_ACTION = { action: 'record', split: 'conversation', channels: 2, format: 'mp3' };
+
 export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] {
   return [{ action: 'connect', endpoint: [{ type: 'websocket', uri: streamUrl, 'content-type': VONAGE_CONTENT_TYPE, headers: { callId } }] }];
 }
@@ -201,7 +204,7 @@ export const vonage: CarrierAdapter = {
       to: [/^sips?:/i.test(req.to) ? { type: 'sip', uri: req.to } : { type: 'phone', number: digits(req.to) }],
       from: { type: 'phone', number: digits(req.from) },
       // recordInProviderConsole: an NCCO `record` action first (asynchronous: the call goes on to the connect)
-      ncco: [...(req.record ? [{ action: 'record', split: 'conversation', channels: 2, format: 'mp3' }] : []), ...vonageConnectNcco(req.streamUrl, req.callId)],
+      ncco: [...(req.record ? [RECORD_ACTION] : []), ...vonageConnectNcco(req.streamUrl, req.callId)],
       event_url: [req.statusCallbackUrl],
       event_method: 'POST',
       ringing_timer: Math.min(120, Math.max(1, Math.round(req.timeoutS))),
@@ -246,7 +249,8 @@ export const vonage: CarrierAdapter = {
   hooks: {
     parse,
     async bridge(_ctx, _c, call) {
-      return ncco(vonageConnectNcco(call.streamUrl, call.callId));
+      // recordInProviderConsole on an answered (inbound) call: the same asynchronous NCCO `record` first
+      return ncco([...(call.record ? [RECORD_ACTION] : []), ...vonageConnectNcco(call.streamUrl, call.callId)]);
     },
     async refuse(_ctx, _c, _id, message) {
       return ncco(message ? [{ action: 'talk', text: message }] : [{ action: 'talk', text: ' ' }]);

@@ -57,7 +57,7 @@ export interface CarrierDriver {
    */
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
   /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
-  recorded?(call: unknown): boolean;
+  recorded?(call: unknown): boolean | Promise<boolean>;
   /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
   accountWithoutApplication?(): unknown;
   /** call-control carriers (no answer document): the account's next bridge command fails with this HTTP status */
@@ -83,6 +83,8 @@ function plivoDriver(): CarrierDriver {
     env: () => ({ PLIVO_API_BASE_URL: fake.origin }),
     account: () => fake.addAccount(),
     accountWithoutApplication: () => fake.addAccount({ defaultApp: false }),
+    // Plivo's dial has no recording parameter: the answer XML asks for it (<Record recordSession="true">)
+    recorded: async (c) => /<Record recordSession="true"/.test((await fake.answer((c as PlivoCall).callUuid)).body),
     addNumber: (acc, e164) => fake.addNumber((acc as PlivoAccount).authId, e164),
     creds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: (acc as PlivoAccount).token }),
     wrongCreds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: 'wrong-token' }),

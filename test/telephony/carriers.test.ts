@@ -367,10 +367,10 @@ for (const d of drivers) {
     test.serial(`${d.id}: recordInProviderConsole → the carrier is asked to record the whole call with the dial (only then)`, async (t) => {
       const { apiKey: key, acc } = await setup(d);
       const on = await dial(d, key, acc, agent({}, { recordInProviderConsole: true }));
-      t.true(recorded(on.call), 'recording requested');
+      t.true(await recorded(on.call), 'recording requested');
       await d.finish(acc, on.call, d.terminal[0]![0]);
       const off = await dial(d, key, acc, agent({}));
-      t.false(recorded(off.call), 'no recording by default');
+      t.false(await recorded(off.call), 'no recording by default');
       await d.finish(acc, off.call, d.terminal[0]![0]);
     });
   }
