@@ -304,6 +304,17 @@ export class FakePlivo extends EventEmitter {
     return { ...parsePlivoXml(r.status, r.body), call };
   }
 
+  /** The answer_url of one inbound call delivered `n` times at once (a retry racing the first delivery). */
+  async inboundConcurrent(authId: string, to: string, from: string, n: number, fallbackUrl?: string): Promise<{ replies: PlivoReply[]; call: PlivoCall }> {
+    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [] };
+    this.calls.set(call.callUuid, call);
+    const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
+    if (!url) throw new Error(`number ${to} has no application answer_url`);
+    call.answerHook = { url, params: this.params(call, { CallStatus: 'ringing' }) };
+    const replies = await Promise.all(Array.from({ length: n }, () => this.webhook(authId, url, call.answerHook!.params)));
+    return { replies: replies.map((r) => parsePlivoXml(r.status, r.body)), call };
+  }
+
   /** Plivo retries the answer_url of an inbound call: the same request, signed again with a new nonce. */
   async redeliver(call: PlivoCall): Promise<PlivoReply> {
     const r = await this.webhook(call.authId, call.answerHook!.url, call.answerHook!.params);

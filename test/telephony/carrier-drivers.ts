@@ -56,6 +56,8 @@ export interface CarrierDriver {
    * the media connects: both answers' stream instructions (stream URL), then the stream of the first
    */
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** the inbound webhook of one call delivered `n` times at once: each answer's stream URL, and the first stream */
+  inboundConcurrent?(acc: unknown, to: string, from: string, n: number): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
   /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
   recorded?(call: unknown): boolean | Promise<boolean>;
   /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
@@ -135,6 +137,11 @@ function plivoDriver(): CarrierDriver {
     async inbound(acc, to, from, signing) {
       const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), fallbackUrl(acc as PlivoAccount));
       return { status: r.status, phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
+    },
+    async inboundConcurrent(acc, to, from, n) {
+      const r = await fake.inboundConcurrent((acc as PlivoAccount).authId, to, from, n, fallbackUrl(acc as PlivoAccount));
+      const first = r.replies.find((x) => x.streamUrl);
+      return { statuses: r.replies.map((x) => x.status), answers: r.replies.map((x) => x.streamUrl), phone: first?.streamUrl ? fake.connect(first.streamUrl, r.call) : null };
     },
     async inboundRetried(acc, to, from) {
       const r = await fake.inbound((acc as PlivoAccount).authId, to, from, undefined, fallbackUrl(acc as PlivoAccount));

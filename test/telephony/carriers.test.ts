@@ -325,6 +325,24 @@ for (const d of drivers) {
     t.is((await inboundRows(org.orgId, '+14155550131')).length, 1);
   });
 
+  if (d.inboundConcurrent) {
+    const concurrent = d.inboundConcurrent;
+    test.serial(`${d.id}: the same inbound webhook delivered 4 times at once → one row, one slot (the unique carrier call id), every answer the same stream`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 1 });
+      const acc = await inboundSetup(t, org, agent({ tts: { msPerChar: 20 } }));
+      const r = await concurrent(acc, FROM, '+14155550135', 4);
+      t.true(r.statuses.every((x) => x < 300), JSON.stringify(r.statuses));
+      t.truthy(r.answers[0]);
+      t.deepEqual(new Set(r.answers), new Set([r.answers[0]]), JSON.stringify(r.answers));
+      const rows = await inboundRows(org.orgId, '+14155550135');
+      t.is(rows.length, 1, JSON.stringify(rows));
+      await r.phone!.opened;
+      await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
+      r.phone!.hangup();
+      await endedRow(s.db, rows[0]!.id);
+    });
+  }
+
   if (d.failNextBridge) {
     const failBridge = d.failNextBridge;
     test.serial(`${d.id}: the carrier refuses the bridge command of an inbound call → the carrier's answer form (never a 500), the row ends connection_failed`, async (t) => {
