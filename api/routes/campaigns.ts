@@ -42,6 +42,8 @@ import {
   resumeUpdate,
   startUpdate,
 } from '../../workflows/campaign/messages.ts';
+import type { AgentConfig } from '../../core/agent-config/index.ts';
+import { checkAgentProviders } from '../../core/providers.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { parseOr422 } from '../guard.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
@@ -95,6 +97,17 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     if (x > ceiling) throw new HttpError(400, orgLimitMessage(x, ceiling));
   }
 
+  /**
+   * The campaign's agent can run on this install, checked as POST /call does (core/providers.ts): an engine without
+   * an adapter → 501 provider_not_supported, a vendor key missing → 400 naming the variable. At create and at start.
+   */
+  async function checkAgentRunnable(agentId: number) {
+    const agentConfig = await db.maybeOneFirst(sql.type(z.object({ config: z.record(z.string(), z.unknown()) }))`SELECT config FROM agents WHERE id = ${agentId}`);
+    if (!agentConfig || !['llm', 'stt', 'tts'].every((f) => typeof (agentConfig[f] as { provider?: unknown } | undefined)?.provider === 'string')) return;
+    const runnable = checkAgentProviders(config, agentConfig as unknown as AgentConfig);
+    if (!runnable.ok) throw new HttpError(runnable.status, runnable.detail);
+  }
+
   /** Runs a workflow update; an illegal transition (validator) or a closed workflow is a 400 naming the state. */
   async function update(row: CampaignRow, run: (handle: ReturnType<NonNullable<ApiDeps['temporal']>['workflow']['getHandle']>) => Promise<unknown>, action: string) {
     const temporal = requireTemporal();
@@ -122,6 +135,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     const agent = await db.maybeOne(sql.type(z.object({ id: z.number() }))`
       SELECT id FROM agents WHERE uuid = ${body.agent_uuid} AND organization_id = ${orgId} AND status = 'active'`);
     if (!agent) throw new HttpError(404, AGENT_NOT_FOUND);
+    await checkAgentRunnable(agent.id);
 
     const configId = body.telephony_configuration_id ?? null;
     const tconf = await findTelephonyConfig(db, orgId, configId);
@@ -216,6 +230,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     const orgId = requireOrg(ctx);
     const row = await load(orgId, campaignId(ctx));
     if (row.state !== 'created') throw new HttpError(400, `Cannot start a campaign in state '${row.state}'`);
+    await checkAgentRunnable(row.agent_id);
     const temporal = requireTemporal();
     const op = new WithStartWorkflowOperation(CAMPAIGN_WORKFLOW_TYPE, {
       workflowId: campaignWorkflowId(row.id),

@@ -13,11 +13,11 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
-import { admitInbound, carrierRoutes, refusalMessage } from '../../core/telephony/inbound.ts';
+import { admitInbound, carrierRoutes, refusalMessage, type InboundAdmission, type InboundRoute } from '../../core/telephony/inbound.ts';
 import { toE164 } from '../../core/telephony/numbers.ts';
 import { carrierFor } from '../../core/telephony/registry.ts';
 import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/signing.ts';
-import { callCarrier, configRow, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
+import { callCarrier, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
 import { carrierStreamUrl } from '../../core/telephony/urls.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -74,6 +74,11 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     return creds !== null && adapter.verifyWebhook(creds, req);
   };
 
+  /** The call's agent asks for the carrier's own whole-call recording (recordInProviderConsole). */
+  const wantsRecording = async (callId: string) =>
+    (await db.maybeOneFirst(sql.type(z.object({ r: z.boolean().nullable() }))`
+      SELECT (config_snapshot->>'recordInProviderConsole')::boolean AS r FROM calls WHERE id = ${callId}`)) === true;
+
   /** Status / AMD events of one of our calls (the same row rules as the Twilio callbacks). */
   async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
     if (ev.type === 'amd') {
@@ -112,7 +117,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
         }
         const current = await db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${call.callId}`);
         answer = current === 'pending'
-          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false })
+          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false, record: await wantsRecording(call.callId) })
           : await adapter.hooks.refuse(cx, call.creds, ev.carrierCallId ?? call.carrierCallId, '');
       } else if (ev.type === 'transfer_leg') {
         const t = await db.maybeOneFirst(sql.type(z.object({ t: z.unknown() }))`SELECT logs->'transfer' AS t FROM calls WHERE id = ${call.callId}`);
@@ -171,20 +176,22 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     router.get(path, voice);
   }
 
-  /** The credentials of a configuration (or inbound binding) of this carrier that the webhook verifies with, or null. */
+  /**
+   * The credentials of a configuration (or inbound binding) of the account the webhook names that verifies it, or
+   * null. O(1) in the number of organizations: only the configurations and bindings of the account reference the
+   * carrier sends (`adapter.accountOf`: Telnyx connection_id, Vonage application_id, the `account` of our Plivo answer
+   * URL) are tried; a webhook naming no account is refused without a look-up.
+   */
   async function verifyingConfig(adapter: CarrierAdapter, req: WebhookRequest): Promise<Credentials | null> {
     if (adapter.signedUrls) return null;
-    const configs = await db.any(sql.type(configRow)`
-      SELECT id, organization_id::text, name, provider, credentials, account_ref, amd_enabled, is_default_outbound, created_at, updated_at
-      FROM telephony_configs WHERE provider = ${adapter.id}`);
-    for (const c of configs) {
-      const creds = openCredentials(config, c.credentials);
-      if (adapter.verifyWebhook(creds, req)) return creds;
-    }
+    const ref = adapter.accountOf?.(req) ?? null;
+    if (!ref) return null;
+    const configs = await db.anyFirst(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`
+      SELECT credentials FROM telephony_configs WHERE provider = ${adapter.id} AND account_ref = ${ref} LIMIT 20`);
     // accounts registered only through POST /call type=inbound keep their credentials on the binding
     const bound = await db.anyFirst(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`
-      SELECT credentials FROM inbound_bindings WHERE provider = ${adapter.id} AND credentials IS NOT NULL`);
-    for (const blob of bound) {
+      SELECT credentials FROM inbound_bindings WHERE provider = ${adapter.id} AND account_ref = ${ref} AND credentials IS NOT NULL LIMIT 20`);
+    for (const blob of [...configs, ...bound]) {
       const creds = openCredentials(config, blob);
       if (adapter.verifyWebhook(creds, req)) return creds;
     }
@@ -192,12 +199,49 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
   }
   const anyConfigVerifies = async (adapter: CarrierAdapter, req: WebhookRequest) => (await verifyingConfig(adapter, req)) !== null;
 
+  type HookAdapter = CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> };
+
+  /**
+   * The answer to an admitted (or replayed) inbound call: the bridge to its stream. When the bridge cannot be made
+   * (the carrier refused the call-control command, …) the call is finished as never connected (`connection_failed`)
+   * and the carrier gets its refusal form — never a 500, which carriers retry.
+   */
+  async function answerInbound(adapter: HookAdapter, creds: Credentials, ev: Extract<CarrierEvent, { type: 'inbound' }>, admission: InboundAdmission): Promise<CarrierReply> {
+    // a late retry of a call that is already on its stream (or over): nothing to change — call-control carriers get
+    // their acknowledgement (no second command), document carriers an empty refusal (their first answer is running)
+    if (!admission.ok && admission.replay && admission.reason === 'call_not_pending') return adapter.hooks.ack?.('voice') ?? refuseSafely(adapter, creds, ev.carrierCallId, '');
+    if (!admission.ok) {
+      logger.info({ orgId: admission.orgId, reason: admission.reason, replay: admission.replay ?? false }, 'inbound call refused');
+      return refuseSafely(adapter, creds, ev.carrierCallId, admission.message);
+    }
+    try {
+      return await adapter.hooks.bridge(cx, creds, {
+        callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
+        replay: admission.replay ?? false, record: await wantsRecording(admission.callId),
+      });
+    } catch (err) {
+      logger.warn({ err, callId: admission.callId, carrier: adapter.id }, 'inbound call could not be bridged to its stream');
+      await endUnconnectedCall(deps, admission.callId, 'connection_failed', { status: 'bridge_failed', duration: null }).catch((e: unknown) => logger.warn({ err: e }, 'ending the unbridged call failed'));
+      return refuseSafely(adapter, creds, ev.carrierCallId, refusalMessage('default'));
+    }
+  }
+
+  /** The carrier's refusal form; when even that fails (a call-control command), an empty acknowledgement. */
+  async function refuseSafely(adapter: HookAdapter, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply> {
+    try {
+      return await adapter.hooks.refuse(cx, creds, carrierCallId, message);
+    } catch (err) {
+      logger.warn({ err, carrier: adapter.id }, 'carrier refusal failed');
+      return adapter.hooks.ack?.('voice') ?? { status: 204 };
+    }
+  }
+
   /**
    * An inbound call of a carrier that signs nothing (Exotel): the webhook URL pasted in its portal names our
    * configuration and carries its signature (`?config={id}&sig=…`); routes are the dialled number's in that
    * configuration's organization.
    */
-  async function inboundSigned(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>, to: string): Promise<CarrierReply> {
+  async function inboundSigned(adapter: HookAdapter, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>, to: string): Promise<CarrierReply> {
     const q = new URL(req.url).searchParams;
     const id = q.get('config') ?? '';
     if (!/^\d{1,15}$/.test(id) || !verifyConfigUrlSig(config, adapter.id, id, q.get('sig'))) throw new HttpError(403, `Invalid ${adapter.id} signature`);
@@ -205,33 +249,31 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
     if (!cfg || cfg.provider !== adapter.id) throw new HttpError(404, 'Telephony configuration not found');
     const route = to ? (await carrierRoutes(deps, adapter.id, to)).find((r) => r.orgId === cfg.organization_id) : undefined;
     const creds = openCredentials(config, cfg.credentials);
-    if (!route) return adapter.hooks.refuse(cx, creds, ev.carrierCallId, refusalMessage('no_route'));
+    if (!route) return refuseSafely(adapter, creds, ev.carrierCallId, refusalMessage('no_route'));
     const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
-    if (!admission.ok) return adapter.hooks.refuse(cx, route.credentials ?? creds, ev.carrierCallId, admission.message);
-    return adapter.hooks.bridge(cx, route.credentials ?? creds, {
-      callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
-    });
+    return answerInbound(adapter, route.credentials ?? creds, ev, admission);
   }
 
-  /** An inbound call: the route of the dialled number that verifies the webhook, the gates, then the bridge. */
-  async function inbound(adapter: CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>): Promise<CarrierReply> {
+  /** The account reference a route's webhooks carry (the binding's or its configuration's). */
+  const routeAccount = (r: InboundRoute) => (r.kind === 'binding' ? r.binding.account_ref ?? r.config?.account_ref ?? null : r.config.account_ref);
+
+  /**
+   * An inbound call: the route of the dialled number (of the account the webhook names, when the carrier names one)
+   * that verifies the webhook, the gates (once per carrier call id), then the bridge.
+   */
+  async function inbound(adapter: HookAdapter, req: WebhookRequest, ev: Extract<CarrierEvent, { type: 'inbound' }>): Promise<CarrierReply> {
     const to = toE164(ev.to) ?? (/^\d{8,15}$/.test(ev.to) ? toE164(`+${ev.to}`) : null) ?? '';
     if (adapter.signedUrls) return inboundSigned(adapter, req, ev, to);
-    const routes = to ? await carrierRoutes(deps, adapter.id, to) : [];
+    const ref = adapter.accountOf?.(req) ?? null;
+    const routes = to ? (await carrierRoutes(deps, adapter.id, to)).filter((r) => !ref || routeAccount(r) === null || routeAccount(r) === ref) : [];
     const route = routes.find((r) => r.credentials && adapter.verifyWebhook(r.credentials, req));
     if (!route) {
       // No route verified: a refusal only for a genuine request of a known account.
       const known = await verifyingConfig(adapter, req);
       if (!known) throw new HttpError(403, `Invalid ${adapter.id} signature`);
-      return adapter.hooks.refuse(cx, known, ev.carrierCallId, refusalMessage('no_route'));
+      return refuseSafely(adapter, known, ev.carrierCallId, refusalMessage('no_route'));
     }
     const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
-    if (!admission.ok) {
-      logger.info({ orgId: admission.orgId, reason: admission.reason }, 'inbound call refused');
-      return adapter.hooks.refuse(cx, route.credentials, ev.carrierCallId, admission.message);
-    }
-    return adapter.hooks.bridge(cx, route.credentials!, {
-      callId: admission.callId, carrierCallId: ev.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, admission.callId), inbound: true,
-    });
+    return answerInbound(adapter, route.credentials!, ev, admission);
   }
 }

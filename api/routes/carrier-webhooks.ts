@@ -151,16 +151,11 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
       if (!genuine) throw new HttpError(403, 'Invalid Twilio signature');
       return twiml(ctx, refusalTwiml(refusalMessage('no_route')));
     }
-    // Twilio retries a VoiceUrl that timed out: the same CallSid gets the same call, never a second row.
+    // Twilio retries a VoiceUrl that timed out: the same CallSid gets the same call (admitInbound's replay), never a
+    // second row — the same <Stream> while it is pending, the same refusal when refused, a hang-up once it has run.
     const sid = params.CallSid ?? null;
-    const known = sid ? await db.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
-      SELECT id::text, status FROM calls WHERE telephony_provider = 'twilio' AND carrier_call_id = ${sid} AND transport = 'inbound'
-      ORDER BY created_at DESC LIMIT 1`) : null;
-    if (known) {
-      if (known.status !== 'pending') return twiml(ctx, hangupTwiml());
-      return twiml(ctx, streamTwiml(twilioStreamUrl(config, known.id), { token: streamToken(config, known.id), callId: known.id }));
-    }
     const admission = await admitInbound(deps, route, { provider: 'twilio', from, to, carrierCallId: sid });
+    if (!admission.ok && admission.replay && admission.reason === 'call_not_pending') return twiml(ctx, hangupTwiml());
     if (!admission.ok) {
       logger.info({ orgId: admission.orgId, reason: admission.reason }, 'inbound call refused');
       return twiml(ctx, refusalTwiml(admission.message));

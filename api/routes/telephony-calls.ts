@@ -168,6 +168,8 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
   if (!baked.ok) return reject(baked.status === 422 ? 'model_validation' : 'snapshot_validation', baked.status, baked.message);
 
   const sync = await adapter.syncInbound(cx, creds, address, { voiceUrl: carrierVoiceUrl(deps.config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(deps.config, adapter.id) });
+  // the carrier can never route the number to us with these credentials (Plivo without application): nothing saved
+  if (!sync.ok && sync.blocking) return reject('inbound_invalid', 400, sync.message ?? 'the carrier cannot route this number');
   const binding = await upsertBinding(deps.db, deps.config, {
     orgId,
     provider: adapter.id,

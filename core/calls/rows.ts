@@ -27,7 +27,7 @@ export interface NewCall {
   customerNumber?: string | null;
   telephonyProvider?: string | null;
   logs?: Record<string, unknown>;
-  /** Carrier columns of a phone call (written on admitted rows only; rejected rows never carry them). */
+  /** Carrier columns of a phone call (written on admitted rows; rejected rows carry only `carrierCallId`). */
   telephony?: {
     configId?: number | null;
     /** Encrypted inline credentials (core/secrets.ts). */
@@ -64,7 +64,8 @@ export function jsonSafe(v: unknown, depth = 0): unknown {
 }
 
 function insertCall(q: Queryable, c: NewCall, status: 'pending' | 'error', connectionStatus: string | null) {
-  const t = status === 'pending' ? c.telephony : undefined;
+  // a rejected row keeps only the carrier's call id (a retried inbound webhook finds its refusal, migration 0090)
+  const t = status === 'pending' ? c.telephony : c.telephony?.carrierCallId ? { carrierCallId: c.telephony.carrierCallId } : undefined;
   // the media session of the call continues the trace of whatever created it (api request, dial activity)
   const trace = status === 'pending' ? activeTraceCarrier() : null;
   return q.one(sql.type(created)`

@@ -132,6 +132,8 @@ export const exotel: CarrierAdapter = {
       StatusCallbackContentType: 'application/json',
       CustomField: req.callId,
     });
+    // recordInProviderConsole: Exotel records the call (the recording is listed in the Exotel dashboard)
+    if (req.record) form.set('Record', 'true');
     const r = await carrierRequest(ctx.config, 'exotel', `${base(ctx.config, cr)}/v1/Accounts/${encodeURIComponent(cr.account_sid)}/Calls/connect.json`, {
       method: 'POST', headers: { authorization: basic(cr) }, form,
     });

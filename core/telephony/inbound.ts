@@ -11,6 +11,7 @@ import { admitCall } from '../calls/gates.ts';
 import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
+import { checkAgentProviders } from '../providers.ts';
 import type { PhoneEndDeps } from './ended.ts';
 import { sameNumber, toE164 } from './numbers.ts';
 import { parseCustomIdentifier } from './signing.ts';
@@ -21,9 +22,10 @@ export type InboundRoute =
   | { kind: 'binding'; orgId: string; binding: BindingRow; config: ConfigRow | null; credentials: Credentials | null }
   | { kind: 'number'; orgId: string; number: NumberRow; config: ConfigRow; credentials: Credentials };
 
+/** `replay`: a retried webhook of a carrier call admitted (or refused) before — nothing new was created. */
 export type InboundAdmission =
-  | { ok: true; callId: string; orgId: string; direction: 'inbound' | 'outbound' }
-  | { ok: false; reason: string; message: string; orgId: string | null; callId: string | null };
+  | { ok: true; callId: string; orgId: string; direction: 'inbound' | 'outbound'; replay?: boolean }
+  | { ok: false; reason: string; message: string; orgId: string | null; callId: string | null; replay?: boolean };
 
 export const REFUSAL_MESSAGES: Record<string, string> = {
   concurrency_limit_reached: 'We are sorry, all of our lines are busy right now. Please call again later. Goodbye.',
@@ -126,26 +128,83 @@ async function smartfloRoute(deps: PhoneEndDeps, cfg: ConfigRow, to: string): Pr
 async function agentOf(deps: PhoneEndDeps, route: InboundRoute): Promise<{ config: AgentConfig; ref: CallAgentRef } | null> {
   if (route.kind === 'binding') {
     const b = route.binding;
-    return { config: b.agent_snapshot as unknown as AgentConfig, ref: { id: b.agent_id, uuid: b.agent_uuid, name: b.agent_name } };
+    if (b.agent_uuid === null) {
+      // an inline agent: the snapshot taken when the binding was made is the agent
+      return { config: b.agent_snapshot as unknown as AgentConfig, ref: { id: b.agent_id, uuid: b.agent_uuid, name: b.agent_name } };
+    }
+    // A binding made with agentId follows the saved agent (spec: "PATCH mutates the saved agent permanently and
+    // affects bound inbound numbers"): its current config, with the binding's contextVariables over the agent's.
+    // A deleted agent no longer answers (agent_not_found), as for a number attachment.
+    const agent = await loadAgent(deps.db, route.orgId, b.agent_uuid);
+    if (!agent) return null;
+    const vars: Record<string, string> = { ...(agent.config.contextVariables ?? {}) };
+    for (const [k, v] of Object.entries(b.context_variables)) if (v.trim().length > 0) vars[k] = v;
+    return { config: { ...agent.config, contextVariables: vars }, ref: { id: agent.id, uuid: agent.uuid, name: agent.name } };
   }
   const uuid = route.number.inbound_agent_uuid;
   const agent = uuid ? await loadAgent(deps.db, route.orgId, uuid) : null;
   return agent ? { config: agent.config, ref: { id: agent.id, uuid: agent.uuid, name: agent.name } } : null;
 }
 
-/** Gates + the pending inbound row for a routed call (or a rejected row). */
+const knownRow = z.object({ id: z.string(), organization_id: z.string(), status: z.string(), transport: z.string(), connection_status: z.string().nullable() });
+
+/** The call a carrier call id already has (migration 0090: at most one per carrier). */
+async function callOfCarrierId(deps: PhoneEndDeps, provider: string, carrierCallId: string) {
+  return deps.db.maybeOne(sql.type(knownRow)`
+    SELECT id::text, organization_id::text, status, transport, connection_status FROM calls
+    WHERE telephony_provider = ${provider} AND carrier_call_id = ${carrierCallId}`);
+}
+
+/** What a retried webhook of an already admitted (or refused) carrier call is answered with. */
+function replayOf(row: z.infer<typeof knownRow>): InboundAdmission {
+  if (row.status === 'pending' && row.transport === 'inbound') return { ok: true, callId: row.id, orgId: row.organization_id, direction: 'inbound', replay: true };
+  const reason = row.status === 'error' && row.connection_status ? row.connection_status : 'call_not_pending';
+  return { ok: false, reason, message: refusalMessage(reason), orgId: row.organization_id, callId: row.id, replay: true };
+}
+
+const isUniqueViolation = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return (e.code ?? e.cause?.code) === '23505';
+};
+
+/**
+ * Gates + the pending inbound row for a routed call (or a rejected row), exactly once per carrier call: a carrier
+ * retrying its webhook (same carrier call id) gets the call it already has (`replay: true`: the same stream
+ * instruction while it is pending, the same refusal when it was refused), never a second row or slot. Parallel
+ * retries race on the unique (provider, carrier_call_id) index: the loser's gate transaction rolls back.
+ */
 export async function admitInbound(
+  deps: PhoneEndDeps,
+  route: InboundRoute,
+  call: { provider: string; from: string; to: string; carrierCallId: string | null },
+): Promise<InboundAdmission> {
+  const id = call.carrierCallId;
+  if (!id) return admitInboundOnce(deps, route, call);
+  const known = await callOfCarrierId(deps, call.provider, id);
+  if (known) return replayOf(known);
+  try {
+    return await admitInboundOnce(deps, route, call);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    const raced = await callOfCarrierId(deps, call.provider, id);
+    if (!raced) throw err;
+    return replayOf(raced);
+  }
+}
+
+async function admitInboundOnce(
   deps: PhoneEndDeps,
   route: InboundRoute,
   call: { provider: string; from: string; to: string; carrierCallId: string | null },
 ): Promise<InboundAdmission> {
   const agent = await agentOf(deps, route);
   const attempt = { type: 'inbound', provider: call.provider, from: call.from, to: call.to, carrierCallId: call.carrierCallId };
+  const telephony = { carrierCallId: call.carrierCallId };
   if (!agent) {
     const callId = await insertRejectedCall(deps.db, {
       organizationId: route.orgId, transport: 'inbound', callSource: 'api_inbound', tags: ['api', 'inbound'], agent: null,
       configSnapshot: attempt, platformNumber: call.to, customerNumber: call.from, telephonyProvider: call.provider,
-      reason: 'agent_not_found', payload: 'agent_not_found',
+      reason: 'agent_not_found', payload: 'agent_not_found', telephony,
     });
     return { ok: false, reason: 'agent_not_found', message: refusalMessage('no_route'), orgId: route.orgId, callId };
   }
@@ -171,8 +230,16 @@ export async function admitInbound(
   if (!checked.ok) {
     deps.logger.warn({ orgId: route.orgId, to: call.to }, 'inbound call refused: the agent snapshot does not validate');
     const payload = checked.kind === 'schema' ? { error: 'Agent configuration validation failed', details: checked.items.map((i) => ({ path: i.path.join('.'), message: i.msg, type: i.type })) } : checked.message;
-    const callId = await insertRejectedCall(deps.db, { ...base, configSnapshot: attempt, reason: 'snapshot_validation', payload });
+    const callId = await insertRejectedCall(deps.db, { ...base, configSnapshot: attempt, reason: 'snapshot_validation', payload, telephony });
     return { ok: false, reason: 'snapshot_validation', message: refusalMessage('default'), orgId: route.orgId, callId };
+  }
+  // Up front, as POST /call: an agent whose engines cannot run here (no adapter, or a vendor key missing) is refused
+  // with a row before the call is answered, instead of answering and dying with pipeline_error.
+  const runnable = checkAgentProviders(deps.config, checked.config);
+  if (!runnable.ok) {
+    deps.logger.warn({ orgId: route.orgId, to: call.to, reason: runnable.reason }, `inbound call refused: ${runnable.detail}`);
+    const callId = await insertRejectedCall(deps.db, { ...base, configSnapshot: attempt, reason: runnable.reason, payload: runnable.detail, telephony });
+    return { ok: false, reason: runnable.reason, message: refusalMessage('default'), orgId: route.orgId, callId };
   }
   const bindingCreds = route.kind === 'binding' && route.binding.credentials ? route.binding.credentials : null;
   const admission = await admitCall(deps, {

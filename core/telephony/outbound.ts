@@ -9,6 +9,7 @@ import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
 import { neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
 import { sql } from '../db/pool.ts';
+import { checkAgentProviders } from '../providers.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ended.ts';
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
@@ -134,6 +135,13 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     await insertRejectedCall(db, { ...base, configSnapshot: req.rejectedSnapshot ?? null, reason: 'snapshot_validation', payload: detail });
     throw new OutboundInvalid(400, detail, 'snapshot_validation');
   }
+  // Engines this install cannot run (no adapter, a vendor key missing): refused before dialling, as POST /call does
+  // (campaign dials reach this with an agent that was PATCHed after the campaign started).
+  const runnable = checkAgentProviders(config, checked.config);
+  if (!runnable.ok) {
+    await insertRejectedCall(db, { ...base, configSnapshot: req.rejectedSnapshot ?? null, reason: runnable.reason, payload: runnable.detail });
+    throw new OutboundInvalid(runnable.status, runnable.detail, runnable.reason);
+  }
 
   // Gates + the pending row (exactly once per dialKey).
   let admission;
@@ -174,6 +182,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
       amd: amd ? { callbackUrl: hook('amd', twilioAmdUrl(config, callId)) } : null,
       timeoutS: req.ringTimeoutS ?? 30,
       customIdentifier: customIdentifier(config, callId),
+      record: checked.config.recordInProviderConsole === true,
     });
     if (result.carrierCallId) {
       await db.query(sql.unsafe`UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${result.carrierCallId}), updated_at = now() WHERE id = ${callId}`);

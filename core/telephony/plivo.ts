@@ -7,10 +7,10 @@
 // answers 201 `{message: "call fired", request_uuid}`; the CallUUID arrives with the answer/hangup callbacks.
 // `hangup_url` receives CallStatus completed|busy|failed|timeout|no-answer|cancel; `machine_detection=true` posts
 // `Machine=true|false` to machine_detection_url. Numbers are answered by an Application (answer_url, hangup_url)
-// linked with `POST /Number/{number}/ {app_id}`. Transfer: `POST /Call/{uuid}/ {legs: "aleg", aleg_url}` — the
-// aleg_url answers `<Dial>` XML. V3 signature: base64(HMAC-SHA256(auth_token, url-without-query + "?" + sorted
-// query + "." + sorted key=value POST params + "." + nonce)), header X-Plivo-Signature-V3 (comma-separated when
-// the account has several tokens) with X-Plivo-Signature-V3-Nonce.
+// linked with `POST /Number/{number}/ {app_id}`: the configuration's app_id, else the account's default_app. Transfer: `POST /Call/{uuid}/ {legs: "aleg", aleg_url}` — the
+// aleg_url answers `<Dial>` XML. V3 signature: `plivoV3Signature` below (checked against the plivo SDK's
+// validateV3Signature in test/telephony/carrier-signatures.test.ts), header X-Plivo-Signature-V3 (comma-separated
+// when the account has several tokens) with X-Plivo-Signature-V3-Nonce.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -19,12 +19,13 @@ import { mapCarrierStatus } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest,
 } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { carrierHookUrl, withBase } from './urls.ts';
 
 export const plivoCredentials = z.object({
   auth_id: z.string().trim().regex(/^[A-Za-z0-9]{10,64}$/, 'auth_id must be the Plivo Auth ID (letters and digits, e.g. MAXXXXXXXXXXXXXXXXXX)'),
   auth_token: z.string().trim().min(1).max(256),
-  /** The Plivo Application answering the numbers' inbound calls; created on the first inbound sync when absent. */
+  /** The Plivo Application answering the numbers' inbound calls; the account's default application when absent. */
   app_id: z.string().trim().min(1).max(64).optional(),
 });
 export type PlivoCredentials = z.infer<typeof plivoCredentials>;
@@ -58,9 +59,29 @@ const request = (ctx: CarrierContext, c: PlivoCredentials, method: string, rest:
 const xmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 const XML = '<?xml version="1.0" encoding="UTF-8"?>';
 
-/** The answer XML bridging the call to our media stream: bidirectional, 8 kHz µ-law, the call held by the stream. */
-export function plivoStreamXml(streamUrl: string): string {
-  return `${XML}<Response><Stream bidirectional="true" keepCallAlive="true" contentType="audio/x-mulaw;rate=8000" streamTimeout="86400">${xmlEscape(streamUrl)}</Stream></Response>`;
+export const NO_APPLICATION = 'No applicationId supplied and no default_app found for this Plivo account: set app_id to the Plivo application that should answer the number, or mark one of the account\'s applications as default';
+
+/** The account's default application (`default_app: true` in the Application list), or null. */
+async function defaultApp(ctx: CarrierContext, c: PlivoCredentials): Promise<string | null> {
+  for (let offset = 0; offset < 2000; offset += 20) {
+    const r = await request(ctx, c, 'GET', `/Application/?limit=20&offset=${offset}`);
+    check(r);
+    const body = r.body as { objects?: Array<{ app_id?: unknown; default_app?: unknown }>; meta?: { next?: unknown } } | null;
+    const hit = body?.objects?.find((a) => a.default_app === true && (typeof a.app_id === 'string' || typeof a.app_id === 'number'));
+    if (hit) return String(hit.app_id);
+    if (!body?.meta?.next || !body.objects?.length) return null;
+  }
+  return null;
+}
+
+/**
+ * The answer XML bridging the call to our media stream: bidirectional, 8 kHz µ-law, the call held by the stream.
+ * `record` (recordInProviderConsole): `<Record recordSession="true">` first — Plivo records the whole session in the
+ * background (kept on the Plivo account) and goes on to the stream.
+ */
+export function plivoStreamXml(streamUrl: string, record = false): string {
+  const rec = record ? '<Record recordSession="true" redirect="false" maxLength="86400" fileFormat="mp3"/>' : '';
+  return `${XML}<Response>${rec}<Stream bidirectional="true" keepCallAlive="true" contentType="audio/x-mulaw;rate=8000" streamTimeout="86400">${xmlEscape(streamUrl)}</Stream></Response>`;
 }
 
 export function plivoRefusalXml(message: string): string {
@@ -70,23 +91,41 @@ export function plivoRefusalXml(message: string): string {
 export function plivoTransferXml(req: TransferRequest): string {
   const attrs = [`timeout="${Math.round(req.timeoutS)}"`];
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
-  const target = /^sips?:/i.test(req.destination) ? `<User>${xmlEscape(req.destination)}</User>` : `<Number>${xmlEscape(plivoNumber(req.destination))}</Number>`;
+  const to = transferTarget('plivo', req.destination);
+  const target = to.kind === 'sip' ? `<User>${xmlEscape(to.uri)}</User>` : `<Number>${xmlEscape(plivoNumber(to.number))}</Number>`;
   return `${XML}<Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
 
-/** The V3 signature of a request (Plivo's documented construction; see the file header). */
+/**
+ * The V3 signature of a request, built exactly as Plivo's SDKs check it (`validateV3Signature` of the `plivo` npm
+ * package, `validate_v3_signature` of plivo-python): the URL as requested up to its query (scheme, host and an explicit
+ * port kept as written), then for a POST with form fields `?` + the sorted, decoded query (`k=v` joined by `&`),
+ * `.` when both exist, and the sorted POST fields as `key` + `value` with no separator; a GET signs the URL's sorted
+ * query only. Then `.` + nonce, HMAC-SHA256 with the auth token, base64.
+ */
 export function plivoV3Signature(authToken: string, method: string, url: string, params: Record<string, string>, nonce: string): string {
-  const u = new URL(url);
-  let base = `${u.protocol}//${u.host}${u.pathname}`;
+  const noHash = url.split('#')[0]!;
+  const cut = noHash.indexOf('?');
+  let base = cut < 0 ? noHash : noHash.slice(0, cut);
   const q = new Map<string, string[]>();
-  for (const [k, v] of u.searchParams) q.set(k, [...(q.get(k) ?? []), v]);
+  for (const [k, v] of new URLSearchParams(cut < 0 ? '' : noHash.slice(cut + 1))) q.set(k, [...(q.get(k) ?? []), v]);
   const query = [...q.keys()].sort().flatMap((k) => [...q.get(k)!].sort().map((v) => `${k}=${v}`)).join('&');
   const post = method.toUpperCase() === 'GET' ? {} : params;
-  const hasPost = Object.keys(post).length > 0;
-  if (query.length > 0 || hasPost) base += `?${query}`;
-  if (query.length > 0 && hasPost) base += '.';
-  base += Object.keys(post).sort().map((k) => `${k}=${post[k]}`).join('');
+  const keys = Object.keys(post).sort();
+  if (query.length > 0 || keys.length > 0) base += `?${query}`;
+  if (query.length > 0 && keys.length > 0) base += '.';
+  base += keys.map((k) => `${k}${post[k]}`).join('');
   return createHmac('sha256', authToken).update(`${base}.${nonce}`, 'utf8').digest('base64');
+}
+
+/** Our inbound URLs carry the Auth ID (`?account=`): the look-up key of the keys to verify a webhook with. */
+const withAccount = (url: string, authId: string) => `${url}${url.includes('?') ? '&' : '?'}account=${encodeURIComponent(authId)}`;
+function accountParam(url: string): string | null {
+  try {
+    return new URL(url).searchParams.get('account');
+  } catch {
+    return null;
+  }
 }
 
 const header = (h: WebhookRequest['headers'], name: string) => {
@@ -152,6 +191,7 @@ export const plivo: CarrierAdapter = {
   apiBase,
   carrierAmd: true,
   accountRef: (c) => creds(c).auth_id,
+  accountOf: (req) => accountParam(req.url),
 
   async probeCredentials(ctx, c) {
     const r = await request(ctx, creds(c), 'GET', '/');
@@ -174,19 +214,15 @@ export const plivo: CarrierAdapter = {
     try {
       const owned = await plivo.probeNumber(ctx, c, e164);
       if (!owned.owned) return { ok: false, message: `Phone number ${e164} is not owned by this Plivo account` };
-      const app = { answer_url: urls.voiceUrl, answer_method: 'POST', hangup_url: urls.statusCallbackUrl, hangup_method: 'POST' };
-      let appId = cr.app_id ?? null;
-      if (appId) {
-        check(await request(ctx, cr, 'POST', `/Application/${encodeURIComponent(appId)}/`, app));
-      } else {
-        const created = await request(ctx, cr, 'POST', '/Application/', { app_name: `voice-agent-${plivoNumber(e164)}`, ...app });
-        check(created);
-        const id = (created.body as { app_id?: unknown } | null)?.app_id;
-        if (typeof id !== 'string' && typeof id !== 'number') return { ok: false, message: 'Plivo created no application (no app_id in its answer)' };
-        appId = String(id);
-      }
+      // `account` names the configuration's account in our URLs: webhooks are verified with that account's keys only
+      const app = { answer_url: withAccount(urls.voiceUrl, cr.auth_id), answer_method: 'POST', hangup_url: withAccount(urls.statusCallbackUrl, cr.auth_id), hangup_method: 'POST' };
+      // The application answering the number: the configuration's app_id, else the account's default application
+      // (spec: "No applicationId supplied and no default_app found…" when there is neither; we never create one).
+      const appId = cr.app_id ?? (await defaultApp(ctx, cr));
+      if (!appId) return { ok: false, blocking: true, message: NO_APPLICATION };
+      check(await request(ctx, cr, 'POST', `/Application/${encodeURIComponent(appId)}/`, app));
       check(await request(ctx, cr, 'POST', `/Number/${encodeURIComponent(plivoNumber(e164))}/`, { app_id: appId }));
-      return { ok: true, message: `answer_url set to ${urls.voiceUrl} (Plivo application ${appId})` };
+      return { ok: true, message: `answer_url set to ${app.answer_url} (Plivo application ${appId})` };
     } catch (err) {
       return { ok: false, message: `Plivo was not updated: ${(err as Error).message}` };
     }
@@ -219,6 +255,7 @@ export const plivo: CarrierAdapter = {
 
   async transfer(ctx, c, carrierCallId, req) {
     if (!req.callId) throw new CarrierHttpError('plivo', 400, 'provider_not_supported: the transfer has no call to answer its leg URL');
+    transferTarget('plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
     const r = await request(ctx, creds(c), 'POST', `/Call/${encodeURIComponent(carrierCallId)}/`, {
       legs: 'aleg', aleg_url: carrierHookUrl(ctx.config, 'plivo', 'transfer', req.callId), aleg_method: 'POST',
     });
@@ -234,7 +271,7 @@ export const plivo: CarrierAdapter = {
   hooks: {
     parse,
     async bridge(_ctx, _c, call) {
-      return xmlReply(plivoStreamXml(call.streamUrl));
+      return xmlReply(plivoStreamXml(call.streamUrl, call.record === true));
     },
     async refuse(_ctx, _c, _id, message) {
       return xmlReply(plivoRefusalXml(message));

@@ -1,6 +1,6 @@
 // Smartflo (the streaming-native carrier), REST half: the account's numbers (`GET /v1/my_number`, which doubles as
 // the token check: there is no dedicated endpoint, a 401 means invalid), the click-to-call originate
-// (`POST /v1/click_to_call_support`, async, correlated by our signed custom_identifier) and hang-up.
+// (`POST /v1/click_to_call_support`, async, correlated by our signed custom_identifier), hang-up and transfer (`POST /v1/call/options` type 4).
 // No per-number webhook exists: inbound audio arrives on the static signed `voice_bot_wss_url` pasted in the portal.
 // Base URL: SMARTFLO_API_BASE_URL replaces scheme/host/port of https://api-smartflo.tatateleservices.com.
 import { z } from 'zod';
@@ -9,6 +9,7 @@ import { carrierRequest, type CarrierResponse } from './http.ts';
 import { sameNumber } from './numbers.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const smartfloCredentials = z.object({
@@ -104,8 +105,20 @@ export const smartflo: CarrierAdapter = {
     if (r.status < 200 || r.status >= 300) throw new CarrierHttpError('smartflo', r.status, messageOf(r));
   },
 
-  async transfer() {
-    throw new CarrierHttpError('smartflo', 501, 'call transfer is not supported on Smartflo streams');
+  // Call Operations API (docs.smartflo.tatatelebusiness.com/reference/v1calloptions): `POST /v1/call/options`
+  // `{type: 4 (transfer), call_id, intercom}` where intercom is the agent's 10-digit mobile number, an extension or a
+  // department intercom. PSTN destinations only (Indian numbers as 10 digits, others as international digits); a SIP
+  // destination has no Smartflo equivalent → provider_not_supported. Smartflo then takes the call off the stream.
+  async transfer(ctx, c, carrierCallId, req) {
+    const to = transferTarget('smartflo', req.destination);
+    if (to.kind === 'sip') throw new CarrierHttpError('smartflo', 400, `provider_not_supported: Smartflo transfers to numbers, extensions and departments only, not to SIP (${req.destination})`);
+    const intercom = /^\+91\d{10}$/.test(to.number) ? to.number.slice(3) : to.number.replace(/^\+/, '');
+    const r = await carrierRequest(ctx.config, 'smartflo', `${apiBase(ctx.config)}/v1/call/options`, {
+      method: 'POST', headers: { authorization: bearer(creds(c).auth_token) }, json: { type: '4', call_id: carrierCallId, intercom: [intercom] },
+    });
+    const body = r.body as { success?: unknown } | null;
+    if (r.status < 200 || r.status >= 300) throw new CarrierHttpError('smartflo', r.status, messageOf(r));
+    if (body?.success === false) throw new CarrierHttpError('smartflo', 400, messageOf(r));
   },
 
   verifyWebhook: () => false,

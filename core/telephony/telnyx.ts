@@ -16,6 +16,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type WebhookRequest } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const telnyxCredentials = z.object({
@@ -142,6 +143,10 @@ export const telnyx: CarrierAdapter = {
   apiBase,
   carrierAmd: true,
   accountRef: (c) => creds(c).connection_id,
+  accountOf: (req) => {
+    const id = (req.json as { data?: { payload?: { connection_id?: unknown } } } | null)?.data?.payload?.connection_id;
+    return typeof id === 'string' || typeof id === 'number' ? String(id) : null;
+  },
 
   async probeCredentials(ctx, c) {
     const r = await request(ctx, creds(c), 'GET', `/v2/call_control_applications/${encodeURIComponent(creds(c).connection_id)}`);
@@ -189,6 +194,8 @@ export const telnyx: CarrierAdapter = {
       timeout_secs: Math.round(req.timeoutS),
       ...streamSettings(req.streamUrl),
       ...(req.amd ? { answering_machine_detection: 'detect' } : {}),
+      // recordInProviderConsole: Telnyx records the call from the answer (kept on the Telnyx account)
+      ...(req.record ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3' } : {}),
     });
     check(r);
     const id = (r.body as { data?: { call_control_id?: unknown } } | null)?.data?.call_control_id;
@@ -202,8 +209,9 @@ export const telnyx: CarrierAdapter = {
   },
 
   async transfer(ctx, c, carrierCallId, req) {
+    const to = transferTarget('telnyx', req.destination);
     const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/transfer`, {
-      to: req.destination, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
+      to: to.kind === 'sip' ? to.uri : to.number, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
     });
     check(r);
   },
@@ -219,7 +227,9 @@ export const telnyx: CarrierAdapter = {
     async bridge(ctx, c, call) {
       // Call Control has no answer document: answer the inbound leg with the stream attached
       if (call.inbound && call.carrierCallId) {
-        check(await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl)));
+        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl));
+        // a retried call.initiated of a call answered before: the carrier says it is answered already (422)
+        if (!(call.replay && r.status === 422)) check(r);
       }
       return { status: 200 };
     },

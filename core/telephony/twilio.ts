@@ -10,6 +10,7 @@ import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type Credentials, type DialRequest, type TransferRequest,
   type WebhookRequest,
 } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const twilioCredentials = z.object({
@@ -67,7 +68,8 @@ export function transferTwiml(req: TransferRequest): string {
     attrs.push('record="record-from-answer-dual"', `recordingStatusCallback="${xmlEscape(req.recordingCallbackUrl)}"`,
       'recordingStatusCallbackMethod="POST"', 'recordingStatusCallbackEvent="completed absent"');
   }
-  const target = /^sips?:/i.test(req.destination) ? `<Sip>${xmlEscape(req.destination)}</Sip>` : `<Number>${xmlEscape(req.destination)}</Number>`;
+  const to = transferTarget('twilio', req.destination);
+  const target = to.kind === 'sip' ? `<Sip>${xmlEscape(to.uri)}</Sip>` : `<Number>${xmlEscape(to.number)}</Number>`;
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
 
@@ -160,6 +162,11 @@ export const twilio: CarrierAdapter = {
       StatusCallback: req.statusCallbackUrl, StatusCallbackMethod: 'POST', Timeout: String(req.timeoutS),
     });
     for (const ev of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', ev);
+    // recordInProviderConsole: Twilio records the whole call (both channels); it is kept in the Twilio console
+    if (req.record) {
+      form.set('Record', 'true');
+      form.set('RecordingChannels', 'dual');
+    }
     if (req.amd) {
       form.set('MachineDetection', 'DetectMessageEnd');
       form.set('AsyncAmd', 'true');

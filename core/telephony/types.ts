@@ -41,6 +41,8 @@ export type OwnershipResult = { owned: true; ref: string | null } | { owned: fal
 export interface SyncResult {
   ok: boolean;
   message: string | null;
+  /** The number cannot take inbound calls with these credentials at all: an inbound registration is refused (400 message). */
+  blocking?: boolean;
 }
 
 export interface DialRequest {
@@ -61,6 +63,8 @@ export interface DialRequest {
   timeoutS: number;
   /** Smartflo: the signed custom identifier correlating the returning stream (signing.ts customIdentifier). */
   customIdentifier: string;
+  /** `recordInProviderConsole`: ask the carrier to record the whole call on its side (where its dial API offers it). */
+  record?: boolean;
 }
 
 /** Carrier call id when the carrier returns one synchronously (Twilio CallSid); null for Smartflo (async). */
@@ -124,7 +128,7 @@ export interface CarrierHooks {
    * Bridge an answered call to our media stream: the answer document (Plivo XML, Vonage NCCO, Exotel {url}) or,
    * for call-control carriers (Telnyx), the REST command that starts the stream, then an empty reply.
    */
-  bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean }): Promise<CarrierReply>;
+  bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean; replay?: boolean; record?: boolean }): Promise<CarrierReply>;
   /** A refused call: a spoken message, then hang up. */
   refuse(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply>;
   /** The document a transfer's leg URL answers with (Plivo aleg_url); null when the carrier transfers by REST alone. */
@@ -177,4 +181,9 @@ export interface CarrierAdapter {
   configFields?(config: Config, configId: number): Record<string, string>;
   /** Account reference stored with configurations and bindings (Twilio AccountSid), used to narrow inbound routing. */
   accountRef?(creds: Credentials): string | null;
+  /**
+   * The account reference (as `accountRef`) a webhook names, read before it is verified: the look-up key of the
+   * configurations to verify it with, so that a forged webhook costs O(1) (never a try of every organization's keys).
+   */
+  accountOf?(req: WebhookRequest): string | null;
 }

@@ -17,6 +17,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest } from './types.ts';
+import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 const pem = z.string().min(1).max(16384).refine((v) => {
@@ -79,12 +80,16 @@ const appApi = (ctx: CarrierContext, c: VonageCredentials, method: string, json?
 export const VONAGE_CONTENT_TYPE = 'audio/l16;rate=16000';
 
 /** The NCCO bridging the call to our media stream. */
+/** The whole-call recording of recordInProviderConsole (asynchronous: the NCCO goes on). */
+const RECORD_ACTION = { action: 'record', split: 'conversation', channels: 2, format: 'mp3' };
+
 export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] {
   return [{ action: 'connect', endpoint: [{ type: 'websocket', uri: streamUrl, 'content-type': VONAGE_CONTENT_TYPE, headers: { callId } }] }];
 }
 
 function transferNcco(req: TransferRequest): unknown[] {
-  const endpoint = /^sips?:/i.test(req.destination) ? { type: 'sip', uri: req.destination } : { type: 'phone', number: digits(req.destination) };
+  const to = transferTarget('vonage', req.destination);
+  const endpoint = to.kind === 'sip' ? { type: 'sip', uri: to.uri } : { type: 'phone', number: digits(to.number) };
   return [{ action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] }];
 }
 
@@ -198,7 +203,8 @@ export const vonage: CarrierAdapter = {
     const r = await voice(ctx, creds(c), 'POST', '/v1/calls', {
       to: [/^sips?:/i.test(req.to) ? { type: 'sip', uri: req.to } : { type: 'phone', number: digits(req.to) }],
       from: { type: 'phone', number: digits(req.from) },
-      ncco: vonageConnectNcco(req.streamUrl, req.callId),
+      // recordInProviderConsole: an NCCO `record` action first (asynchronous: the call goes on to the connect)
+      ncco: [...(req.record ? [RECORD_ACTION] : []), ...vonageConnectNcco(req.streamUrl, req.callId)],
       event_url: [req.statusCallbackUrl],
       event_method: 'POST',
       ringing_timer: Math.min(120, Math.max(1, Math.round(req.timeoutS))),
@@ -222,6 +228,18 @@ export const vonage: CarrierAdapter = {
     check(r);
   },
 
+  // the signed-callback JWT names the application (checked with its signature secret afterwards)
+  accountOf: (req) => {
+    const h = req.headers.authorization;
+    const m = /^Bearer\s+[A-Za-z0-9_-]+\.([A-Za-z0-9_-]+)\./.exec((Array.isArray(h) ? h[0] : h) ?? '');
+    try {
+      const id = m ? (JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as { application_id?: unknown }).application_id : null;
+      return typeof id === 'string' ? id : null;
+    } catch {
+      return null;
+    }
+  },
+
   verifyWebhook(c, req) {
     return verifyVonageSignature(creds(c).signature_secret, req);
   },
@@ -231,7 +249,8 @@ export const vonage: CarrierAdapter = {
   hooks: {
     parse,
     async bridge(_ctx, _c, call) {
-      return ncco(vonageConnectNcco(call.streamUrl, call.callId));
+      // recordInProviderConsole on an answered (inbound) call: the same asynchronous NCCO `record` first
+      return ncco([...(call.record ? [RECORD_ACTION] : []), ...vonageConnectNcco(call.streamUrl, call.callId)]);
     },
     async refuse(_ctx, _c, _id, message) {
       return ncco(message ? [{ action: 'talk', text: message }] : [{ action: 'talk', text: ' ' }]);

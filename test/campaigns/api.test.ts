@@ -263,3 +263,24 @@ test('the campaign endpoints are in the OpenAPI document', async (t) => {
   t.deepEqual([...create.required].sort(), ['agent_uuid', 'name', 'source_id', 'source_type']);
   t.is(create.properties.retry_config.anyOf[0].properties.max_retries.default, 2);
 });
+
+test('create and start refuse an agent whose engine has no credentials on this install (400 naming the variable, as POST /call); nothing is created or started', async (t) => {
+  const agentBody = (stt: string) => ({ name: `Creds agent ${stt}`, systemPrompt: 'Hi', llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: stt }, tts: { provider: 'elevenlabs' } });
+  const keyless = await env.s.request('POST', '/agents', { key: org.apiKey, body: agentBody('assemblyai') });
+  t.true(keyless.status === 200 || keyless.status === 201, JSON.stringify(keyless.body));
+  const r = await create(valid({ agent_uuid: keyless.body.uuid }));
+  t.deepEqual([r.status, r.body], [400, { detail: "stt provider 'assemblyai' needs ASSEMBLYAI_API_KEY" }]);
+  const made = await env.s.db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM campaigns c JOIN agents a ON a.id = c.agent_id WHERE a.uuid = ${keyless.body.uuid as string}`);
+  t.is(made, 0, 'no campaign created');
+
+  // created with a runnable agent, which is then changed to one that cannot run: start is refused, the state stays
+  const ok = await env.s.request('POST', '/agents', { key: org.apiKey, body: agentBody('deepgram') });
+  const c = await create(valid({ agent_uuid: ok.body.uuid, schedule_config: farSlot() }));
+  t.is(c.status, 200, JSON.stringify(c.body));
+  const patched = await env.s.request('PATCH', `/agents/${ok.body.uuid}`, { key: org.apiKey, body: { stt: { provider: 'assemblyai' } } });
+  t.is(patched.status, 200, JSON.stringify(patched.body));
+  const start = await env.s.request('POST', `/campaign/${c.body.id}/start`, { key: org.apiKey });
+  t.deepEqual([start.status, start.body], [400, { detail: "stt provider 'assemblyai' needs ASSEMBLYAI_API_KEY" }]);
+  t.is((await campaign(env.s, org.apiKey, c.body.id)).state, 'created');
+});

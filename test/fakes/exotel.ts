@@ -29,6 +29,8 @@ export interface ExotelCall {
   params: URLSearchParams;
   streamUrl: string | null;
   status: string;
+  /** the Voicebot applet's request of an inbound call (Exotel fetches it again when it failed) */
+  voicebotRequest?: string;
 }
 
 export function exotelDialect(call: ExotelCall, codec: 'pcm16' | 'mulaw' = 'pcm16'): PhoneDialect {
@@ -150,6 +152,18 @@ export class FakeExotel extends EventEmitter {
     if (signing === 'forged') u.searchParams.set('sig', 'A'.repeat(32));
     if (signing === 'unsigned') u.searchParams.delete('sig');
     for (const [k, v] of Object.entries({ CallSid: call.sid, CallFrom: from, CallTo: to, Direction: 'incoming', From: from, To: to })) u.searchParams.set(k, v);
+    call.voicebotRequest = u.toString();
+    const r = await this.fetchVoicebot(call.voicebotRequest);
+    call.streamUrl = r.url;
+    return { ...r, call };
+  }
+
+  /** The Voicebot applet fetches its URL again for the same call. */
+  redeliver(call: ExotelCall): Promise<{ status: number; url: string | null }> {
+    return this.fetchVoicebot(call.voicebotRequest!);
+  }
+
+  private async fetchVoicebot(u: string): Promise<{ status: number; url: string | null }> {
     const res = await fetch(u);
     const text = await res.text();
     let url: string | null = null;
@@ -158,8 +172,7 @@ export class FakeExotel extends EventEmitter {
     } catch {
       url = null;
     }
-    call.streamUrl = url;
-    return { status: res.status, url, call };
+    return { status: res.status, url };
   }
 
   connect(call: ExotelCall): FakePhoneStream {

@@ -2,20 +2,21 @@
 // JSON requests under /v1/Account/{auth_id}/… with HTTP Basic auth_id:auth_token (401 otherwise), `POST /Call/`
 // → 201 {message: "call fired", request_uuid}; callbacks (answer_url, ring/hangup_url, machine_detection_url, an
 // Application's answer_url for inbound calls, a transfer's aleg_url) as form posts signed with
-// X-Plivo-Signature-V3 + nonce (computed here independently of the service); the stream dialect of
+// X-Plivo-Signature-V3 + nonce (computed here independently of the service and checked by the plivo SDK); the stream dialect of
 // media/transports/plivo.ts (start{callId, streamId}, media, dtmf, playAudio, checkpoint → playedStream,
 // clearAudio → clearedAudio; the socket just closes at the end).
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkPlivoAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface PlivoAccount {
   authId: string;
   token: string;
   numbers: Map<string, { number: string; appId: string | null }>;
-  apps: Map<string, { answerUrl: string | null; hangupUrl: string | null; name: string }>;
+  apps: Map<string, { answerUrl: string | null; hangupUrl: string | null; name: string; defaultApp?: boolean }>;
 }
 
 export interface PlivoCall {
@@ -29,6 +30,8 @@ export interface PlivoCall {
   status: string;
   /** XML fetched from aleg_url by a transfer */
   transfers: string[];
+  /** the inbound answer_url request (redelivered as Plivo retries an answer_url that failed or timed out) */
+  answerHook?: { url: string; params: Record<string, string> };
 }
 
 export interface PlivoReply {
@@ -41,16 +44,23 @@ export interface PlivoReply {
   hangup: boolean;
 }
 
-/** Plivo's V3 signature, computed independently: base URL, sorted query, ".", sorted POST k=v, ".", nonce. */
+/**
+ * Plivo's V3 signature of a form POST, computed independently of the service: the URL before its query, `?` + sorted
+ * decoded query, `.` when both exist, sorted POST fields as key+value (no separator), `.` + nonce. Every signature
+ * is checked by the plivo SDK's validateV3Signature before use (`sdkMustAccept`), so it is one Plivo's own code accepts.
+ */
 export function signPlivoV3(token: string, url: string, params: Record<string, string>, nonce: string): string {
-  const u = new URL(url);
-  const q = [...u.searchParams.entries()].sort(([a, x], [b, y]) => (a === b ? x.localeCompare(y) : a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('&');
+  const cut = url.indexOf('?');
+  const q = [...new URLSearchParams(cut < 0 ? '' : url.slice(cut + 1)).entries()]
+    .sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('&');
   const keys = Object.keys(params).sort();
-  let s = `${u.origin}${u.pathname}`;
+  let s = cut < 0 ? url : url.slice(0, cut);
   if (q || keys.length) s += `?${q}`;
   if (q && keys.length) s += '.';
-  for (const k of keys) s += `${k}=${params[k]}`;
-  return createHmac('sha256', token).update(`${s}.${nonce}`).digest('base64');
+  for (const k of keys) s += `${k}${params[k]}`;
+  const sig = createHmac('sha256', token).update(`${s}.${nonce}`).digest('base64');
+  sdkMustAccept(sdkPlivoAccepts('POST', url, nonce, token, sig, params), 'X-Plivo-Signature-V3');
+  return sig;
 }
 
 const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
@@ -118,8 +128,10 @@ export class FakePlivo extends EventEmitter {
     await this.server?.close();
   }
 
-  addAccount(): PlivoAccount {
+  /** An account; like a Plivo account set up in its console, it has a default application unless `defaultApp: false`. */
+  addAccount(o: { defaultApp?: boolean } = {}): PlivoAccount {
     const acc: PlivoAccount = { authId: `MA${randomBytes(9).toString('hex').toUpperCase()}`, token: randomBytes(20).toString('hex'), numbers: new Map(), apps: new Map() };
+    if (o.defaultApp !== false) acc.apps.set(String(Math.floor(Math.random() * 1e17)), { name: 'Default App', answerUrl: null, hangupUrl: null, defaultApp: true });
     this.accounts.set(acc.authId, acc);
     return acc;
   }
@@ -171,6 +183,13 @@ export class FakePlivo extends EventEmitter {
       n.appId = body.app_id === undefined ? n.appId : String(body.app_id);
       this.emit('number-updated', n);
       return this.json(res, 202, { api_id, message: 'changed' });
+    }
+    if (rest === 'Application/' && req.method === 'GET') {
+      const limit = Number(url.searchParams.get('limit') ?? 20);
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const all = [...acc.apps.entries()].map(([id, a]) => ({ app_id: id, app_name: a.name, answer_url: a.answerUrl, hangup_url: a.hangupUrl, default_app: a.defaultApp === true }));
+      const objects = all.slice(offset, offset + limit);
+      return this.json(res, 200, { api_id, meta: { limit, offset, total_count: all.length, next: offset + limit < all.length ? `/v1/Account/${acc.authId}/Application/?limit=${limit}&offset=${offset + limit}` : null, previous: null }, objects });
     }
     if (rest === 'Application/' && req.method === 'POST') {
       if (!body.app_name) return this.json(res, 400, { api_id, error: 'app_name is required' });
@@ -280,8 +299,26 @@ export class FakePlivo extends EventEmitter {
     this.calls.set(call.callUuid, call);
     const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
     if (!url) throw new Error(`number ${to} has no application answer_url`);
-    const r = await this.webhook(authId, url, this.params(call, { CallStatus: 'ringing' }), signWith);
+    call.answerHook = { url, params: this.params(call, { CallStatus: 'ringing' }) };
+    const r = await this.webhook(authId, url, call.answerHook.params, signWith);
     return { ...parsePlivoXml(r.status, r.body), call };
+  }
+
+  /** The answer_url of one inbound call delivered `n` times at once (a retry racing the first delivery). */
+  async inboundConcurrent(authId: string, to: string, from: string, n: number, fallbackUrl?: string): Promise<{ replies: PlivoReply[]; call: PlivoCall }> {
+    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [] };
+    this.calls.set(call.callUuid, call);
+    const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
+    if (!url) throw new Error(`number ${to} has no application answer_url`);
+    call.answerHook = { url, params: this.params(call, { CallStatus: 'ringing' }) };
+    const replies = await Promise.all(Array.from({ length: n }, () => this.webhook(authId, url, call.answerHook!.params)));
+    return { replies: replies.map((r) => parsePlivoXml(r.status, r.body)), call };
+  }
+
+  /** Plivo retries the answer_url of an inbound call: the same request, signed again with a new nonce. */
+  async redeliver(call: PlivoCall): Promise<PlivoReply> {
+    const r = await this.webhook(call.authId, call.answerHook!.url, call.answerHook!.params);
+    return parsePlivoXml(r.status, r.body);
   }
 
   /** Plivo connects to the stream URL of the answer XML. */

@@ -25,6 +25,7 @@ export class FakeSmartflo extends EventEmitter {
   readonly accounts: SmartfloAccount[] = [];
   readonly dials: SmartfloDial[] = [];
   readonly hangups: Array<{ callId: unknown }> = [];
+  readonly transfers: Array<{ callId: unknown; intercom: unknown }> = [];
   readonly requests: Array<{ method: string; path: string; authorized: boolean }> = [];
   private server: { port: number; close(): Promise<void> } | null = null;
   private failures = new Map<string, { status: number; message: string }>();
@@ -95,6 +96,15 @@ export class FakeSmartflo extends EventEmitter {
       this.json(res, 200, { success: true, message: 'Originate successfully queued' });
       this.emit('dial', dial);
       return;
+    }
+    if (url.pathname === '/v1/call/options' && req.method === 'POST') {
+      // Call Operations: type 4 = transfer to `intercom` (mobile number, extension or department)
+      const acc = this.byToken(req);
+      this.requests.push({ method: 'POST', path: url.pathname, authorized: acc !== null });
+      if (!acc) return this.json(res, 401, { success: false, message: 'Unauthenticated.' });
+      if (String(body.type) !== '4' || typeof body.call_id !== 'string' || !body.intercom) return this.json(res, 422, { success: false, message: 'type, call_id and intercom are required' });
+      this.transfers.push({ callId: body.call_id, intercom: body.intercom });
+      return this.json(res, 200, { success: true, message: 'Call transferred successfully' });
     }
     if (url.pathname === '/v1/call/hangup' && req.method === 'POST') {
       const acc = this.byToken(req);

@@ -3,12 +3,13 @@
 // {call_control_id, …}}`, call commands under /v2/calls/{id}/actions/…, phone numbers and Call Control
 // Applications; webhooks are JSON `{data: {event_type, payload}}` signed with the account's Ed25519 key
 // (`telnyx-signature-ed25519` over "{timestamp}|{body}", computed here with node:crypto, independently of the
-// service); the stream dialect of media/transports/telnyx.ts (connected, start{call_control_id} + stream_id,
+// service, and checked by the telnyx SDK's webhooks.unwrap); the stream dialect of media/transports/telnyx.ts (connected, start{call_control_id} + stream_id,
 // media, dtmf, mark, stop; from the service media, mark, clear).
 import { generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkTelnyxAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface TelnyxAccount {
@@ -31,6 +32,8 @@ export interface TelnyxCall {
   streamUrl: string | null;
   commands: Array<{ action: string; body: Record<string, unknown> }>;
   state: string;
+  /** the last webhook delivered (url, exact body): Telnyx redelivers the same event when our answer was not 2xx */
+  lastEvent?: { url: string; body: string };
 }
 
 export function telnyxDialect(call: TelnyxCall): PhoneDialect {
@@ -67,6 +70,7 @@ export class FakeTelnyx extends EventEmitter {
   readonly accounts: TelnyxAccount[] = [];
   readonly calls = new Map<string, TelnyxCall>();
   private failures = new Map<string, Array<{ status: number; title: string }>>();
+  private commandFailures = new Map<string, { status: number; title: string }>();
   private server: { port: number; close(): Promise<void> } | null = null;
   origin = '';
 
@@ -94,6 +98,11 @@ export class FakeTelnyx extends EventEmitter {
 
   addNumber(acc: TelnyxAccount, e164: string): void {
     acc.numbers.push({ id: String(Math.floor(Math.random() * 1e18)), phone_number: e164, connection_id: null });
+  }
+
+  /** The account's next `action` command (answer, transfer, …) answers this HTTP error. */
+  failNextCommand(acc: TelnyxAccount, action: string, status: number, title: string): void {
+    this.commandFailures.set(`${acc.apiKey}:${action}`, { status, title });
   }
 
   failNextDial(acc: TelnyxAccount, status: number, title: string): void {
@@ -161,6 +170,12 @@ export class FakeTelnyx extends EventEmitter {
       const call = this.calls.get(decodeURIComponent(action[1]!));
       if (!call || call.account !== acc) return this.error(res, 404, '10005', 'Resource not found');
       if (call.state === 'hangup') return this.error(res, 422, '90018', 'Call has already ended');
+      const failure = this.commandFailures.get(`${acc.apiKey}:${action[2]}`);
+      if (failure) {
+        this.commandFailures.delete(`${acc.apiKey}:${action[2]}`);
+        call.commands.push({ action: `${action[2]}:failed`, body });
+        return this.error(res, failure.status, '90000', failure.title);
+      }
       call.commands.push({ action: action[2]!, body });
       if (action[2] === 'answer') call.streamUrl = body.stream_url ?? null;
       this.json(res, 200, { data: { result: 'ok' } });
@@ -182,12 +197,23 @@ export class FakeTelnyx extends EventEmitter {
       },
       meta: { attempt: 1, delivered_to: url },
     });
+    call.lastEvent = { url, body };
+    return this.deliver(call, url, body, signing);
+  }
+
+  /** Telnyx redelivers the last event of a call (same event id and body, a new timestamp and signature). */
+  redeliver(call: TelnyxCall): Promise<{ status: number; body: string }> {
+    return this.deliver(call, call.lastEvent!.url, call.lastEvent!.body);
+  }
+
+  private async deliver(call: TelnyxCall, url: string, body: string, signing?: 'forged' | 'unsigned'): Promise<{ status: number; body: string }> {
     const ts = String(Math.floor(Date.now() / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'telnyx-webhooks' };
     if (signing !== 'unsigned') {
       const key = signing === 'forged' ? generateKeyPairSync('ed25519').privateKey : call.account.privateKey;
       headers['telnyx-signature-ed25519'] = sign(null, Buffer.from(`${ts}|${body}`), key).toString('base64');
       headers['telnyx-timestamp'] = ts;
+      if (!signing) sdkMustAccept(await sdkTelnyxAccepts(call.account.publicKey, body, headers), 'telnyx-signature-ed25519');
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };

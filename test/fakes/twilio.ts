@@ -1,15 +1,16 @@
 // A local fake of Twilio's REST API and webhooks (the REST/callback side; the Media Streams client lives beside it).
 // It speaks Twilio's wire format: form-encoded requests under /2010-04-01/Accounts/{AccountSid}/…, HTTP Basic
 // AccountSid:AuthToken (401 + code 20003 otherwise), JSON answers, and webhooks signed with X-Twilio-Signature
-// (base64 HMAC-SHA1 of the URL + sorted key/value pairs, computed here independently of the service's code).
+// (base64 HMAC-SHA1 of the URL + sorted key/value pairs, computed by the twilio SDK, independently of the service's code).
 //
 // What tests drive: a dialled call waits until the test moves it (`ring`, `answer` — fetches the answer webhook and
 // parses its <Connect><Stream> TwiML —, `finish` with busy/no-answer/failed/canceled/completed, `amd`,
 // `recordingCallback`), inbound calls (`inbound`: a signed POST to the number's VoiceUrl with Direction=inbound),
 // and failures (`failNextDial`). Call updates (hang-up, transfer <Dial> TwiML) are recorded and emitted.
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sdkTwilioSignature } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface FakeNumber {
@@ -62,11 +63,9 @@ export interface WebhookResult {
 
 const sidOf = (prefix: string) => `${prefix}${randomBytes(16).toString('hex')}`;
 
-/** Twilio's signature, computed independently: base64(HMAC-SHA1(token, url + sorted k+v)). */
+/** Twilio's signature, computed by the twilio SDK (getExpectedTwilioSignature). */
 export function signTwilio(token: string, url: string, params: Record<string, string>): string {
-  let data = url;
-  for (const k of Object.keys(params).sort()) data += k + params[k];
-  return createHmac('sha1', token).update(data, 'utf8').digest('base64');
+  return sdkTwilioSignature(token, url, params);
 }
 
 const unescapeXml = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');

@@ -3,12 +3,13 @@
 // application (checked against the application's public key: 401 otherwise), `/v2/applications/{id}` with HTTP
 // Basic api_key:api_secret, `/account/numbers` and `/number/update` with api_key/api_secret parameters; callbacks
 // (event_url, the application's answer_url / event_url) as JSON signed with an HS256 JWT of the signature secret
-// carrying payload_hash (computed here independently of the service); the WebSocket leg of an NCCO `connect`
+// carrying payload_hash (computed here independently of the service, checked by @vonage/jwt's verifySignature); the WebSocket leg of an NCCO `connect`
 // (`websocket:connected` text with the endpoint headers, then binary 16-bit PCM frames of 20 ms both ways).
 import { createHash, createHmac, generateKeyPairSync, randomBytes, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
+import { sdkMustAccept, sdkVonageAccepts } from './carrier-sdks.ts';
 import { listenFake } from './http-fake.ts';
 
 export interface VonageAccount {
@@ -33,6 +34,8 @@ export interface VonageCall {
   eventUrl: string | null;
   status: string;
   modifications: Array<Record<string, unknown>>;
+  /** the inbound answer_url request (Vonage retries an answer_url that failed or timed out) */
+  answerHook?: { url: string; payload: Record<string, unknown> };
 }
 
 /** The websocket endpoint of an NCCO's connect action. */
@@ -117,7 +120,9 @@ export class FakeVonage extends EventEmitter {
       const claims = JSON.parse(Buffer.from(m[2]!, 'base64url').toString()) as { application_id?: string; exp?: number };
       const acc = this.accounts.find((a) => a.applicationId === claims.application_id);
       if (!acc || head.alg !== 'RS256' || (claims.exp ?? 0) < Date.now() / 1000) return null;
-      return verify('sha256', Buffer.from(`${m[1]}.${m[2]}`), acc.publicKey, Buffer.from(m[3]!, 'base64url')) ? acc : null;
+      const mine = verify('sha256', Buffer.from(`${m[1]}.${m[2]}`), acc.publicKey, Buffer.from(m[3]!, 'base64url'));
+      // and as Vonage's own SDK checks an application JWT (@vonage/jwt verifySignature with the public key)
+      return mine && sdkVonageAccepts(`${m[1]}.${m[2]}.${m[3]}`, acc.publicKey.export({ format: 'pem', type: 'spki' }).toString()) ? acc : null;
     } catch {
       return null;
     }
@@ -209,7 +214,9 @@ export class FakeVonage extends EventEmitter {
       const head = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
       const claims = b64url(JSON.stringify({ iat: now, exp: now + 300, jti: randomUUID(), iss: 'Vonage', payload_hash: createHash('sha256').update(body).digest('hex'), api_key: acc.apiKey, application_id: acc.applicationId }));
       const secret = signing === 'forged' ? 'not-the-signature-secret' : acc.signatureSecret;
-      headers.authorization = `Bearer ${head}.${claims}.${createHmac('sha256', secret).update(`${head}.${claims}`).digest('base64url')}`;
+      const jwt = `${head}.${claims}.${createHmac('sha256', secret).update(`${head}.${claims}`).digest('base64url')}`;
+      if (!signing) sdkMustAccept(sdkVonageAccepts(jwt, acc.signatureSecret), 'signed-callback JWT');
+      headers.authorization = `Bearer ${jwt}`;
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };
@@ -230,7 +237,8 @@ export class FakeVonage extends EventEmitter {
     this.calls.set(call.uuid, call);
     const url = acc.app.answerUrl ?? fallbackUrl;
     if (!url) throw new Error('the application has no answer_url');
-    const r = await this.post(acc, url, { to: call.to, from: call.from, uuid: call.uuid, conversation_uuid: `CON-${call.uuid}`, region_url: 'https://api-us-3.vonage.com' }, signing);
+    call.answerHook = { url, payload: { to: call.to, from: call.from, uuid: call.uuid, conversation_uuid: `CON-${call.uuid}`, region_url: 'https://api-us-3.vonage.com' } };
+    const r = await this.post(acc, url, call.answerHook.payload, signing);
     let ncco: unknown = null;
     try {
       ncco = JSON.parse(r.body);
@@ -239,6 +247,16 @@ export class FakeVonage extends EventEmitter {
     }
     call.ncco = Array.isArray(ncco) ? ncco : [];
     return { status: r.status, ncco, call };
+  }
+
+  /** Vonage retries the answer_url of an inbound call: the same request, signed again. The NCCO it got. */
+  async redeliver(call: VonageCall): Promise<{ status: number; ncco: unknown }> {
+    const r = await this.post(call.account, call.answerHook!.url, call.answerHook!.payload);
+    try {
+      return { status: r.status, ncco: JSON.parse(r.body) };
+    } catch {
+      return { status: r.status, ncco: null };
+    }
   }
 
   /** Vonage opens the WebSocket leg the call's NCCO names. */

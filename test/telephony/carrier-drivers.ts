@@ -51,6 +51,19 @@ export interface CarrierDriver {
   transferred?(call: unknown): string | null;
   /** a caller dials `to`: the webhook's answer, and the stream when the answer bridges to one */
   inbound(acc: unknown, to: string, from: string, signing?: Signing): Promise<{ status: number; phone: FakePhoneStream | null }>;
+  /**
+   * a caller dials `to` and the carrier delivers the inbound webhook twice (a retry: same carrier call id) before
+   * the media connects: both answers' stream instructions (stream URL), then the stream of the first
+   */
+  inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** the inbound webhook of one call delivered `n` times at once: each answer's stream URL, and the first stream */
+  inboundConcurrent?(acc: unknown, to: string, from: string, n: number): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
+  recorded?(call: unknown): boolean | Promise<boolean>;
+  /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
+  accountWithoutApplication?(): unknown;
+  /** call-control carriers (no answer document): the account's next bridge command fails with this HTTP status */
+  failNextBridge?(acc: unknown, status: number): void;
 }
 
 function plivoDriver(): CarrierDriver {
@@ -58,6 +71,8 @@ function plivoDriver(): CarrierDriver {
   const dials: PlivoCall[] = [];
   const sign = (s: Signing) => (s === 'forged' ? 'not-the-token' : s === 'unsigned' ? null : undefined);
   let voiceUrl = '';
+  // a number of the account without its own application: the account's answer_url (as the service sets it)
+  const fallbackUrl = (a: PlivoAccount) => (voiceUrl ? `${voiceUrl}?account=${a.authId}` : undefined);
   return {
     id: 'plivo',
     name: 'Plivo',
@@ -69,6 +84,9 @@ function plivoDriver(): CarrierDriver {
     close: () => fake.close(),
     env: () => ({ PLIVO_API_BASE_URL: fake.origin }),
     account: () => fake.addAccount(),
+    accountWithoutApplication: () => fake.addAccount({ defaultApp: false }),
+    // Plivo's dial has no recording parameter: the answer XML asks for it (<Record recordSession="true">)
+    recorded: async (c) => /<Record recordSession="true"/.test((await fake.answer((c as PlivoCall).callUuid)).body),
     addNumber: (acc, e164) => fake.addNumber((acc as PlivoAccount).authId, e164),
     creds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: (acc as PlivoAccount).token }),
     wrongCreds: (acc) => ({ auth_id: (acc as PlivoAccount).authId, auth_token: 'wrong-token' }),
@@ -76,7 +94,7 @@ function plivoDriver(): CarrierDriver {
     inboundPointsAt(acc, e164, url) {
       const a = acc as PlivoAccount;
       const n = a.numbers.get(e164.replace(/^\+/, ''));
-      return !!n?.appId && a.apps.get(n.appId)?.answerUrl === url;
+      return !!n?.appId && a.apps.get(n.appId)?.answerUrl === `${url}?account=${a.authId}`;
     },
     dialCount: () => dials.length,
     dialAt: (i) => dials[i],
@@ -117,8 +135,18 @@ function plivoDriver(): CarrierDriver {
       return { status: r?.status ?? 0 };
     },
     async inbound(acc, to, from, signing) {
-      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), voiceUrl || undefined);
+      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, sign(signing), fallbackUrl(acc as PlivoAccount));
       return { status: r.status, phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
+    },
+    async inboundConcurrent(acc, to, from, n) {
+      const r = await fake.inboundConcurrent((acc as PlivoAccount).authId, to, from, n, fallbackUrl(acc as PlivoAccount));
+      const first = r.replies.find((x) => x.streamUrl);
+      return { statuses: r.replies.map((x) => x.status), answers: r.replies.map((x) => x.streamUrl), phone: first?.streamUrl ? fake.connect(first.streamUrl, r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound((acc as PlivoAccount).authId, to, from, undefined, fallbackUrl(acc as PlivoAccount));
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [r.streamUrl, again.streamUrl], phone: r.streamUrl ? fake.connect(r.streamUrl, r.call) : null };
     },
   };
 }
@@ -172,6 +200,8 @@ function telnyxDriver(): CarrierDriver {
       if (call.state !== 'hangup') await fake.hangupEvent(call.id, 'normal_clearing');
     },
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as TelnyxCall).body.record === 'record-from-answer',
+    failNextBridge: (acc, status) => fake.failNextCommand(A(acc), 'answer', status, 'Call is not in a state to be answered'),
     clear: true,
     amd: {
       requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',
@@ -192,6 +222,15 @@ function telnyxDriver(): CarrierDriver {
       // the service answers the call with the stream attached (answer command) or rejects it
       const cmd = await until(() => r.call.commands.find((x) => x.action === 'answer' || x.action === 'reject'), 10_000, 'answer or reject');
       return { status: r.status, phone: cmd.action === 'answer' ? fake.connect(r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound(A(acc), to, from, undefined, voiceUrl || undefined);
+      const answers = () => r.call.commands.filter((x) => x.action === 'answer').map((x) => String(x.body.stream_url));
+      await until(() => answers().length >= 1 || r.call.commands.length > 0, 10_000, 'the first answer');
+      const again = await fake.redeliver(r.call);
+      // the retried call.initiated is answered with the same answer command (or nothing more)
+      const seen = answers();
+      return { statuses: [r.status, again.status], answers: [seen[0] ?? null, seen[seen.length - 1] ?? null], phone: seen.length ? fake.connect(r.call) : null };
     },
   };
 }
@@ -252,6 +291,7 @@ function vonageDriver(): CarrierDriver {
       if (call.status !== 'completed') await fake.event(call, 'completed', { duration: '5' });
     },
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as VonageCall).ncco.some((a: { action?: string }) => a.action === 'record'),
     clear: false,
     amd: {
       requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
@@ -269,6 +309,11 @@ function vonageDriver(): CarrierDriver {
     async inbound(acc, to, from, signing) {
       const r = await fake.inbound(A(acc), to, from, signing, voiceUrl || undefined);
       return { status: r.status, phone: websocketOf(r.ncco) ? fake.connect(r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      const r = await fake.inbound(A(acc), to, from, undefined, voiceUrl || undefined);
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [websocketOf(r.ncco)?.uri ?? null, websocketOf(again.ncco)?.uri ?? null], phone: websocketOf(r.ncco) ? fake.connect(r.call) : null };
     },
   };
 }
@@ -325,6 +370,7 @@ function exotelDriver(): CarrierDriver {
     },
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['failed', 'connection_failed'], ['canceled', 'cancelled']],
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
+    recorded: (c) => (c as ExotelCall).params.get('Record') === 'true',
     clear: true,
     amd: null,
     finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),
@@ -332,6 +378,12 @@ function exotelDriver(): CarrierDriver {
       if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;
       const r = await fake.inbound(A(acc), to, from, signing);
       return { status: r.status, phone: r.url ? fake.connect(r.call) : null };
+    },
+    async inboundRetried(acc, to, from) {
+      if (!A(acc).voicebotUrl) A(acc).voicebotUrl = lastVoicebotUrl;
+      const r = await fake.inbound(A(acc), to, from);
+      const again = await fake.redeliver(r.call);
+      return { statuses: [r.status, again.status], answers: [r.url, again.url], phone: r.url ? fake.connect(r.call) : null };
     },
   };
 }

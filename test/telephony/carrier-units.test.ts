@@ -107,3 +107,12 @@ test('L16 codec: 24 kHz agent audio → whole 20 ms frames at the carrier rate; 
   // an odd byte split across two messages is kept for the next one
   t.is(new L16Decoder(16000).decode(new Uint8Array(3)).length, 1);
 });
+
+test('recordInProviderConsole in answer documents: Plivo <Record recordSession> before the stream, Vonage an asynchronous NCCO record before connect', async (t) => {
+  const { plivoStreamXml } = await import('../../core/telephony/plivo.ts');
+  t.regex(plivoStreamXml('wss://x/s', true), /<Response><Record recordSession="true" redirect="false"[^>]*\/><Stream /);
+  t.notRegex(plivoStreamXml('wss://x/s'), /<Record/);
+  const reply = await vonage.hooks!.bridge({ config: loadConfig({}) }, {}, { callId: 'c', carrierCallId: null, streamUrl: 'wss://x/s?token=t', inbound: true, record: true });
+  const ncco = JSON.parse(reply.body!) as Array<{ action: string }>;
+  t.deepEqual(ncco.map((a) => a.action), ['record', 'connect']);
+});

@@ -4,7 +4,7 @@
 // stream, with a greeting and a full caller turn ending in a completed row; busy / no-answer / failed ending
 // never-connected rows with call.ended and no call.started; an inbound call by number attachment; forged
 // callbacks → 403 with nothing changed; another organization's configuration, number and binding → 404.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -254,9 +254,11 @@ for (const d of drivers) {
     });
   }
 
-  test.serial(`${d.id}: transferCall ${d.transferred ? 'moves the call through the carrier → endedReason transferred' : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
+  const transfers: Array<[string, string]> = d.transferred ? [['+15550009999', '15550009999'], ['SIP/alice@pbx.example.com', 'sip:alice@pbx.example.com']] : [['+15550009999', '']];
+  for (const [destination, expected] of transfers) {
+  test.serial(`${d.id}: transferCall to ${destination} ${d.transferred ? `moves the call through the carrier${expected.startsWith('sip:') ? ' as a SIP dial' : ''} → endedReason transferred` : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
     const { apiKey: key, acc } = await setup(d);
-    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: false } }];
+    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination, timeout: 20, recordTransfer: false } }];
     const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
@@ -266,11 +268,12 @@ for (const d of drivers) {
     await phone.silence(600);
     if (d.transferred) {
       const seen = await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
-      t.true(seen.includes('15550009999'), seen);
+      t.true(seen.includes(expected), seen);
+      if (expected.startsWith('sip:')) t.false(/<Number>|"type":"phone"|"to":"\+/.test(seen), `never dialled as a phone number: ${seen}`);
       phone.hangup(); // the call leaves the stream for the transfer
       const row = await endedRow(s.db, callId);
       t.is(row.ended_reason, 'transferred');
-      t.like((await callById(s, callId))!.logs.transfer, { destination: '+15550009999' });
+      t.like((await callById(s, callId))!.logs.transfer, { destination });
     } else {
       await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, 20_000, 'the LLM hears the refusal');
       t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
@@ -284,6 +287,139 @@ for (const d of drivers) {
       // the LLM is told why: its next request carries the tool result
       t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
     }
+  });
+  }
+
+  /** An organization whose number FROM answers with a saved agent (configuration + number attachment). */
+  async function inboundSetup(t: ExecutionContext, org: { apiKey: string; orgId: string }, a: Record<string, unknown>) {
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    const cfg = await s.request('POST', '/organizations/telephony-configs', { key: org.apiKey, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } });
+    t.is(cfg.status, 201, JSON.stringify(cfg.body));
+    d.configured?.(acc, cfg.body);
+    const saved = await saveAgent(s, org.orgId, a);
+    const num = await s.request('POST', `/organizations/telephony-configs/${cfg.body.id}/phone-numbers`, { key: org.apiKey, body: { address: FROM, inbound_agent_uuid: saved.uuid } });
+    t.true(num.body.provider_sync?.ok, JSON.stringify(num.body));
+    return acc;
+  }
+  const inboundRows = (orgId: string, customer: string) => s.db.any(sql.type(z.object({ id: z.string(), status: z.string(), connection_status: z.string().nullable(), tags: z.array(z.string()) }))`
+    SELECT id::text, status, connection_status, tags FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = ${customer}`);
+
+  test.serial(`${d.id}: an inbound webhook the carrier delivers twice (same call id) → one row, one slot, the same stream answer`, async (t) => {
+    // concurrency 1: a second admission of the retry would be refused (concurrency_limit_reached) and answer otherwise
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 1 });
+    const acc = await inboundSetup(t, org, agent({ tts: { msPerChar: 20 } }));
+    const r = await d.inboundRetried(acc, FROM, '+14155550131');
+    t.true(r.statuses.every((x) => x < 300), JSON.stringify(r.statuses));
+    t.truthy(r.answers[0], 'bridged to our stream');
+    t.is(r.answers[1], r.answers[0], 'the retry gets the same stream instruction');
+    const rows = await inboundRows(org.orgId, '+14155550131');
+    t.is(rows.length, 1, JSON.stringify(rows));
+    t.is(rows[0]!.status, 'pending');
+    const phone = r.phone!;
+    await phone.opened;
+    await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
+    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    phone.hangup();
+    t.is((await endedRow(s.db, rows[0]!.id)).status, 'completed');
+    t.is((await inboundRows(org.orgId, '+14155550131')).length, 1);
+  });
+
+  if (d.inboundConcurrent) {
+    const concurrent = d.inboundConcurrent;
+    test.serial(`${d.id}: the same inbound webhook delivered 4 times at once → one row, one slot (the unique carrier call id), every answer the same stream`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 1 });
+      const acc = await inboundSetup(t, org, agent({ tts: { msPerChar: 20 } }));
+      const r = await concurrent(acc, FROM, '+14155550135', 4);
+      t.true(r.statuses.every((x) => x < 300), JSON.stringify(r.statuses));
+      t.truthy(r.answers[0]);
+      t.deepEqual(new Set(r.answers), new Set([r.answers[0]]), JSON.stringify(r.answers));
+      const rows = await inboundRows(org.orgId, '+14155550135');
+      t.is(rows.length, 1, JSON.stringify(rows));
+      await r.phone!.opened;
+      await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
+      r.phone!.hangup();
+      await endedRow(s.db, rows[0]!.id);
+    });
+  }
+
+  if (d.failNextBridge) {
+    const failBridge = d.failNextBridge;
+    test.serial(`${d.id}: the carrier refuses the bridge command of an inbound call → the carrier's answer form (never a 500), the row ends connection_failed`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+      const acc = await inboundSetup(t, org, agent({}));
+      failBridge(acc, 422);
+      const r = await d.inbound(acc, FROM, '+14155550133');
+      t.true(r.status < 300, `answered ${r.status}`);
+      t.is(r.phone, null);
+      const rows = await inboundRows(org.orgId, '+14155550133');
+      t.is(rows.length, 1);
+      t.like(rows[0], { status: 'error', connection_status: 'connection_failed' });
+    });
+  }
+
+  test.serial(`${d.id}: an inbound binding made with agentId follows the agent's later PATCH (spec: PATCH affects bound inbound numbers)`, async (t) => {
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    d.configured?.(acc, (await s.request('POST', '/organizations/telephony-configs', { key: org.apiKey, body: { name: 'In', config: { provider: d.id, ...d.creds(acc) } } })).body);
+    const saved = await saveAgent(s, org.orgId, agent({ tts: { msPerChar: 20 } }, { systemPrompt: 'Before the patch.' }));
+    const reg = await s.request('POST', '/call', { key: org.apiKey, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agentId: saved.uuid, contextVariables: { city: 'Lyon' } } });
+    t.is(reg.status, 200, JSON.stringify(reg.body));
+    const patched = await s.request('PATCH', `/agents/${saved.uuid}`, { key: org.apiKey, body: { systemPrompt: 'After the patch in {{city}}.' } });
+    t.is(patched.status, 200, JSON.stringify(patched.body));
+    const r = await d.inbound(acc, FROM, '+14155550134');
+    t.truthy(r.phone, `bridged (${r.status})`);
+    const row = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), prompt: z.string().nullable(), city: z.string().nullable() }))`
+      SELECT id::text, config_snapshot->>'systemPrompt' AS prompt, config_snapshot->'contextVariables'->>'city' AS city FROM calls
+      WHERE organization_id = ${org.orgId} AND transport = 'inbound' AND customer_number = '+14155550134'`), 10_000, 'the inbound row');
+    t.is(row.prompt?.startsWith('After the patch'), true, String(row.prompt));
+    t.is(row.city, 'Lyon', "the binding's contextVariables still apply");
+    await r.phone!.opened;
+    r.phone!.hangup();
+    await endedRow(s.db, row.id);
+  });
+
+  if (d.recorded) {
+    const recorded = d.recorded;
+    test.serial(`${d.id}: recordInProviderConsole → the carrier is asked to record the whole call with the dial (only then)`, async (t) => {
+      const { apiKey: key, acc } = await setup(d);
+      const on = await dial(d, key, acc, agent({}, { recordInProviderConsole: true }));
+      t.true(await recorded(on.call), 'recording requested');
+      await d.finish(acc, on.call, d.terminal[0]![0]);
+      const off = await dial(d, key, acc, agent({}));
+      t.false(await recorded(off.call), 'no recording by default');
+      await d.finish(acc, off.call, d.terminal[0]![0]);
+    });
+  }
+
+  if (d.accountWithoutApplication) {
+    const noApp = d.accountWithoutApplication;
+    test.serial(`${d.id}: inbound registration on an account with no application and no default_app → 400 "No applicationId supplied…", nothing saved`, async (t) => {
+      const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+      const acc = noApp();
+      d.addNumber(acc, FROM);
+      const r = await s.request('POST', '/call', { key: org.apiKey, body: { type: 'inbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, agent: agent({}) } });
+      t.is(r.status, 400, JSON.stringify(r.body));
+      t.regex(String(r.body.detail), /^No applicationId supplied and no default_app found/);
+      const n = await s.db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM inbound_bindings WHERE organization_id = ${org.orgId}`);
+      t.is(n, 0);
+    });
+  }
+
+  test.serial(`${d.id}: an inbound call on an agent whose engine has no credentials is refused up front with a missing_credentials row`, async (t) => {
+    const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = await inboundSetup(t, org, agent({}, { stt: { provider: 'deepgram' } }));
+    const r = await d.inbound(acc, FROM, '+14155550132');
+    t.true(r.status < 300, `answered ${r.status}`);
+    t.is(r.phone, null, 'never bridged to a stream');
+    const rows = await until(async () => {
+      const x = await inboundRows(org.orgId, '+14155550132');
+      return x.length ? x : null;
+    }, 10_000, 'the rejected row');
+    t.is(rows.length, 1);
+    t.like(rows[0], { status: 'error', connection_status: 'missing_credentials' });
+    t.true(rows[0]!.tags.includes('rejected'));
   });
 
   test.serial(`${d.id}: inbound call by number attachment runs on the stream; an unrouted genuine call is refused`, async (t) => {

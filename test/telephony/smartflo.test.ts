@@ -195,3 +195,16 @@ test('stream resolution: signed identifier → our outbound call; binding wins; 
   const rows = await callsOf(s, orgId);
   t.true(rows.some((r) => r.connection_status === 'insufficient_balance' && r.transport === 'inbound' && r.tags.includes('rejected')));
 });
+
+test('transfer: Call Operations type 4 with the 10-digit number (the documented Smartflo transfer); SIP is provider_not_supported; a wrong token is the carrier error', async (t) => {
+  const { smartflo: adapter } = await import('../../core/telephony/smartflo.ts');
+  const acc = smartflo.addAccount(['914045678909']);
+  const cx = { config: s.config };
+  const req = (destination: string) => ({ destination, timeoutS: 20, recordingCallbackUrl: null, callerId: null });
+  await adapter.transfer(cx, { auth_token: acc.token }, '1758782566.8131', req('+919812345678'));
+  t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8131', intercom: ['9812345678'] });
+  await adapter.transfer(cx, { auth_token: acc.token }, '1758782566.8132', req('+14155550123'));
+  t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8132', intercom: ['14155550123'] });
+  await t.throwsAsync(adapter.transfer(cx, { auth_token: acc.token }, 'x', req('sip:desk@pbx.example.com')), { message: /^provider_not_supported: / });
+  await t.throwsAsync(adapter.transfer(cx, { auth_token: 'wrong' }, 'x', req('+919812345678')), { message: /Unauthenticated/ });
+});

@@ -389,3 +389,15 @@ test('bindings API: every rule and string, cross-organization 404', async (t) =>
   t.is((await s.request('GET', `/telephony/inbound/bindings/${id}`, { key })).status, 200, "another organization's DELETE removed nothing");
   t.is((await s.request('GET', '/telephony/inbound/bindings', { key: other.apiKey })).body.total, 0);
 });
+
+test('recordInProviderConsole: the dial asks Twilio to record the whole call (Record, dual channels); not by default', async (t) => {
+  const { apiKey: key, acc } = await setup();
+  const on = await dial(key, acc, { agent: { ...withHook(), recordInProviderConsole: true } });
+  t.is(on.status, 200, JSON.stringify(on.body));
+  const onCall = [...twilio.calls.values()].find((c) => c.url?.endsWith(on.body.callId as string))!;
+  t.is(onCall.params.get('Record'), 'true');
+  t.is(onCall.params.get('RecordingChannels'), 'dual');
+  const off = await dial(key, acc);
+  const offCall = [...twilio.calls.values()].find((c) => c.url?.endsWith(off.body.callId as string))!;
+  t.is(offCall.params.get('Record'), null);
+});

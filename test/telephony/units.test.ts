@@ -90,3 +90,18 @@ test('base-URL overrides replace scheme, host and port only; transfer TwiML', (t
   t.regex(xml, /<Number>\+14155550123<\/Number>/);
   t.regex(transferTwiml({ destination: 'sip:desk@pbx.example.com', timeoutS: 20, recordingCallbackUrl: null, callerId: '+14155550100' }), /<Dial timeout="20" callerId="\+14155550100"><Sip>sip:desk@pbx\.example\.com<\/Sip><\/Dial>/);
 });
+
+test('transfer destinations: SIP/… and PJSIP/… endpoints with a host are SIP URIs on every carrier, never a phone number; without a host provider_not_supported', async (t) => {
+  const { transferTarget } = await import('../../core/telephony/transfer-target.ts');
+  const { plivoTransferXml } = await import('../../core/telephony/plivo.ts');
+  t.deepEqual(transferTarget('twilio', '+14155550123'), { kind: 'pstn', number: '+14155550123' });
+  t.deepEqual(transferTarget('twilio', 'SIP/alice@pbx.example.com'), { kind: 'sip', uri: 'sip:alice@pbx.example.com' });
+  t.deepEqual(transferTarget('twilio', 'PJSIP/1001@10.0.0.5:5060'), { kind: 'sip', uri: 'sip:1001@10.0.0.5:5060' });
+  t.deepEqual(transferTarget('twilio', 'SIPS:desk@pbx.example.com'), { kind: 'sip', uri: 'sips:desk@pbx.example.com' });
+  t.throws(() => transferTarget('twilio', 'PJSIP/1001'), { message: /^provider_not_supported: the SIP endpoint 'PJSIP\/1001' has no host/ });
+  const req = (destination: string) => ({ destination, timeoutS: 20, recordingCallbackUrl: null, callerId: null });
+  t.regex(transferTwiml(req('SIP/alice@pbx.example.com')), /<Sip>sip:alice@pbx\.example\.com<\/Sip>/);
+  t.notRegex(transferTwiml(req('PJSIP/1001@pbx.example.com')), /<Number>/);
+  t.regex(plivoTransferXml(req('SIP/alice@pbx.example.com')), /<User>sip:alice@pbx\.example\.com<\/User>/);
+  t.regex(plivoTransferXml(req('+14155550123')), /<Number>14155550123<\/Number>/);
+});
