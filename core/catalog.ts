@@ -7,7 +7,7 @@
 //  - llm `local`: the catalog lists the single model id `local-demo`. With LOCAL_LLM_BASE_URL set, the engine sends
 //    the conversation to that OpenAI-compatible server (model name LOCAL_LLM_MODEL); without it, a deterministic
 //    built-in demo responder answers. No wildcard: any other model id under `local` is off-catalog and rejected.
-//  - stt `local`: model `pocketsphinx` (offline recogniser, English only).
+//  - stt `local`: models `whisper-tiny.en` (default) and `pocketsphinx` (offline recognisers, English only).
 //  - tts `local`: model `espeak-ng` (eSpeak NG), languages it voices among the 22 ids.
 
 export const LANGUAGES = ['en', 'hi', 'gu', 'ta', 'te', 'es', 'fr', 'ja', 'de', 'zh', 'ar', 'pt', 'ru', 'mr', 'bn', 'kn', 'ml', 'pa', 'ur', 'id', 'or', 'ne'] as const;
@@ -162,10 +162,13 @@ export const catalog: {
       ],
     },
     local: {
-      label: 'Local (PocketSphinx, offline)',
-      defaultModel: 'pocketsphinx',
+      label: 'Local (Whisper tiny.en, offline; PocketSphinx where Whisper is not installed)',
+      defaultModel: 'whisper-tiny.en',
       credentialEnv: null,
-      models: [{ id: 'pocketsphinx', label: 'PocketSphinx (English)', languages: only('en') }],
+      models: [
+        { id: 'whisper-tiny.en', label: 'Whisper tiny.en (English; whisper.cpp)', languages: only('en') },
+        { id: 'pocketsphinx', label: 'PocketSphinx (English)', languages: only('en') },
+      ],
     },
   },
   tts: {

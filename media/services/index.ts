@@ -107,7 +107,11 @@ export const defaultFactories: EngineFactories = {
   },
   stt: {
     local: ({ config, agent }) =>
-      createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent), ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}) }),
+      createLocalStt(agent.stt.model ?? 'whisper-tiny.en', {
+        corpus: agentCorpus(agent),
+        ...(agent.greeting?.firstMessages?.[0] ? { greeting: agent.greeting.firstMessages[0] } : {}),
+        ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}),
+      }),
     soniox: ({ config, agent }) =>
       new SonioxStt({ baseUrl: config.SONIOX_BASE_URL, model: agent.stt.model ?? 'stt-rt-v5', block: sttBlock(agent, 'soniox'), ...key(config.SONIOX_API_KEY) }),
     deepgram: ({ config, agent }) =>
