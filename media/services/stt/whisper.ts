@@ -134,7 +134,7 @@ export class WhisperStream implements SttStream {
     if (this.sinceInterim >= INTERIM_MS && !this.interimBusy && this.pool.outstanding === 0 && this.loudMs >= MIN_LOUD_MS) this.interim();
   }
 
-  private audio(): Float32Array {
+  private audio(): Float32Array<ArrayBuffer> {
     const out = new Float32Array(Math.max(this.samples, MIN_SAMPLES));
     let at = 0;
     for (const c of this.chunks) {
