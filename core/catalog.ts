@@ -8,7 +8,9 @@
 //    the conversation to that OpenAI-compatible server (model name LOCAL_LLM_MODEL); without it, a deterministic
 //    built-in demo responder answers. No wildcard: any other model id under `local` is off-catalog and rejected.
 //  - stt `local`: models `whisper-tiny.en` (default) and `pocketsphinx` (offline recognisers, English only).
-//  - tts `local`: model `espeak-ng` (eSpeak NG), languages it voices among the 22 ids.
+//  - tts `local`: model `piper` (the Piper voice en_US-joe-medium, English; the default for English agents whose
+//    voice is unset/`default`) and `espeak-ng` (eSpeak NG), languages it voices among the 22 ids. Voices: any
+//    eSpeak voice id, or `en_US-joe-medium` (Piper); LOCAL_TTS_VOICES lists the named ones.
 
 export const LANGUAGES = ['en', 'hi', 'gu', 'ta', 'te', 'es', 'fr', 'ja', 'de', 'zh', 'ar', 'pt', 'ru', 'mr', 'bn', 'kn', 'ml', 'pa', 'ur', 'id', 'or', 'ne'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -241,17 +243,29 @@ export const catalog: {
       })),
     },
     local: {
-      label: 'Local (eSpeak NG, offline)',
-      defaultModel: 'espeak-ng',
+      label: 'Local (Piper neural voice for English, eSpeak NG otherwise; offline)',
+      defaultModel: 'piper',
       hasModelSelector: true,
       defaultVoice: 'default',
       voices: null,
       credentialEnv: null,
       // eSpeak NG ships voices for all 22 ids (quality varies; zh is Mandarin 'cmn', or is 'or', ne is 'ne').
-      models: [{ id: 'espeak-ng', label: 'eSpeak NG', languages: [...LANGUAGES] }],
+      models: [
+        // English is spoken by the Piper voice; the other languages (no Piper voice installed) by eSpeak NG
+        { id: 'piper', label: 'Piper neural voice en_US-joe-medium for English (eSpeak NG for other languages and where the voice is not installed)', languages: [...LANGUAGES] },
+        { id: 'espeak-ng', label: 'eSpeak NG', languages: [...LANGUAGES] },
+      ],
     },
   },
 };
+
+/** The `local` TTS's named voices (eSpeak NG also accepts any of its own voice ids, so the entry's voices stay null). */
+export const LOCAL_TTS_VOICES: readonly { id: string; model: string; label: string }[] = [
+  { id: 'en_US-joe-medium', model: 'piper', label: 'Joe (US English, Piper neural voice)' },
+  { id: 'default', model: 'espeak-ng', label: "eSpeak NG's voice for the agent's first language" },
+  { id: 'en-us', model: 'espeak-ng', label: 'eSpeak NG US English' },
+  { id: 'en-gb', model: 'espeak-ng', label: 'eSpeak NG British English' },
+];
 
 export function llmEntry(provider: string): LlmProviderEntry | undefined {
   return (catalog.llm as Record<string, LlmProviderEntry>)[provider];

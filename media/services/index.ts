@@ -124,7 +124,7 @@ export const defaultFactories: EngineFactories = {
       new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? cartesiaDefaultModel(agent.languages), block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
   tts: {
-    local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
+    local: ({ agent }) => createLocalTts({ model: agent.tts.model, voice: agent.tts.voice, languages: agent.languages }),
     elevenlabs: ({ config, agent }) =>
       new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
     cartesia: ({ config, agent }) =>
