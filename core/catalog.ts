@@ -4,7 +4,8 @@
 // `GET /agents/models/available` serves exactly this; AgentConfig validation rejects anything not listed here.
 //
 // Local engines (providers.md "Local engines"): one more provider id `local` per family.
-//  - llm `local`: the catalog lists the single model id `local-demo`. With LOCAL_LLM_BASE_URL set, the engine sends
+//  - llm `local`: model `qwen2.5-coder-0.5b-instruct` runs Qwen2.5 0.5B in-process (node-llama-cpp) when its opt-in
+//    model file is installed (else the demo responder answers). Model `local-demo`: with LOCAL_LLM_BASE_URL set, the engine sends
 //    the conversation to that OpenAI-compatible server (model name LOCAL_LLM_MODEL); without it, a deterministic
 //    built-in demo responder answers. No wildcard: any other model id under `local` is off-catalog and rejected.
 //  - stt `local`: models `whisper-tiny.en` (default) and `pocketsphinx` (offline recognisers, English only).
@@ -115,7 +116,10 @@ export const catalog: {
       defaultModel: 'local-demo',
       credentialEnv: null,
       temperatureMax: 2,
-      models: [{ id: 'local-demo', label: 'Local engine (LOCAL_LLM_MODEL on LOCAL_LLM_BASE_URL; demo responder when unset)' }],
+      models: [
+        { id: 'local-demo', label: 'Local engine (LOCAL_LLM_MODEL on LOCAL_LLM_BASE_URL; demo responder when unset)' },
+        { id: 'qwen2.5-coder-0.5b-instruct', label: 'Qwen2.5-Coder 0.5B Instruct, in-process (node-llama-cpp; opt-in model: npm run setup:llm; demo responder when not installed)' },
+      ],
     },
   },
   stt: {
