@@ -76,12 +76,31 @@ export function whisperPrompt(greeting: string | undefined, keyterms: string[]):
   return parts.join(' ').slice(0, 600);
 }
 
-/** Text Whisper produces for non-speech that is not the caller's words. */
+/** The same words said over and over (a decoder loop) once: "a b c a b c a" → "a b c". */
+export function collapseRepeats(text: string): string {
+  const words = text.split(' ');
+  const norm = (w: string) => w.toLowerCase().replace(/[^\p{L}\p{N}']/gu, '');
+  for (let p = 2; p * 2 <= words.length; p++) {
+    let loop = true;
+    for (let i = p; i < words.length && loop; i++) {
+      const [a, b] = [norm(words[i]!), norm(words[i - p]!)];
+      // the last word may be cut off where the decoder was stopped
+      loop = a === b || (i === words.length - 1 && b.startsWith(a));
+    }
+    if (loop) return words.slice(0, p).join(' ');
+  }
+  return text;
+}
+
+/** The caller's words only: no non-speech annotations ([BLANK_AUDIO], (music), *laughs*), no decoder loop. */
 function clean(text: string): string {
-  return text
-    .replace(/\[[^\]]*\]|\([^)]*\)|\*[^*]*\*/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
+  return collapseRepeats(
+    text
+      .replace(/\[[^\]]*\]|\([^)]*\)|\*[^*]*\*/g, ' ')
+      .replace(/\s+/g, ' ')
+      .replace(/^[\s,.;:!?-]+/, '')
+      .trim(),
+  );
 }
 
 export class WhisperStream implements SttStream {

@@ -49,8 +49,8 @@ export interface LocalTtsOptions {
 
 export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
   const model = opts.model ?? defaultLocalTtsModel(opts.voice, opts.languages ?? ['en']);
-  // Piper has an English voice only; an eSpeak voice id names eSpeak
-  if (model !== PIPER_MODEL || defaultLocalTtsModel(opts.voice, opts.languages ?? ['en']) !== PIPER_MODEL) return createEspeakTts({ ...opts, model: 'espeak-ng' });
+  // Piper has an English voice only; an eSpeak voice id, or an eSpeak binary, names eSpeak
+  if (model !== PIPER_MODEL || opts.binary || defaultLocalTtsModel(opts.voice, opts.languages ?? ['en']) !== PIPER_MODEL) return createEspeakTts({ ...opts, model: 'espeak-ng' });
   const piper = createPiperTts({ ...(opts.modelsDir ? { modelsDir: opts.modelsDir } : {}), ...(opts.wordsPerMinute ? { wordsPerMinute: opts.wordsPerMinute } : {}) });
   const espeak = createEspeakTts({ ...opts, voice: opts.voice === PIPER_VOICE ? null : opts.voice, model: 'espeak-ng' });
   let use: TtsService | null = null;

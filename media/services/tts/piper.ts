@@ -58,11 +58,11 @@ export async function closePiper(): Promise<void> {
   await p?.close();
 }
 
-/** A chunk into pieces: short ones as they are, long ones at clause boundaries (commas, semicolons, colons, dashes). */
+/** A chunk into pieces: short ones as they are, long ones at sentence and clause boundaries (. ! ? , ; : dashes). */
 export function splitClauses(text: string): string[] {
   const t = text.replace(/\s+/g, ' ').trim();
   if (t.length <= LONG) return t ? [t] : [];
-  const parts = t.split(/(?<=[,;:])\s+|\s+(?=—|–|-\s)/);
+  const parts = t.split(/(?<=[,;:.!?])\s+|\s+(?=—|–|-\s)/);
   const out: string[] = [];
   for (const p of parts) {
     const last = out.at(-1);
