@@ -5,7 +5,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HttpHandler, UpgradeHandler } from '../core/http-server.ts';
-import { defaultMaxCalls, type NodeLoad } from '../core/media-nodes.ts';
+import { CALLS_PER_CORE, defaultMaxCalls, NEURAL_CALLS_PER_CORE, type NodeLoad } from '../core/media-nodes.ts';
+import { neuralLocalEnginesInstalled } from './services/model-files.ts';
 import { resolveApiKey } from '../core/orgs.ts';
 import type { MediaDeps } from './deps.ts';
 import { createCallRunner } from './session/runner.ts';
@@ -58,7 +59,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // Capacity: calls live or joining on this process, on every transport; past MEDIA_MAX_CALLS new joins are refused
   // (WebSocket and carrier stream: close 1013, WebRTC offer: 503) so the calls already here keep real time, and the
   // client (or the proxy, or the carrier) tries another node. One admission point for all transports.
-  const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
+  // With the default engines and the neural local models installed (Whisper / Piper are then what `local` runs),
+  // the node admits what those engines serve in real time (NEURAL_CALLS_PER_CORE); tests keep the wider default.
+  const neural = !deps.engines && deps.config.NODE_ENV !== 'test' && neuralLocalEnginesInstalled();
+  const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls(undefined, neural ? NEURAL_CALLS_PER_CORE : CALLS_PER_CORE);
   const admission = createAdmission({ capacity, live: () => live.size, draining: () => draining || closed });
   const phone = createTelephonyStreams(deps, runner, admission);
   const lag = monitorEventLoopDelay({ resolution: 10 });

@@ -156,6 +156,11 @@ export async function modelInstalled(id: ModelId, dir = modelsDir()): Promise<bo
   }
 }
 
+/** Are the default neural local engines' files present (Whisper or Piper)? No hashing: capacity planning only. */
+export function neuralLocalEnginesInstalled(dir = modelsDir()): boolean {
+  return [MODELS['whisper-tiny.en'], MODELS['piper-en_US-joe-medium']].some((m) => m.files.every((f) => existsSync(join(dir, f.path))));
+}
+
 // ── setup only ───────────────────────────────────────────────────────────────────────────────────────────
 
 function run(cmd: string, args: string[], cwd?: string): Promise<void> {
