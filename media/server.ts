@@ -7,6 +7,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HttpHandler, UpgradeHandler } from '../core/http-server.ts';
 import { CALLS_PER_CORE, defaultMaxCalls, NEURAL_CALLS_PER_CORE, type NodeLoad } from '../core/media-nodes.ts';
 import { neuralLocalEnginesInstalled } from './services/model-files.ts';
+import { closeNeuralEngines } from './services/neural.ts';
 import { resolveApiKey } from '../core/orgs.ts';
 import type { MediaDeps } from './deps.ts';
 import { createCallRunner } from './session/runner.ts';
@@ -199,6 +200,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await webrtc.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
+      // the inference threads of the neural local engines (native code must not be torn down by process exit)
+      await closeNeuralEngines();
     },
   };
 }
