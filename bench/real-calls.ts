@@ -17,7 +17,8 @@
 //     busy window, minus idle, ÷ N) and RSS per call (peak minus idle, ÷ N, same process tree).
 // Baseline in the same run: N = 1 (the ratio at each level is against it).
 //
-// Engine sets: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids (default local). For vendor ids point the
+// Engine sets: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids (default local: Whisper, Piper, the demo LLM;
+// BENCH_STT_MODEL=pocketsphinx BENCH_TTS_MODEL=espeak-ng for the older local engines). For vendor ids point the
 // adapters at their fakes with the usual <ID>_BASE_URL / <ID>_API_KEY variables (passed through to the server),
 // e.g. run the fakes yourself, or BENCH_FAKES=path/to/module.ts whose `start()` resolves to
 // `{ env: Record<string,string>, close(): Promise<void> }` (the env is added to the server's).
@@ -312,8 +313,9 @@ try {
     name: 'Bench agent',
     systemPrompt: 'You are a helpful assistant. Answer briefly. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.',
     llm: { provider: ENGINES.llm, model: ENGINES.llm === 'local' ? 'local-demo' : null },
-    stt: { provider: ENGINES.stt },
-    tts: { provider: ENGINES.tts },
+    // BENCH_STT_MODEL / BENCH_TTS_MODEL pick a model (e.g. pocketsphinx / espeak-ng for the older local engines)
+    stt: { provider: ENGINES.stt, ...(process.env.BENCH_STT_MODEL ? { model: process.env.BENCH_STT_MODEL } : {}) },
+    tts: { provider: ENGINES.tts, ...(process.env.BENCH_TTS_MODEL ? { model: process.env.BENCH_TTS_MODEL } : {}) },
     greeting: { firstMessages: ['Hello! Thanks for calling. How can I help you today?'] },
   });
   if (agent.status !== 201 && agent.status !== 200) throw new Error(`POST /agents → ${agent.status} ${JSON.stringify(agent.json)}`);

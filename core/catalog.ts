@@ -4,11 +4,14 @@
 // `GET /agents/models/available` serves exactly this; AgentConfig validation rejects anything not listed here.
 //
 // Local engines (providers.md "Local engines"): one more provider id `local` per family.
-//  - llm `local`: the catalog lists the single model id `local-demo`. With LOCAL_LLM_BASE_URL set, the engine sends
+//  - llm `local`: model `qwen2.5-coder-0.5b-instruct` runs Qwen2.5 0.5B in-process (node-llama-cpp) when its opt-in
+//    model file is installed (else the demo responder answers). Model `local-demo`: with LOCAL_LLM_BASE_URL set, the engine sends
 //    the conversation to that OpenAI-compatible server (model name LOCAL_LLM_MODEL); without it, a deterministic
 //    built-in demo responder answers. No wildcard: any other model id under `local` is off-catalog and rejected.
-//  - stt `local`: model `pocketsphinx` (offline recogniser, English only).
-//  - tts `local`: model `espeak-ng` (eSpeak NG), languages it voices among the 22 ids.
+//  - stt `local`: models `whisper-tiny.en` (default) and `pocketsphinx` (offline recognisers, English only).
+//  - tts `local`: model `piper` (the Piper voice en_US-joe-medium, English; the default for English agents whose
+//    voice is unset/`default`) and `espeak-ng` (eSpeak NG), languages it voices among the 22 ids. Voices: any
+//    eSpeak voice id, or `en_US-joe-medium` (Piper); LOCAL_TTS_VOICES lists the named ones.
 
 export const LANGUAGES = ['en', 'hi', 'gu', 'ta', 'te', 'es', 'fr', 'ja', 'de', 'zh', 'ar', 'pt', 'ru', 'mr', 'bn', 'kn', 'ml', 'pa', 'ur', 'id', 'or', 'ne'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -113,7 +116,10 @@ export const catalog: {
       defaultModel: 'local-demo',
       credentialEnv: null,
       temperatureMax: 2,
-      models: [{ id: 'local-demo', label: 'Local engine (LOCAL_LLM_MODEL on LOCAL_LLM_BASE_URL; demo responder when unset)' }],
+      models: [
+        { id: 'local-demo', label: 'Local engine (LOCAL_LLM_MODEL on LOCAL_LLM_BASE_URL; demo responder when unset)' },
+        { id: 'qwen2.5-coder-0.5b-instruct', label: 'Qwen2.5-Coder 0.5B Instruct, in-process (node-llama-cpp; opt-in model: npm run setup:llm; demo responder when not installed)' },
+      ],
     },
   },
   stt: {
@@ -162,10 +168,13 @@ export const catalog: {
       ],
     },
     local: {
-      label: 'Local (PocketSphinx, offline)',
-      defaultModel: 'pocketsphinx',
+      label: 'Local (Whisper tiny.en, offline; PocketSphinx where Whisper is not installed)',
+      defaultModel: 'whisper-tiny.en',
       credentialEnv: null,
-      models: [{ id: 'pocketsphinx', label: 'PocketSphinx (English)', languages: only('en') }],
+      models: [
+        { id: 'whisper-tiny.en', label: 'Whisper tiny.en (English; whisper.cpp)', languages: only('en') },
+        { id: 'pocketsphinx', label: 'PocketSphinx (English)', languages: only('en') },
+      ],
     },
   },
   tts: {
@@ -238,17 +247,29 @@ export const catalog: {
       })),
     },
     local: {
-      label: 'Local (eSpeak NG, offline)',
-      defaultModel: 'espeak-ng',
+      label: 'Local (Piper neural voice for English, eSpeak NG otherwise; offline)',
+      defaultModel: 'piper',
       hasModelSelector: true,
       defaultVoice: 'default',
       voices: null,
       credentialEnv: null,
       // eSpeak NG ships voices for all 22 ids (quality varies; zh is Mandarin 'cmn', or is 'or', ne is 'ne').
-      models: [{ id: 'espeak-ng', label: 'eSpeak NG', languages: [...LANGUAGES] }],
+      models: [
+        // English is spoken by the Piper voice; the other languages (no Piper voice installed) by eSpeak NG
+        { id: 'piper', label: 'Piper neural voice en_US-joe-medium for English (eSpeak NG for other languages and where the voice is not installed)', languages: [...LANGUAGES] },
+        { id: 'espeak-ng', label: 'eSpeak NG', languages: [...LANGUAGES] },
+      ],
     },
   },
 };
+
+/** The `local` TTS's named voices (eSpeak NG also accepts any of its own voice ids, so the entry's voices stay null). */
+export const LOCAL_TTS_VOICES: readonly { id: string; model: string; label: string }[] = [
+  { id: 'en_US-joe-medium', model: 'piper', label: 'Joe (US English, Piper neural voice)' },
+  { id: 'default', model: 'espeak-ng', label: "eSpeak NG's voice for the agent's first language" },
+  { id: 'en-us', model: 'espeak-ng', label: 'eSpeak NG US English' },
+  { id: 'en-gb', model: 'espeak-ng', label: 'eSpeak NG British English' },
+];
 
 export function llmEntry(provider: string): LlmProviderEntry | undefined {
   return (catalog.llm as Record<string, LlmProviderEntry>)[provider];

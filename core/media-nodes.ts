@@ -13,8 +13,18 @@ import { sql, type Db } from './db/pool.ts';
  */
 export const CALLS_PER_CORE = 25;
 
-export function defaultMaxCalls(cores = os.availableParallelism()): number {
-  return Math.max(1, cores * CALLS_PER_CORE);
+/**
+ * The same for the neural local engines (Whisper tiny.en STT, the Piper voice: the defaults of `local` once
+ * scripts/setup.sh installed their models). bench/real-calls on 2 cores shared with 7 other test suites (load
+ * average 12–20): voice-to-voice p50 / p99 1,552 / 1,666 ms at 1 call, 2,150 / 4,197 ms at 4, 5,042 / 9,059 ms at 8
+ * (CPU 8–11 % of a core per call). No level met p99 ≤ 1,500 ms on that loaded machine; 2 per core is the estimate
+ * for an unloaded node (Whisper ~0.1 s and Piper ~0.15 s of compute per second of audio on one idle core). Re-measure
+ * on the target machine (`LEVELS=1,2,4,8 npm run bench -- real-calls`) and set MEDIA_MAX_CALLS.
+ */
+export const NEURAL_CALLS_PER_CORE = 2;
+
+export function defaultMaxCalls(cores = os.availableParallelism(), perCore = CALLS_PER_CORE): number {
+  return Math.max(1, cores * perCore);
 }
 
 export interface NodeLoad {

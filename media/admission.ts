@@ -45,9 +45,16 @@ export function weightTransport(kind: string): WeightTransport {
   return kind === 'websocket' || kind === 'webrtc' ? kind : 'carrier';
 }
 
-/** A call's weight from its transport kind and its engines' provider ids ('local' = runs here). */
-export function callWeight(kind: string, providers: readonly string[]): number {
-  return CALL_WEIGHTS[weightTransport(kind)][providers.includes('local') ? 'local' : 'vendor'];
+/**
+ * A call's weight from its transport kind and its engines' provider ids ('local' = runs here). `localUnit` is what
+ * the local engines themselves weigh (1 for PocketSphinx / eSpeak NG, the unit; CALLS_PER_CORE /
+ * NEURAL_CALLS_PER_CORE when the neural models are installed): the transport's surcharge is added to it. A joining
+ * call is still held at the light weight (joiningWeight), so a burst of joins is not refused for engines it may not
+ * use; once its row is read it counts at its own weight and later joins see it.
+ */
+export function callWeight(kind: string, providers: readonly string[], localUnit = 1): number {
+  const row = CALL_WEIGHTS[weightTransport(kind)];
+  return providers.includes('local') ? row.local - 1 + localUnit : row.vendor;
 }
 
 /** The weight a joining call is held at: its transport's largest (its engines are not known yet). */

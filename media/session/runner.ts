@@ -63,7 +63,12 @@ export interface CallRunner {
   liveWeight(): number;
 }
 
-export function createCallRunner(deps: MediaDeps): CallRunner {
+export interface RunnerOptions {
+  /** the weight of a local-engine call's engines, in capacity units (media/admission.ts callWeight) */
+  localUnit?: number;
+}
+
+export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}): CallRunner {
   const { logger } = deps;
   const live = new Set<CallSession>();
   const weights = new Map<CallSession, number>();
@@ -124,7 +129,7 @@ export function createCallRunner(deps: MediaDeps): CallRunner {
     const sink = FileSink.forCall(deps.config, row.id);
     try {
       const config = parseCallConfig(row.config_snapshot);
-      const weight = callWeight(transport.kind, [config.stt.provider, config.tts.provider, config.llm.provider]);
+      const weight = callWeight(transport.kind, [config.stt.provider, config.tts.provider, config.llm.provider], runnerOpts.localUnit);
       built = await buildSession(row, config, transport, log, { ...opts, session: { ...opts.session, recordingSink: sink } }, async (result) => {
         if (built) {
           live.delete(built);

@@ -1,16 +1,19 @@
 // Process start: load what every call needs before the first call arrives, so the first caller after a start or a
 // deploy does not pay for model loading: the Silero VAD model (and one inference), the noise-gate thread with RNNoise's WASM module, and —
-// outside tests — the local STT's recogniser pool with the base vocabulary's model and the local TTS's synthesizers.
+// outside tests — the local STT's recogniser pools (Whisper decoder threads; PocketSphinx with the base vocabulary's
+// model) and the local TTS's synthesizers (Piper threads, eSpeak NG workers).
 import type { Config } from '../../core/config.ts';
 import type { Logger } from '../../core/logger.ts';
 import { warmNoiseGateThread } from '../noise/threaded.ts';
 import { warmLocalStt } from '../services/stt/local.ts';
 import { sharedEspeakPool } from '../services/tts/espeak-pool.ts';
+import { whisperPool } from '../services/stt/whisper.ts';
+import { piperPool } from '../services/tts/piper.ts';
 import { warmVad } from '../vad/index.ts';
 
 export async function warmMedia(config: Config, logger: Logger): Promise<void> {
   const t0 = performance.now();
-  const [vad, noise, stt, tts] = await Promise.allSettled([
+  const [vad, noise, stt, tts, whisper, piper] = await Promise.allSettled([
     warmVad(),
     warmNoiseGateThread(),
     config.NODE_ENV === 'test'
@@ -19,7 +22,21 @@ export async function warmMedia(config: Config, logger: Logger): Promise<void> {
     config.NODE_ENV === 'test'
       ? Promise.resolve(null)
       : sharedEspeakPool({ ...(config.LOCAL_TTS_PYTHON ? { python: config.LOCAL_TTS_PYTHON } : {}), ...(config.LOCAL_TTS_WORKERS ? { workers: config.LOCAL_TTS_WORKERS } : {}) }),
+    // the neural local engines (default models of `local`): their model files verified and loaded in every thread
+    config.NODE_ENV === 'test' ? Promise.resolve(null) : whisperPool(config.LOCAL_STT_WORKERS ? { workers: config.LOCAL_STT_WORKERS } : {}),
+    config.NODE_ENV === 'test' ? Promise.resolve(null) : piperPool(config.LOCAL_TTS_WORKERS ? { workers: config.LOCAL_TTS_WORKERS } : {}),
   ]);
+  for (const [what, r] of [['Whisper (local STT; PocketSphinx is used instead)', whisper], ['Piper voice (local TTS; eSpeak NG is used instead)', piper]] as const)
+    if (r.status === 'rejected' && config.NODE_ENV !== 'test') logger.warn({ err: (r.reason as Error).message }, `${what} cannot run`);
   for (const [what, r] of [['vad', vad], ['noise gate', noise]] as const) if (r.status === 'rejected') logger.warn({ err: r.reason }, `could not preload the ${what}`);
-  logger.info({ ms: Math.round(performance.now() - t0), localStt: stt.status === 'fulfilled' && stt.value, localTtsPool: tts.status === 'fulfilled' && tts.value !== null }, 'media engines preloaded');
+  logger.info(
+    {
+      ms: Math.round(performance.now() - t0),
+      localStt: stt.status === 'fulfilled' && stt.value,
+      localTtsPool: tts.status === 'fulfilled' && tts.value !== null,
+      whisper: whisper.status === 'fulfilled' && whisper.value !== null,
+      piper: piper.status === 'fulfilled' && piper.value !== null,
+    },
+    'media engines preloaded',
+  );
 }

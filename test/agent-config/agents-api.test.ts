@@ -387,7 +387,7 @@ test('GET /agents/models/available serves the catalog', async (t) => {
   const flux = r.body.stt.find((p: Body) => p.provider === 'deepgram').models.find((m: Body) => m.id === 'flux-general-multi');
   t.deepEqual(flux.languages, ['en', 'hi', 'es', 'fr', 'ja', 'de', 'pt', 'ru']);
   const local = r.body.llm.find((p: Body) => p.provider === 'local');
-  t.deepEqual(local.models.map((m: Body) => m.id), ['local-demo']);
+  t.deepEqual(local.models.map((m: Body) => m.id), ['local-demo', 'qwen2.5-coder-0.5b-instruct']);
   // every default model is in its own list, and every listed model validates
   for (const fam of ['llm', 'stt', 'tts'] as const) for (const p of r.body[fam]) t.true(p.models.some((m: Body) => m.id === p.defaultModel), `${fam}/${p.provider}`);
 });

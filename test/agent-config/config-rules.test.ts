@@ -183,7 +183,7 @@ const cases: Case[] = [
   { rule: 'inworld ok', body: set('tts', { provider: 'inworld', inworld: { speakingRate: 1.5, temperature: 2 } }), expect: ok() },
   { rule: 'inworld.temperature', body: set('tts', { provider: 'inworld', inworld: { temperature: 2.1 } }), expect: bad(['tts', 'inworld', 'temperature'], 'less_than_equal') },
   { rule: 'local engines ok', body: () => ({ ...base(), llm: { provider: 'local', model: null }, stt: { provider: 'local' }, tts: { provider: 'local' } }), expect: ok((c) => c.llm.model === 'local-demo') },
-  { rule: 'local stt is English only', body: () => ({ ...base(), stt: { provider: 'local' }, tts: { provider: 'local' }, languages: ['en', 'de'] }), expect: bad(['languages'], 'value_error', /de.*pocketsphinx/) },
+  { rule: 'local stt is English only', body: () => ({ ...base(), stt: { provider: 'local' }, tts: { provider: 'local' }, languages: ['en', 'de'] }), expect: bad(['languages'], 'value_error', /de.*whisper-tiny\.en/) },
   // noise gate and sounds
   { rule: 'noiseGate defaults', body: base, expect: ok((c) => c.noiseGate.enabled === true && c.noiseGate.model === 'voice-focus' && c.noiseGate.enhancementLevel === 0.8) },
   { rule: 'noiseGate.model enum', body: set('noiseGate', { model: 'krisp' }), expect: bad(['noiseGate', 'model'], 'literal_error') },

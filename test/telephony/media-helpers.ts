@@ -39,7 +39,7 @@ export class Scenarios {
       engines: {
         llm: new DemoLlm('demo'),
         stt: createLocalStt('pocketsphinx', { corpus: [config.systemPrompt, 'what time is it', 'good bye'] }),
-        tts: createLocalTts({ languages: config.languages }),
+        tts: createLocalTts({ languages: config.languages, model: 'espeak-ng' }),
       },
       vad: await createVad(),
     };

@@ -21,6 +21,7 @@
 import type { Config } from '../../../core/config.ts';
 import type { ChatMessage, LlmChunk, LlmRequest, LlmService } from '../types.ts';
 import { OpenAiCompatLlm } from './openai.ts';
+import { LlamaLlm, QWEN_MODEL } from './llama.ts';
 
 const NUM_WORDS: Record<string, number> = {
   zero: 0, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, eleven: 11, twelve: 12,
@@ -122,8 +123,8 @@ export class DemoLlm implements LlmService {
 }
 
 /** The `local` LLM engine for this install (OpenAI-compatible server when configured, else the demo responder). */
-export function createLocalLlm(config: Pick<Config, 'LOCAL_LLM_BASE_URL' | 'LOCAL_LLM_MODEL'>, model: string, fetchImpl?: typeof fetch): LlmService {
-  if (config.LOCAL_LLM_BASE_URL) {
+export function createLocalLlm(config: Pick<Config, 'LOCAL_LLM_BASE_URL' | 'LOCAL_LLM_MODEL'>, model: string, fetchImpl?: typeof fetch, modelsDir?: string): LlmService {
+  if (config.LOCAL_LLM_BASE_URL && model !== QWEN_MODEL) {
     return new OpenAiCompatLlm({
       provider: 'local',
       model: config.LOCAL_LLM_MODEL ?? model,
@@ -131,5 +132,46 @@ export function createLocalLlm(config: Pick<Config, 'LOCAL_LLM_BASE_URL' | 'LOCA
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
     });
   }
+  if (model === QWEN_MODEL) return new LlamaOrDemo(modelsDir);
   return new DemoLlm(model);
+}
+
+let fallbackReported = '';
+
+/**
+ * Model `qwen2.5-coder-0.5b-instruct`: node-llama-cpp (llama.ts) when the model file is installed and verified;
+ * otherwise the demo responder answers (reported once per process; `model` then says `local-demo`).
+ */
+class LlamaOrDemo implements LlmService {
+  readonly provider = 'local';
+  model = QWEN_MODEL;
+  private use: LlmService | null = null;
+
+  constructor(private readonly modelsDir?: string) {}
+
+  private async engine(): Promise<LlmService> {
+    if (this.use) return this.use;
+    const llama = new LlamaLlm(this.modelsDir);
+    try {
+      await llama.prewarm();
+      this.use = llama;
+    } catch (err) {
+      const why = (err as Error).message;
+      if (fallbackReported !== why) {
+        fallbackReported = why;
+        process.emitWarning(`local LLM: ${QWEN_MODEL} cannot run (${why}); the demo responder answers`, 'LocalLlmFallback');
+      }
+      this.use = new DemoLlm('local-demo');
+      this.model = 'local-demo';
+    }
+    return this.use;
+  }
+
+  async prewarm(): Promise<void> {
+    await this.engine();
+  }
+
+  async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
+    yield* (await this.engine()).stream(req);
+  }
 }

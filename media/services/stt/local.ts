@@ -1,4 +1,8 @@
-// `local` STT: PocketSphinx 5 (the PyPI wheel, which ships its US-English acoustic model and dictionary; no
+// `local` STT. Model `whisper-tiny.en` (the default; whisper.ts) runs when its model file is installed and
+// verified; otherwise, and for model `pocketsphinx`, this file's recogniser runs (the fallback is reported once
+// per process, and the service's `model` says which one runs).
+//
+// PocketSphinx 5 (the PyPI wheel, which ships its US-English acoustic model and dictionary; no
 // download at run time), a shared pool of recogniser processes serving every call's utterances (see below), with a
 // small per-agent language model.
 //
@@ -25,6 +29,7 @@ import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
 import { BASE_SENTENCES } from './base-corpus.ts';
 import { buildLanguageModel, tokenize } from './lm.ts';
 import { buildDictionary } from './pronounce.ts';
+import { openWhisperStream, whisperPrompt } from './whisper.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '../../..');
@@ -88,6 +93,12 @@ export interface LocalSttOptions {
   python?: string;
   /** Directory for the generated language models (content-addressed, reused across calls). */
   cacheDir?: string;
+  /** Whisper: the agent's greeting (the initial prompt carries it with the key terms). */
+  greeting?: string;
+  /** Whisper: where the model files are (default media/services/model-files.ts modelsDir()). */
+  modelsDir?: string;
+  /** Told once per process why Whisper cannot run and PocketSphinx is used instead (default: a process warning). */
+  onFallback?: (message: string) => void;
 }
 
 const built = new Map<string, Promise<{ lm: string; dict: string }>>();
@@ -453,15 +464,37 @@ function openCli(files: { lm: string; dict: string }, onEvent: (e: SttEvent) => 
   return new CliPocketsphinxStream(child, onEvent);
 }
 
+/** The `local` STT's models: Whisper tiny.en (default) and PocketSphinx (selectable; the fallback). */
+export const WHISPER_MODEL = 'whisper-tiny.en';
+export const POCKETSPHINX_MODEL = 'pocketsphinx';
+
+/** Why Whisper could not run, reported once per process (then every call falls back quietly). */
+let fallbackReported = '';
+
 export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttService {
   const python = opts.python ?? defaultSttPython();
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const corpus = opts.corpus ?? [];
-  return {
+  const service = {
     provider: 'local',
+    /** the model this service runs: after a fallback, `pocketsphinx` */
     model,
     hasTurnDetection: false,
     async open(o: SttOptions): Promise<SttStream> {
+      if (model !== POCKETSPHINX_MODEL) {
+        try {
+          const stream = await openWhisperStream(o, whisperPrompt(opts.greeting, o.keyterms), opts.modelsDir ? { modelsDir: opts.modelsDir } : {});
+          service.model = WHISPER_MODEL;
+          return stream;
+        } catch (err) {
+          const why = (err as Error).message;
+          if (fallbackReported !== why) {
+            fallbackReported = why;
+            (opts.onFallback ?? ((m: string) => process.emitWarning(m, 'LocalSttFallback')))(`local STT: Whisper cannot run (${why}); using PocketSphinx`);
+          }
+          service.model = POCKETSPHINX_MODEL;
+        }
+      }
       const mode = opts.backend ?? 'auto';
       const backend = mode === 'cli' ? await resolveBackend('/nonexistent/python', true) : await resolveBackend(python, mode === 'auto');
       const files = await prepareModel(corpus, o.keyterms, backend.cmudict, cacheDir);
@@ -472,4 +505,5 @@ export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttSe
       return new PooledStream(pool, files, o.onEvent);
     },
   };
+  return service;
 }

@@ -1,4 +1,9 @@
-// `local` TTS: eSpeak NG (system package). The media process's shared synthesizers (espeak-pool.ts: long-lived
+// `local` TTS. Model `piper` (piper.ts: the neural Piper voice en_US-joe-medium) is the default for English
+// agents whose voice is unset, `default` or `en_US-joe-medium`; where its model files are missing or fail their
+// hash check, or it cannot load, eSpeak NG speaks instead (reported once per process; the service's `model` and
+// `voice` then say eSpeak). Model `espeak-ng`, or any eSpeak voice id, or a non-English agent: eSpeak NG.
+//
+// eSpeak NG (system package). The media process's shared synthesizers (espeak-pool.ts: long-lived
 // libespeak-ng workers) speak every call's text; where they cannot run (no python3 or no libespeak-ng), or when
 // a `binary` is named, one `espeak-ng --stdout` process per text chunk instead. Either way the 22 050 Hz audio is
 // streamed as produced, resampled to 24 kHz (polyphase FIR, media/audio) and yielded in chunks; an abort stops
@@ -9,6 +14,7 @@ import { Resampler } from '../../audio/resample.ts';
 import type { TtsService } from '../types.ts';
 import { engineError } from '../llm/openai.ts';
 import { sharedEspeakPool } from './espeak-pool.ts';
+import { createPiperTts, piperPool, PIPER_MODEL, PIPER_VOICE } from './piper.ts';
 
 export const ESPEAK_RATE = 22050;
 
@@ -20,16 +26,62 @@ export function espeakVoice(voice: string | null | undefined, languages: string[
   return LANGUAGE_VOICES[lang] ?? lang;
 }
 
+/** The model a `local` TTS with no model set uses: Piper for English with the default voice, else eSpeak NG. */
+export function defaultLocalTtsModel(voice: string | null | undefined, languages: string[]): string {
+  const english = (languages[0] ?? 'en') === 'en';
+  return english && (!voice || voice === 'default' || voice === PIPER_VOICE) ? PIPER_MODEL : 'espeak-ng';
+}
+
+let fallbackReported = '';
+
 export interface LocalTtsOptions {
-  model?: string;
+  model?: string | null;
   voice?: string | null;
   languages?: string[];
   /** words per minute (eSpeak default 175) */
   wordsPerMinute?: number;
   binary?: string;
+  /** Piper: where the model files are (default media/services/model-files.ts modelsDir()) */
+  modelsDir?: string;
+  /** Told once per process why Piper cannot run and eSpeak NG speaks instead (default: a process warning). */
+  onFallback?: (message: string) => void;
 }
 
 export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
+  const model = opts.model ?? defaultLocalTtsModel(opts.voice, opts.languages ?? ['en']);
+  // Piper has an English voice only; an eSpeak voice id, or an eSpeak binary, names eSpeak
+  if (model !== PIPER_MODEL || opts.binary || defaultLocalTtsModel(opts.voice, opts.languages ?? ['en']) !== PIPER_MODEL) return createEspeakTts({ ...opts, model: 'espeak-ng' });
+  const piper = createPiperTts({ ...(opts.modelsDir ? { modelsDir: opts.modelsDir } : {}), ...(opts.wordsPerMinute ? { wordsPerMinute: opts.wordsPerMinute } : {}) });
+  const espeak = createEspeakTts({ ...opts, voice: opts.voice === PIPER_VOICE ? null : opts.voice, model: 'espeak-ng' });
+  let use: TtsService | null = null;
+  const service = {
+    provider: 'local',
+    model: PIPER_MODEL,
+    voice: PIPER_VOICE,
+    lookahead: 1,
+    async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+      if (!use) {
+        try {
+          await piperPool(opts.modelsDir ? { modelsDir: opts.modelsDir } : {});
+          use = piper;
+        } catch (err) {
+          const why = (err as Error).message;
+          if (fallbackReported !== why) {
+            fallbackReported = why;
+            (opts.onFallback ?? ((m: string) => process.emitWarning(m, 'LocalTtsFallback')))(`local TTS: the Piper voice cannot run (${why}); using eSpeak NG`);
+          }
+          use = espeak;
+          service.model = espeak.model;
+          service.voice = espeak.voice;
+        }
+      }
+      yield* use.synthesize(text, signal);
+    },
+  };
+  return service;
+}
+
+function createEspeakTts(opts: LocalTtsOptions): TtsService {
   const voice = espeakVoice(opts.voice, opts.languages ?? ['en']);
   if (!/^[A-Za-z0-9][A-Za-z0-9_+\-/]*$/.test(voice)) throw new Error(`invalid eSpeak voice '${voice}'`);
   const binary = opts.binary ?? 'espeak-ng';

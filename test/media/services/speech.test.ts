@@ -1,4 +1,5 @@
-// The local speech engines for real: eSpeak NG TTS, PocketSphinx 5 STT, Silero VAD.
+// The local speech engines for real: eSpeak NG TTS, PocketSphinx 5 STT, Silero VAD (the older `local` models,
+// selected explicitly; Whisper and Piper: neural-engines.test.ts).
 import test from 'ava';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createLocalStt } from '../../../media/services/stt/local.ts';
@@ -7,10 +8,10 @@ import { resample } from '../../../media/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import type { SttEvent } from '../../../media/services/types.ts';
 
-const tts = createLocalTts({ languages: ['en'] });
+const tts = createLocalTts({ languages: ['en'], model: 'espeak-ng' });
 // the callers' audio: one espeak-ng process per sentence (every sentence exactly as a fresh engine speaks it, so
 // the recognition figures below do not move with what a shared synthesizer said before)
-const callerTts = createLocalTts({ languages: ['en'], binary: 'espeak-ng' });
+const callerTts = createLocalTts({ languages: ['en'], model: 'espeak-ng', binary: 'espeak-ng' });
 
 async function speak(text: string, signal = new AbortController().signal, engine = tts): Promise<Int16Array> {
   const parts: Int16Array[] = [];
@@ -52,7 +53,7 @@ test('local TTS: voice follows the language; a voice that looks like an option i
   t.is(createLocalTts({ languages: ['zh'] }).voice, 'cmn');
   t.is(createLocalTts({ voice: 'en-gb', languages: ['en'] }).voice, 'en-gb');
   t.throws(() => createLocalTts({ voice: '--help' }), { message: /invalid eSpeak voice/ });
-  const bad = createLocalTts({ binary: 'espeak-ng-not-installed' });
+  const bad = createLocalTts({ model: 'espeak-ng', binary: 'espeak-ng-not-installed' });
   const err = await t.throwsAsync(async () => {
     for await (const _ of bad.synthesize('hello', new AbortController().signal)) void _;
   });

@@ -1,0 +1,112 @@
+// `local` TTS, model `piper` (the default for English): the Piper voice en_US-joe-medium (VITS, ONNX, 22 050 Hz)
+// run through onnxruntime-node on a shared pool of inference threads (piper-thread.ts; LOCAL_TTS_WORKERS, default
+// one per core), the model files verified by media/services/model-files.ts before they are loaded.
+//
+// Each chunk the pipeline hands over (a sentence, or the first clause of a reply) is split further at clause
+// boundaries when it is long (so the first audio comes after one short clause, not a whole long sentence); the
+// pieces are synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's
+// 24 kHz. An abort stops after the piece in flight (a clause: tens of ms of compute) and yields nothing more.
+import os from 'node:os';
+import { Resampler } from '../../audio/resample.ts';
+import { engineError } from '../llm/openai.ts';
+import { verifiedModel } from '../model-files.ts';
+import { ThreadPool } from '../thread-pool.ts';
+import type { TtsService } from '../types.ts';
+import type { PiperRequest } from './piper-thread.ts';
+
+export const PIPER_MODEL = 'piper';
+export const PIPER_VOICE = 'en_US-joe-medium';
+export const PIPER_RATE = 22050;
+/** pieces longer than this (characters) are split at clause boundaries */
+const LONG = 90;
+/** ... into pieces of at least this many characters */
+const MIN_PIECE = 24;
+
+let pool: ThreadPool<PiperRequest, Int16Array> | null = null;
+let poolKey = '';
+
+function poolSize(workers?: number): number {
+  const n = workers ?? Number(process.env.LOCAL_TTS_WORKERS);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 64) : Math.max(1, os.availableParallelism());
+}
+
+/** The shared Piper pool, its files verified (SHA-256) and the voice loaded in every thread; rejects when it cannot run. */
+export async function piperPool(opts: { workers?: number; modelsDir?: string; espeak?: string } = {}): Promise<ThreadPool<PiperRequest, Int16Array>> {
+  const [modelPath, configPath] = await verifiedModel('piper-en_US-joe-medium', opts.modelsDir);
+  const key = `${modelPath}|${opts.espeak ?? 'espeak-ng'}`;
+  if (!pool || poolKey !== key) {
+    await pool?.close();
+    pool = new ThreadPool<PiperRequest, Int16Array>(new URL('./piper-thread.ts', import.meta.url), { modelPath, configPath, espeak: opts.espeak ?? 'espeak-ng' }, poolSize(opts.workers), 'Piper voice');
+    poolKey = key;
+  }
+  const p = pool;
+  try {
+    await p.ready();
+  } catch (err) {
+    if (pool === p) {
+      pool = null;
+      await p.close();
+    }
+    throw err;
+  }
+  return p;
+}
+
+export async function closePiper(): Promise<void> {
+  const p = pool;
+  pool = null;
+  await p?.close();
+}
+
+/** A chunk into pieces: short ones as they are, long ones at sentence and clause boundaries (. ! ? , ; : dashes). */
+export function splitClauses(text: string): string[] {
+  const t = text.replace(/\s+/g, ' ').trim();
+  if (t.length <= LONG) return t ? [t] : [];
+  const parts = t.split(/(?<=[,;:.!?])\s+|\s+(?=—|–|-\s)/);
+  const out: string[] = [];
+  for (const p of parts) {
+    const last = out.at(-1);
+    if (last !== undefined && (last.length < MIN_PIECE || p.length < MIN_PIECE / 2) && last.length + p.length < LONG) out[out.length - 1] = `${last} ${p}`;
+    else out.push(p);
+  }
+  return out;
+}
+
+export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: number; pool?: () => Promise<ThreadPool<PiperRequest, Int16Array>> } = {}): TtsService {
+  const lengthScale = opts.wordsPerMinute ? 175 / opts.wordsPerMinute : 1;
+  const getPool = opts.pool ?? (() => piperPool(opts.modelsDir ? { modelsDir: opts.modelsDir } : {}));
+  return {
+    provider: 'local',
+    model: PIPER_MODEL,
+    voice: PIPER_VOICE,
+    lookahead: 1,
+    async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+      const pieces = splitClauses(text).filter((p) => /[\p{L}\p{N}]/u.test(p));
+      if (signal.aborted || pieces.length === 0) return;
+      const p = await getPool();
+      const resampler = new Resampler(PIPER_RATE, 24000);
+      const start = (i: number) => {
+        const r = p.run({ text: pieces[i]!, lengthScale });
+        r.catch(() => {}); // awaited below; an abandoned one must not be an unhandled rejection
+        return r;
+      };
+      let next = start(0);
+      for (let i = 0; i < pieces.length; i++) {
+        let pcm: Int16Array;
+        try {
+          pcm = await next;
+        } catch (err) {
+          if (signal.aborted) return;
+          throw engineError(`Piper voice failed: ${(err as Error).message}`, true, false);
+        }
+        if (signal.aborted) return;
+        if (i + 1 < pieces.length) next = start(i + 1);
+        const out = resampler.process(pcm);
+        if (out.length) yield out;
+        if (signal.aborted) return;
+      }
+      const tail = resampler.flush();
+      if (tail.length) yield tail;
+    },
+  };
+}
