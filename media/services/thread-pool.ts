@@ -1,18 +1,36 @@
-// A small pool of worker threads that run a model's inference off the media process's event loop (the local
+// A small pool of helper processes that run a model's inference off the media process's event loop (the local
 // Whisper recogniser and the Piper voice: both block while they compute, for tens to hundreds of milliseconds).
-// Each thread loads the model once (workerData) and answers requests in order: { id, ...request } in,
-// { id, result } or { id, error } out. A request goes to the thread with the fewest outstanding requests; a
-// thread that fails or exits rejects what it had and is replaced at the next request. Idle threads never keep the
+// Each helper loads the model once (its pool data) and answers requests in order: { id, ...request } in,
+// { id, result } or { id, error } out. A request goes to the helper with the fewest outstanding requests; a
+// helper that fails or exits rejects what it had and is replaced at the next request. Idle helpers never keep the
 // process alive.
-import { Worker } from 'node:worker_threads';
+// Processes, not worker threads: the native addons (onnxruntime-node, whisper.cpp) tear down badly when a worker
+// thread is terminated at process exit (std::terminate on a Napi::Error, or a segfault, seen in every test file that
+// loaded them), and a child process dies on its own when the parent goes (its IPC channel closes).
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 type Pending<R> = { resolve(r: R): void; reject(e: Error): void };
 
 class Slot<R> {
-  worker: Worker | null = null;
+  worker: ChildProcess | null = null;
   ready: Promise<void> | null = null;
   readonly pending = new Map<number, Pending<R>>();
 }
+
+function setRef(w: ChildProcess, on: boolean): void {
+  const ch = w.channel as { ref?(): void; unref?(): void } | undefined | null;
+  if (on) {
+    w.ref();
+    ch?.ref?.();
+  } else {
+    w.unref();
+    ch?.unref?.();
+  }
+}
+
+/** The environment variable that carries a helper's pool data (JSON). */
+const DATA_ENV = 'MEDIA_POOL_WORKER_DATA';
 
 export class ThreadPool<Q extends object, R> {
   private readonly slots: Slot<R>[];
@@ -31,27 +49,28 @@ export class ThreadPool<Q extends object, R> {
     return this.slots.length;
   }
 
-  /** Requests sent and not answered yet, over all threads. */
+  /** Requests sent and not answered yet, over all helpers. */
   get outstanding(): number {
     return this.slots.reduce((n, s) => n + s.pending.size, 0);
   }
 
-  /** Every thread started and its model loaded (rejects with the load error). */
+  /** Every helper started and its model loaded (rejects with the load error). */
   async ready(): Promise<void> {
     await Promise.all(this.slots.map((s) => this.start(s)));
   }
 
-  run(req: Q, transfer: ArrayBuffer[] = []): Promise<R> {
+  run(req: Q, _transfer: ArrayBuffer[] = []): Promise<R> {
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.pending.size < slot.pending.size || (s.pending.size === slot.pending.size && s.worker && !slot.worker)) slot = s;
     const id = ++this.seq;
-    // counted at once (not when the thread is up), so that requests made together spread over the threads
+    // counted at once (not when the helper is up), so that requests made together spread over the helpers
     const answer = new Promise<R>((resolve, reject) => slot.pending.set(id, { resolve, reject }));
     this.start(slot).then(
       () => {
-        if (!slot.pending.has(id) || !slot.worker) return;
-        slot.worker.ref();
-        slot.worker.postMessage({ ...req, id }, transfer);
+        const w = slot.worker;
+        if (!slot.pending.has(id) || !w || !w.connected) return;
+        setRef(w, true);
+        w.send({ ...req, id });
       },
       () => {}, // start() failing rejects every pending request of the slot
     );
@@ -60,8 +79,13 @@ export class ThreadPool<Q extends object, R> {
 
   private start(slot: Slot<R>): Promise<void> {
     if (slot.ready) return slot.ready;
-    const w = new Worker(this.script, { workerData: this.workerData });
-    w.unref();
+    const w = fork(fileURLToPath(this.script), [], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, [DATA_ENV]: JSON.stringify(this.workerData) },
+    });
+    // referenced while it loads and while it has requests: only an idle helper lets the process exit
+    setRef(w, true);
     slot.worker = w;
     const fail = (err: Error) => {
       if (slot.worker !== w) return;
@@ -70,11 +94,14 @@ export class ThreadPool<Q extends object, R> {
       const pending = [...slot.pending.values()];
       slot.pending.clear();
       for (const p of pending) p.reject(err);
-      void w.terminate();
+      if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
     };
     slot.ready = new Promise<void>((ok, bad) => {
       w.on('message', (m: { id: number; result?: R; error?: string; loaded?: boolean; loadError?: string }) => {
-        if (m.loaded) return ok();
+        if (m.loaded) {
+          if (slot.pending.size === 0) setRef(w, false);
+          return ok();
+        }
         if (m.loadError !== undefined) {
           bad(new Error(`${this.what}: ${m.loadError}`));
           return fail(new Error(`${this.what}: ${m.loadError}`));
@@ -82,7 +109,7 @@ export class ThreadPool<Q extends object, R> {
         const p = slot.pending.get(m.id);
         if (!p) return;
         slot.pending.delete(m.id);
-        if (slot.pending.size === 0) w.unref();
+        if (slot.pending.size === 0) setRef(w, false);
         if (m.error !== undefined) p.reject(new Error(`${this.what}: ${m.error}`));
         else p.resolve(m.result as R);
       });
@@ -90,8 +117,8 @@ export class ThreadPool<Q extends object, R> {
         bad(err);
         fail(err);
       });
-      w.on('exit', (code) => {
-        const err = new Error(`${this.what} thread exited (${code})`);
+      w.on('exit', (code, signal) => {
+        const err = new Error(`${this.what} helper exited (${signal ?? code})`);
         bad(err);
         fail(err);
       });
@@ -108,14 +135,36 @@ export class ThreadPool<Q extends object, R> {
         s.ready = null;
         for (const p of s.pending.values()) p.reject(new Error(`${this.what} closed`));
         s.pending.clear();
-        if (w) await w.terminate();
+        if (w && w.exitCode === null && w.signalCode === null) {
+          const gone = new Promise<void>((r) => w.once('exit', () => r()));
+          w.kill('SIGKILL');
+          await gone;
+        }
       }),
     );
   }
 }
 
-/** In a pool thread: load the model, announce it, then answer each request with handle()'s result. */
-export async function serveThread<Q, R>(port: import('node:worker_threads').MessagePort, load: () => Promise<(req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>>): Promise<void> {
+/** In a pool helper: the data its pool gave it. */
+export function poolData<T>(): T {
+  return JSON.parse(process.env[DATA_ENV] ?? 'null') as T;
+}
+
+/** A pool helper's end of the channel to its pool (the IPC channel of this child process). */
+export interface PoolPort {
+  postMessage(m: unknown, transfer?: ArrayBuffer[]): void;
+  on(event: 'message', fn: (m: never) => void): void;
+}
+
+export const poolPort: PoolPort = {
+  postMessage: (m) => void process.send?.(m),
+  on: (event, fn) => void process.on(event, fn as (m: unknown) => void),
+};
+
+/** In a pool helper: load the model, announce it, then answer each request with handle()'s result. */
+export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>>): Promise<void> {
+  // the media process went away (its IPC channel closed): so does the helper
+  process.on('disconnect', () => process.exit(0));
   let handle: (req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>;
   try {
     handle = await load();

@@ -1,18 +1,17 @@
 // One Whisper decoder (whisper.cpp through @napi-rs/whisper) on a worker thread of the pool in whisper.ts: its
 // full() call is synchronous and takes ~0.1 s per second of speech, so it must never run on the event loop.
 // Request: 16 kHz mono float samples of one utterance, the initial prompt. Reply: the text.
-import { parentPort, workerData } from 'node:worker_threads';
 import { Whisper, WhisperFullParams, WhisperSamplingStrategy } from '@napi-rs/whisper';
-import { serveThread } from '../thread-pool.ts';
+import { poolData, poolPort, serveThread } from '../thread-pool.ts';
 
 export interface WhisperRequest {
   samples: Float32Array;
   prompt: string;
 }
 
-const { modelPath, threads } = workerData as { modelPath: string; threads: number };
+const { modelPath, threads } = poolData<{ modelPath: string; threads: number }>();
 
-void serveThread<WhisperRequest, string>(parentPort!, async () => {
+void serveThread<WhisperRequest, string>(poolPort, async () => {
   const whisper = new Whisper(modelPath, { useGpu: false });
   return async ({ samples, prompt }) => {
     const p = new WhisperFullParams(WhisperSamplingStrategy.Greedy);

@@ -4,9 +4,8 @@
 // Request: one clause or sentence of text. Reply: its 16-bit samples at the voice's rate.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { serveThread } from '../thread-pool.ts';
+import { poolData, poolPort, serveThread } from '../thread-pool.ts';
 
 export interface PiperRequest {
   text: string;
@@ -21,7 +20,7 @@ interface VoiceConfig {
   phoneme_id_map: Record<string, number[]>;
 }
 
-const { modelPath, configPath, espeak } = workerData as { modelPath: string; configPath: string; espeak: string };
+const { modelPath, configPath, espeak } = poolData<{ modelPath: string; configPath: string; espeak: string }>();
 
 /** IPA phonemes of a text, clause by clause (eSpeak prints one line per clause), punctuation put back as Piper does. */
 function phonemize(text: string, voice: string, binary: string): Promise<string> {
@@ -36,7 +35,7 @@ function phonemize(text: string, voice: string, binary: string): Promise<string>
   });
 }
 
-void serveThread<PiperRequest, Int16Array>(parentPort!, async () => {
+void serveThread<PiperRequest, Int16Array>(poolPort, async () => {
   const cfg = JSON.parse(readFileSync(configPath, 'utf8')) as VoiceConfig;
   const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
   const ids = (phonemes: string): number[] => {
