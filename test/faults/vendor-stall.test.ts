@@ -4,7 +4,9 @@
 // out), dropped and reopened; the caller's next utterance is recognised on the new connection. Without the bound the
 // caller would never be answered again. The adapter is built as a call builds it (createEngines with
 // DEEPGRAM_API_KEY/DEEPGRAM_BASE_URL pointing at the local Deepgram fake). Figures (stall → reconnect, stall → next
-// turn) are printed for the README, never asserted.
+// turn) are printed for the README, never asserted. The same for a WebSocket TTS (media/services/tts/vendor.ts
+// VendorSocket, TTS_STALL_MS = 10 s after the last message sent): the hung request fails as transient, the socket is
+// reopened, and the adapter's one retry of a request that produced no audio speaks the reply on the new socket.
 import test from 'ava';
 import { loadConfig } from '../../core/config.ts';
 import { createEngines, type EngineAgentConfig } from '../../media/services/index.ts';
@@ -13,6 +15,10 @@ import { STT_STALL_MS } from '../../media/services/stt/ws-session.ts';
 import { silence, tone } from '../fakes/stt/_ws-fake.ts';
 import { startDeepgramFake } from '../fakes/stt/deepgram.ts';
 import { until } from '../helpers/calls.ts';
+import { CartesiaTts } from '../../media/services/tts/cartesia.ts';
+import { TTS_STALL_MS } from '../../media/services/tts/vendor.ts';
+import { FakeCartesia } from '../fakes/tts/cartesia.ts';
+import { synth } from '../media/services/tts/helpers.ts';
 
 const SCRIPT = ['What are your opening hours?', 'Do you open on Sunday?', 'Thank you very much'];
 
@@ -75,4 +81,31 @@ test('STT stream stalls mid-call (open, no bytes): reconnected after the stall b
   t.log(`stall → reconnect ${reconnectMs} ms, stall → next recognised turn ${answeredMs} ms (bound ${STT_STALL_MS} ms + reconnect)`);
   c.stop();
   await stream.close();
+});
+
+test('TTS stream stalls mid-reply (open, no bytes): dropped after the stall bound, the reply is spoken on a new connection', async (t) => {
+  const fake = await new FakeCartesia({ apiKey: 'ca-key' }).listen();
+  const tts = new CartesiaTts({ baseUrl: fake.server.baseUrl, apiKey: 'ca-key', model: 'sonic-3', voice: 'f786b574-daa5-4673-aa0c-cbe3e8534c02', languages: ['en'] });
+  t.teardown(async () => {
+    await tts.close();
+    await fake.close();
+  });
+  await tts.connect();
+  const first = await synth(tts, 'Hello there.');
+  t.true(first.pcm.length > 0);
+
+  fake.server.stallAll();
+  const stalledAt = Date.now();
+  let firstPieceMs = -1;
+  // the hung request fails as transient with no audio yet, so the adapter sends it once more on the reopened socket
+  const reply = await synth(tts, 'Are you still there?', { onPiece: () => void (firstPieceMs < 0 && (firstPieceMs = Date.now() - stalledAt)) });
+  t.true(reply.pcm.length > 0, 'the reply is spoken');
+  t.is(fake.server.connections, 2, 'on a new connection');
+  t.true(
+    fake.server.messages(1).some((m) => m.transcript === 'Are you still there? '),
+    'the hung vendor had been sent the reply',
+  );
+  const next = await synth(tts, 'Good.');
+  t.true(next.pcm.length > 0, 'the call goes on');
+  t.log(`stall → first audio of the reply ${firstPieceMs} ms (bound ${TTS_STALL_MS} ms + reconnect)`);
 });

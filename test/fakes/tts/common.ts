@@ -71,6 +71,8 @@ export class FakeServer {
   readonly http: Array<{ method: string; path: string; headers: IncomingMessage['headers']; body: string; remotePort: number }> = [];
   readonly pings: number[] = [];
   readonly open = new Set<WebSocket>();
+  /** hung connections: open, their messages recorded, never answered */
+  readonly stalled = new Set<WebSocket>();
   port = 0;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly server = createServer((req, res) => void this.handleHttp(req, res));
@@ -105,7 +107,7 @@ export class FakeServer {
             msg = { raw: data.toString() };
           }
           this.received.push({ conn, msg });
-          this.o.onMessage(ws, msg, conn);
+          if (!this.stalled.has(ws)) this.o.onMessage(ws, msg, conn);
         });
         this.o.onConnection?.(ws, conn, u);
       });
@@ -145,6 +147,11 @@ export class FakeServer {
   /** Drop every live connection abruptly (network failure / vendor restart). */
   dropAll(): void {
     for (const ws of this.open) ws.terminate();
+  }
+
+  /** Every live connection hangs: stays open, never answers again (later connections behave normally). */
+  stallAll(): void {
+    for (const ws of this.open) this.stalled.add(ws);
   }
 
   /** Close every live connection the way a vendor's idle timeout does. */
