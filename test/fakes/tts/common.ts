@@ -71,6 +71,8 @@ export class FakeServer {
   readonly http: Array<{ method: string; path: string; headers: IncomingMessage['headers']; body: string; remotePort: number }> = [];
   readonly pings: number[] = [];
   readonly open = new Set<WebSocket>();
+  /** refuse every upgrade with this status and body (a vendor outage: 5xx at connect) until set back to null */
+  refusing: { status: number; body: string } | null = null;
   /** hung connections: open, their messages recorded, never answered */
   readonly stalled = new Set<WebSocket>();
   port = 0;
@@ -92,7 +94,7 @@ export class FakeServer {
         socket.end(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
       };
       if (!this.o.authorized(req.headers, url.searchParams)) return refuse(this.o.unauthorizedStatus ?? 401, JSON.stringify({ detail: { status: 'invalid_api_key', message: 'Invalid API key' } }));
-      const r = this.o.refuseUpgrade?.(u);
+      const r = this.refusing ?? this.o.refuseUpgrade?.(u);
       if (r) return refuse(r.status, r.body);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         const conn = ++this.conns;
