@@ -9,6 +9,10 @@
 //    the key) and stops;
 //  - a keepalive: when no audio went out for `idleMs`, `keepalive()` runs (a vendor control message or silence)
 //    and repeats every `idleMs` until audio flows again;
+//  - a stall: the socket stays open but the vendor sends nothing for `stallMs` (default 10 s) while audio goes
+//    out → the connection is dropped and reopened like a transient close (audio meanwhile buffered, replayed),
+//    so a hung recogniser costs the caller at most ≈ stallMs + one reconnect of unanswered speech, never the
+//    rest of the call. A vendor that is quiet during caller silence gets a harmless reconnect per 10 s of it;
 //  - close(): the vendor's end-of-stream message, a short wait for the vendor to close, then terminate.
 import WebSocket from 'ws';
 import type { EngineError, SttEvent, SttStream } from '../types.ts';
@@ -66,7 +70,12 @@ export interface SttSocketOptions {
   /** consecutive failed connection attempts before giving up (fatal) */
   maxReconnects?: number;
   connectTimeoutMs?: number;
+  /** no vendor message for this long while audio is being sent = a stalled stream: reconnect (default 10 000; 0 = off) */
+  stallMs?: number;
 }
+
+/** The default stall bound for every vendor STT stream (see the header). */
+export const STT_STALL_MS = 10_000;
 
 type State = 'connecting' | 'open' | 'waiting' | 'failed' | 'closed';
 
@@ -79,6 +88,12 @@ export class SttSocket {
   private failures = 0;
   private opens = 0;
   private lastAudioAt = Date.now();
+  /** caller audio only (keepalives excluded): the stall needs audio the vendor should have answered */
+  private lastCallerAudioAt = 0;
+  /** the last vendor message (or the open): the stall clock */
+  private lastHeardAt = Date.now();
+  /** connections dropped because the vendor went quiet while audio flowed */
+  stalls = 0;
   private keepTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private firstResolve: (() => void) | null = null;
@@ -100,8 +115,9 @@ export class SttSocket {
   constructor(private readonly o: SttSocketOptions) {
     this.ready = new Promise((r) => (this.firstResolve = r));
     this.connect();
-    if (o.keepalive) {
-      const every = Math.max(20, Math.min(o.keepalive.idleMs, 1000) / 2);
+    const stallMs = o.stallMs ?? STT_STALL_MS;
+    if (o.keepalive || stallMs > 0) {
+      const every = Math.max(20, Math.min(o.keepalive?.idleMs ?? 1000, stallMs > 0 ? stallMs : 1000, 1000) / 2);
       this.keepTimer = setInterval(() => this.tick(), every);
       this.keepTimer.unref?.();
     }
@@ -112,6 +128,7 @@ export class SttSocket {
     if (this.state === 'failed' || this.state === 'closed') return;
     const frame = this.o.encodeAudio ? this.o.encodeAudio(pcm) : pcmBytes(pcm);
     this.lastAudioAt = Date.now();
+    this.lastCallerAudioAt = this.lastAudioAt;
     if (this.state === 'open' && this.ws?.readyState === WebSocket.OPEN) {
       // a vendor that stops reading: drop audio rather than queue it without bound in the socket
       if (this.ws.bufferedAmount > MAX_IN_FLIGHT_BYTES) {
@@ -213,11 +230,13 @@ export class SttSocket {
       this.bufferSizes = [];
       this.bufferedSamples = 0;
       this.lastAudioAt = Date.now();
+      this.lastHeardAt = Date.now();
       this.firstResolve?.();
       this.firstResolve = null;
     });
     ws.on('message', (data, isBinary) => {
       if (ws !== this.ws || this.state !== 'open') return;
+      this.lastHeardAt = Date.now();
       this.o.onMessage(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer), isBinary);
     });
     ws.on('error', () => {
@@ -260,8 +279,20 @@ export class SttSocket {
   }
 
   private tick(): void {
+    if (this.state !== 'open') return;
+    const stallMs = this.o.stallMs ?? STT_STALL_MS;
+    const now = Date.now();
+    // audio went out after the last thing heard, and nothing came back for stallMs: the stream is hung
+    if (stallMs > 0 && now - this.lastHeardAt >= stallMs && this.lastCallerAudioAt > this.lastHeardAt) {
+      this.stalls++;
+      const ws = this.ws;
+      this.ws = null;
+      ws?.terminate();
+      this.retry(`stalled: no message for ${Math.round((now - this.lastHeardAt) / 1000)} s`);
+      return;
+    }
     const k = this.o.keepalive;
-    if (!k || this.state !== 'open') return;
+    if (!k) return;
     if (Date.now() - this.lastAudioAt < k.idleMs) return;
     k.send(this);
     this.lastAudioAt = Date.now();

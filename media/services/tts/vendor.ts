@@ -137,12 +137,20 @@ export interface VendorSocketOptions {
   connectTimeoutMs?: number;
   /** give up reopening after this many consecutive failed attempts (a later request tries again) */
   maxReconnects?: number;
+  /** nothing heard for this long after a request was sent = a stalled stream: dropped and reopened (default 10 000) */
+  stallMs?: number;
 }
+
+/** The stall bound of every WebSocket TTS (see VendorSocket). */
+export const TTS_STALL_MS = 10_000;
 
 /**
  * One WebSocket to a vendor for the whole call. open() connects (or joins the connection under way); when the
  * vendor closes it the socket is reopened at once (backoff on repeated failures) so the next reply pays no
- * handshake; an upgrade refused with 401/402/403/404 or a policy close (1008) is fatal and sticks.
+ * handshake; an upgrade refused with 401/402/403/404 or a policy close (1008) is fatal and sticks. A stalled stream
+ * (open, but no vendor message for `stallMs` = 10 s after the last thing sent) is handled like a dropped one: the
+ * requests in flight fail as transient (the turn's text goes unspoken, the call goes on) and the socket is
+ * reopened, so a hung vendor costs the caller at most ≈ 10 s of silence per hang, never the rest of the call.
  */
 export class VendorSocket {
   private ws: WebSocket | null = null;
@@ -152,8 +160,14 @@ export class VendorSocket {
   private keepTimer: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private failures = 0;
+  private stallTimer: NodeJS.Timeout | null = null;
+  /** when the newest message not yet followed by any vendor message was sent (0: nothing unanswered); the clock
+   *  restarts on every send, so a vendor that ignores one message (a cancel) cannot fail the next request early */
+  private unansweredSince = 0;
   /** connections opened so far (tests: reconnects) */
   opens = 0;
+  /** connections dropped because the vendor went quiet after a request */
+  stalls = 0;
 
   constructor(private readonly o: VendorSocketOptions) {}
 
@@ -183,6 +197,7 @@ export class VendorSocket {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
     ws.send(data);
+    this.unansweredSince = Date.now();
     return true;
   }
 
@@ -264,7 +279,16 @@ export class VendorSocket {
     this.ws = ws;
     this.opens++;
     const openedAt = Date.now();
-    ws.on('message', (data, isBinary) => this.o.onMessage(data, isBinary));
+    this.unansweredSince = 0;
+    ws.on('message', (data, isBinary) => {
+      this.unansweredSince = 0;
+      this.o.onMessage(data, isBinary);
+    });
+    const stallMs = this.o.stallMs ?? TTS_STALL_MS;
+    if (stallMs > 0) {
+      this.stallTimer = setInterval(() => this.checkStall(ws, stallMs), Math.max(50, Math.min(1000, stallMs / 4)));
+      this.stallTimer.unref();
+    }
     ws.on('error', () => {}); // 'close' follows
     ws.on('close', (code, reasonBuf) => {
       if (this.ws !== ws) return;
@@ -294,7 +318,25 @@ export class VendorSocket {
 
   private stopKeepalive(): void {
     if (this.keepTimer) clearInterval(this.keepTimer);
+    if (this.stallTimer) clearInterval(this.stallTimer);
     this.keepTimer = null;
+    this.stallTimer = null;
+  }
+
+  /** A request went out and the vendor has said nothing since, for stallMs: drop the socket as if it had closed. */
+  private checkStall(ws: WebSocket, stallMs: number): void {
+    if (this.ws !== ws || !this.unansweredSince) return;
+    const quietMs = Date.now() - this.unansweredSince;
+    if (quietMs < stallMs) return;
+    this.stalls++;
+    this.unansweredSince = 0;
+    this.ws = null;
+    this.stopKeepalive();
+    ws.removeAllListeners();
+    ws.on('error', () => {});
+    ws.terminate();
+    this.o.onDrop(transient(this.o.vendor, `stalled: no message for ${Math.round(quietMs / 1000)} s`));
+    this.scheduleReconnect(0);
   }
 
   private scheduleReconnect(delayMs: number): void {

@@ -25,6 +25,8 @@ export interface FakeConnection {
   samples: number;
   ws: WebSocket;
   closed: boolean;
+  /** a hung vendor: the socket stays open, audio is read and counted, nothing is answered */
+  stalled: boolean;
   /** messages this fake sent, in order */
   sent: Array<Record<string, unknown>>;
   send(msg: Record<string, unknown>): void;
@@ -38,6 +40,8 @@ export interface WsFake {
   refuseUpgrades(r: { status: number; body: Record<string, unknown> } | null): void;
   /** close every open connection from the vendor side (a mid-call disconnect) */
   dropAll(code?: number, reason?: string): void;
+  /** every open connection hangs (stays open, never answers again); later connections behave normally */
+  stallAll(): void;
   close(): Promise<void>;
 }
 
@@ -81,9 +85,10 @@ export async function startWsFake(o: WsFakeOptions): Promise<WsFake> {
         samples: 0,
         ws,
         closed: false,
+        stalled: false,
         sent: [],
         send(msg) {
-          if (ws.readyState !== ws.OPEN) return;
+          if (ws.readyState !== ws.OPEN || this.stalled) return;
           this.sent.push(msg);
           ws.send(JSON.stringify(msg));
         },
@@ -102,6 +107,10 @@ export async function startWsFake(o: WsFakeOptions): Promise<WsFake> {
             conn.messages.push({ kind: 'text', data: text });
           }
         }
+        if (conn.stalled) {
+          if (isBinary) conn.samples += buf.length / 2;
+          return;
+        }
         o.onMessage(conn, buf, isBinary);
       });
       o.onConnection(conn);
@@ -115,6 +124,9 @@ export async function startWsFake(o: WsFakeOptions): Promise<WsFake> {
     refuseUpgrades: (r) => (refusal = r),
     dropAll: (code = 1011, reason = 'server going away') => {
       for (const c of connections) if (!c.closed) c.ws.close(code, reason);
+    },
+    stallAll: () => {
+      for (const c of connections) if (!c.closed) c.stalled = true;
     },
     close: async () => {
       for (const c of connections) c.ws.terminate();

@@ -71,6 +71,10 @@ export class FakeServer {
   readonly http: Array<{ method: string; path: string; headers: IncomingMessage['headers']; body: string; remotePort: number }> = [];
   readonly pings: number[] = [];
   readonly open = new Set<WebSocket>();
+  /** refuse every upgrade with this status and body (a vendor outage: 5xx at connect) until set back to null */
+  refusing: { status: number; body: string } | null = null;
+  /** hung connections: open, their messages recorded, never answered */
+  readonly stalled = new Set<WebSocket>();
   port = 0;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly server = createServer((req, res) => void this.handleHttp(req, res));
@@ -90,7 +94,7 @@ export class FakeServer {
         socket.end(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
       };
       if (!this.o.authorized(req.headers, url.searchParams)) return refuse(this.o.unauthorizedStatus ?? 401, JSON.stringify({ detail: { status: 'invalid_api_key', message: 'Invalid API key' } }));
-      const r = this.o.refuseUpgrade?.(u);
+      const r = this.refusing ?? this.o.refuseUpgrade?.(u);
       if (r) return refuse(r.status, r.body);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         const conn = ++this.conns;
@@ -105,7 +109,7 @@ export class FakeServer {
             msg = { raw: data.toString() };
           }
           this.received.push({ conn, msg });
-          this.o.onMessage(ws, msg, conn);
+          if (!this.stalled.has(ws)) this.o.onMessage(ws, msg, conn);
         });
         this.o.onConnection?.(ws, conn, u);
       });
@@ -145,6 +149,11 @@ export class FakeServer {
   /** Drop every live connection abruptly (network failure / vendor restart). */
   dropAll(): void {
     for (const ws of this.open) ws.terminate();
+  }
+
+  /** Every live connection hangs: stays open, never answers again (later connections behave normally). */
+  stallAll(): void {
+    for (const ws of this.open) this.stalled.add(ws);
   }
 
   /** Close every live connection the way a vendor's idle timeout does. */
