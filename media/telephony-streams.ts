@@ -30,7 +30,7 @@ import { resolveInboundStream } from '../core/telephony/inbound.ts';
 import { onPhoneCallEnded } from '../core/telephony/ended.ts';
 import { verifySmartfloStreamSig, verifyStreamToken } from '../core/telephony/signing.ts';
 import { callCarrier } from '../core/telephony/store.ts';
-import { twilioRecordingUrl } from '../core/telephony/urls.ts';
+import { carrierHookUrl, twilioRecordingUrl } from '../core/telephony/urls.ts';
 import type { MediaDeps } from './deps.ts';
 import type { Admission } from './admission.ts';
 import { createLocalTts } from './services/tts/local.ts';
@@ -207,7 +207,10 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admi
           callId: row.id,
           destination,
           timeoutS,
-          recordingCallbackUrl: recordTransfer && carrier.adapter.id === 'twilio' ? twilioRecordingUrl(config, row.id) : null,
+          recordingCallbackUrl: !recordTransfer ? null
+            : carrier.adapter.id === 'twilio' ? twilioRecordingUrl(config, row.id)
+            // carriers on the generic routes that sign their callbacks post the leg's recording to its `recording` hook
+            : carrier.adapter.hooks && !carrier.adapter.signedUrls ? carrierHookUrl(config, carrier.adapter.id, 'recording', row.id) : null,
           callerId: carrier.platformNumber,
         });
         return { ok: true };
