@@ -184,7 +184,24 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admi
       await db.query(sql.type(z.object({}))`
         UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${carrierCallId}) WHERE id = ${callId}`);
     }
+    if (claimed.transport === 'inbound' && (claimed.config_snapshot as { recordInProviderConsole?: unknown } | null)?.recordInProviderConsole === true) {
+      void startCarrierRecording(callId);
+    }
     await runner.run(transport, claimed, phoneOptions(claimed, transport, info));
+  }
+
+  /**
+   * recordInProviderConsole on an inbound call of a carrier whose answer cannot ask for it (Twilio): the call is live
+   * on our stream now, so the carrier's REST API can record it. A failure is logged; the call goes on unrecorded.
+   */
+  async function startCarrierRecording(callId: string): Promise<void> {
+    try {
+      const carrier = await callCarrier(db, config, callId);
+      if (!carrier?.carrierCallId || !carrier.adapter.startRecording) return;
+      await carrier.adapter.startRecording({ config, logger }, carrier.creds, carrier.carrierCallId);
+    } catch (err) {
+      logger.warn({ err, callId }, 'the carrier could not start recording the inbound call');
+    }
   }
 
   /** The phone-only behaviour of one call (see the file header). */

@@ -243,7 +243,10 @@ export const telnyx: CarrierAdapter = {
     async bridge(ctx, c, call) {
       // Call Control has no answer document: answer the inbound leg with the stream attached
       if (call.inbound && call.carrierCallId) {
-        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl));
+        // recordInProviderConsole: the answer command records the whole call from the answer, as the dial does outbound
+        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, {
+          ...streamSettings(call.streamUrl), ...(call.record ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3' } : {}),
+        });
         // a retried call.initiated of a call answered before: the carrier says it is answered already (422)
         if (!(call.replay && r.status === 422)) check(r);
       }

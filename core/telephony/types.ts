@@ -164,6 +164,11 @@ export interface CarrierAdapter {
   dial(ctx: CarrierContext, creds: Credentials, req: DialRequest): Promise<DialResult>;
   /** End a live call (Twilio: Status=completed). */
   hangup(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
+  /**
+   * recordInProviderConsole on a call whose answer carried no recording request (Twilio inbound calls): start the
+   * carrier's own whole-call recording on the live call through its REST API. Absent: the answer/dial asks for it.
+   */
+  startRecording?(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
   /** Move the live call to `destination` (Twilio: call update with <Dial> TwiML). The media stream then stops. */
   transfer(ctx: CarrierContext, creds: Credentials, carrierCallId: string, req: TransferRequest): Promise<void>;
   /** Webhook authenticity (Twilio X-Twilio-Signature). Carriers without signed webhooks return false. */

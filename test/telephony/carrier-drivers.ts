@@ -63,6 +63,8 @@ export interface CarrierDriver {
    * with the transfer) is delivered signed as the carrier signs it, and the file is served. Absent: no transfer recording.
    */
   recordedTransfer?(call: unknown, signing?: Signing): Promise<{ status: number }>;
+  /** did the carrier get a whole-call recording request when the account's last inbound call was answered; absent: not offered */
+  recordedInbound?(acc: unknown): boolean;
   /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
   recorded?(call: unknown): boolean | Promise<boolean>;
   /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
@@ -217,6 +219,10 @@ function telnyxDriver(): CarrierDriver {
     transferred: (c) => {
       const x = (c as TelnyxCall).commands.find((y) => y.action === 'transfer');
       return x ? JSON.stringify(x.body) : null;
+    },
+    recordedInbound: (acc) => {
+      const last = [...fake.calls.values()].filter((c) => c.account === A(acc) && c.direction === 'incoming').at(-1);
+      return last?.commands.find((x) => x.action === 'answer')?.body.record === 'record-from-answer';
     },
     recordedTransfer: (c, signing) => fake.recordingSaved((c as TelnyxCall).id, { durationS: 2, ...(signing ? { signing } : {}) }),
     terminal: [['user_busy', 'busy'], ['timeout', 'no_answer'], ['unspecified', 'connection_failed'], ['call_rejected', 'rejected'], ['originator_cancel', 'cancelled']],
