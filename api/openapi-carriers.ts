@@ -31,6 +31,7 @@ registerOpenApiPaths({
   '/telephony/{carrier}/status/{callId}': item('Status / event callback of an outbound call', [carrier, callId]),
   '/telephony/{carrier}/amd/{callId}': item('Answering-machine detection result', [carrier, callId]),
   '/telephony/{carrier}/transfer/{callId}': item('Document of a transferred leg (Plivo aleg_url → <Dial>)', [carrier, callId]),
+  '/telephony/{carrier}/recording/{callId}': item('Recording of a transferred leg (Plivo <Record> callbackUrl, Telnyx call.recording.saved, Vonage record eventUrl) → transfer-recording workflow', [carrier, callId]),
   '/telephony/{carrier}/voice': item("A number's inbound webhook (answer URL / Call Control events / Exotel Voicebot URL)", [carrier]),
   '/telephony/{carrier}/voice-status': item("A number's status webhook", [carrier]),
 });

@@ -30,7 +30,7 @@ import { resolveInboundStream } from '../core/telephony/inbound.ts';
 import { onPhoneCallEnded } from '../core/telephony/ended.ts';
 import { verifySmartfloStreamSig, verifyStreamToken } from '../core/telephony/signing.ts';
 import { callCarrier } from '../core/telephony/store.ts';
-import { twilioRecordingUrl } from '../core/telephony/urls.ts';
+import { carrierHookUrl, twilioRecordingUrl } from '../core/telephony/urls.ts';
 import type { MediaDeps } from './deps.ts';
 import type { Admission } from './admission.ts';
 import { createLocalTts } from './services/tts/local.ts';
@@ -184,7 +184,24 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admi
       await db.query(sql.type(z.object({}))`
         UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${carrierCallId}) WHERE id = ${callId}`);
     }
+    if (claimed.transport === 'inbound' && (claimed.config_snapshot as { recordInProviderConsole?: unknown } | null)?.recordInProviderConsole === true) {
+      void startCarrierRecording(callId);
+    }
     await runner.run(transport, claimed, phoneOptions(claimed, transport, info));
+  }
+
+  /**
+   * recordInProviderConsole on an inbound call of a carrier whose answer cannot ask for it (Twilio): the call is live
+   * on our stream now, so the carrier's REST API can record it. A failure is logged; the call goes on unrecorded.
+   */
+  async function startCarrierRecording(callId: string): Promise<void> {
+    try {
+      const carrier = await callCarrier(db, config, callId);
+      if (!carrier?.carrierCallId || !carrier.adapter.startRecording) return;
+      await carrier.adapter.startRecording({ config, logger }, carrier.creds, carrier.carrierCallId);
+    } catch (err) {
+      logger.warn({ err, callId }, 'the carrier could not start recording the inbound call');
+    }
   }
 
   /** The phone-only behaviour of one call (see the file header). */
@@ -207,7 +224,10 @@ export function createTelephonyStreams(deps: MediaDeps, runner: CallRunner, admi
           callId: row.id,
           destination,
           timeoutS,
-          recordingCallbackUrl: recordTransfer && carrier.adapter.id === 'twilio' ? twilioRecordingUrl(config, row.id) : null,
+          recordingCallbackUrl: !recordTransfer ? null
+            : carrier.adapter.id === 'twilio' ? twilioRecordingUrl(config, row.id)
+            // carriers on the generic routes that sign their callbacks post the leg's recording to its `recording` hook
+            : carrier.adapter.hooks && !carrier.adapter.signedUrls ? carrierHookUrl(config, carrier.adapter.id, 'recording', row.id) : null,
           callerId: carrier.platformNumber,
         });
         return { ok: true };

@@ -1,6 +1,7 @@
 // Generic carrier webhooks (no API key, not rate limited) for every carrier whose adapter has `hooks` (Plivo,
 // Telnyx, Vonage, Exotel; Twilio and Smartflo keep their own routes in carrier-webhooks.ts):
-//   {base}/telephony/{carrier}/{answer|status|amd|transfer}/{callId}   callbacks of one of our calls
+//   {base}/telephony/{carrier}/{answer|status|amd|transfer|recording}/{callId}   callbacks of one of our calls
+//                                                                      (recording: a transferred leg's recording)
 //   {base}/telephony/{carrier}/voice                                   a number's inbound answer webhook (and, for
 //                                                                      call-control carriers, its call events)
 //   {base}/telephony/{carrier}/voice-status                            a number's status webhook
@@ -19,14 +20,15 @@ import { carrierFor } from '../../core/telephony/registry.ts';
 import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/signing.ts';
 import { callCarrier, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
-import { carrierStreamUrl } from '../../core/telephony/urls.ts';
+import { carrierHookUrl, carrierStreamUrl } from '../../core/telephony/urls.ts';
 import type { ApiDeps } from '../deps.ts';
 import { rawFormBody } from '../middleware/body.ts';
 import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
+import { startTransferRecording } from './transfer-recording-start.ts';
 import { endUnconnectedCall } from './unconnected-end.ts';
 import '../openapi-carriers.ts';
 
-const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer']);
+const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer', 'recording']);
 
 /** The webhook as the adapter sees it: form fields or query parameters, and the raw JSON body when there is one. */
 async function requestOf(ctx: ParameterizedContext, publicUrl: string): Promise<WebhookRequest> {
@@ -121,13 +123,19 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
           : await adapter.hooks.refuse(cx, call.creds, ev.carrierCallId ?? call.carrierCallId, '');
       } else if (ev.type === 'transfer_leg') {
         const t = await db.maybeOneFirst(sql.type(z.object({ t: z.unknown() }))`SELECT logs->'transfer' AS t FROM calls WHERE id = ${call.callId}`);
-        const transfer = (t ?? {}) as { destination?: unknown; timeoutS?: unknown };
+        const transfer = (t ?? {}) as { destination?: unknown; timeoutS?: unknown; record?: unknown };
         if (typeof transfer.destination !== 'string' || !adapter.hooks.transferDocument) throw new HttpError(404, 'No transfer for this call');
         answer = adapter.hooks.transferDocument({
           destination: transfer.destination,
           timeoutS: typeof transfer.timeoutS === 'number' ? transfer.timeoutS : 30,
-          recordingCallbackUrl: null,
+          recordingCallbackUrl: transfer.record === true ? carrierHookUrl(config, adapter.id, 'recording', call.callId) : null,
           callerId: call.platformNumber,
+        });
+      } else if (ev.type === 'recording') {
+        // the carrier's recording of the transferred leg: the transfer-recording workflow re-hosts it (once per call)
+        await startTransferRecording(deps, call, {
+          carrierCallId: ev.carrierCallId,
+          recording: ev.url ? { url: ev.url, headers: adapter.hooks.recordingHeaders?.(call.creds) ?? {}, durationSeconds: ev.durationS } : null,
         });
       } else {
         await apply(call, ev);

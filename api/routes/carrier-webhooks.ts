@@ -4,7 +4,6 @@
 // nothing.
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
@@ -15,12 +14,9 @@ import { TERMINAL_STATUSES } from '../../core/telephony/status.ts';
 import { callCarrier, configRow, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
 import { hangupTwiml, refusalTwiml, streamTwiml, twilioBasicAuth, verifyTwilioSignature } from '../../core/telephony/twilio.ts';
 import { twilioStreamUrl } from '../../core/telephony/urls.ts';
-import { callSearchAttributes } from '../../workflows/post-call/messages.ts';
-import {
-  TRANSFER_RECORDING_WORKFLOW_TYPE, transferRecordingWorkflowId, type TransferRecordingInput,
-} from '../../workflows/transfer-recording/messages.ts';
 import type { ApiDeps } from '../deps.ts';
 import { rawFormBody } from '../middleware/body.ts';
+import { startTransferRecording } from './transfer-recording-start.ts';
 import { endUnconnectedCall } from './unconnected-end.ts';
 
 /** Notifications the media side listens to (LISTEN telephony_call_events): JSON {callId, type, ...}. */
@@ -103,33 +99,13 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
       ctx.status = 204;
       return;
     }
-    if (!deps.temporal) throw new HttpError(503, 'Temporal is not configured');
-    const info = await db.maybeOne(sql.type(z.object({ transfer: z.unknown(), agent_uuid: z.string().nullable() }))`
-      SELECT logs->'transfer' AS transfer, agent_uuid::text FROM calls WHERE id = ${call.callId}`);
-    const t = (info?.transfer ?? {}) as { transferId?: unknown; destination?: unknown };
     const url = params.RecordingUrl;
-    const input: TransferRecordingInput = {
-      callId: call.callId,
-      telephonyProvider: 'twilio',
-      transfer: {
-        transferId: typeof t.transferId === 'string' ? t.transferId : null,
-        destination: typeof t.destination === 'string' ? t.destination : null,
-        carrierCallId: params.DialCallSid ?? params.CallSid ?? null,
-      },
+    await startTransferRecording(deps, call, {
+      carrierCallId: params.DialCallSid ?? params.CallSid ?? null,
       recording: status === 'completed' && url
         ? { url: /\.(wav|mp3)$/i.test(url) ? url : `${url}.wav`, headers: { authorization: twilioBasicAuth(call.creds) }, durationSeconds: params.RecordingDuration ? Number(params.RecordingDuration) : null }
         : null,
-    };
-    try {
-      await deps.temporal.workflow.start(TRANSFER_RECORDING_WORKFLOW_TYPE, {
-        workflowId: transferRecordingWorkflowId(call.callId),
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [input],
-        typedSearchAttributes: callSearchAttributes({ organizationId: call.orgId, agentId: info?.agent_uuid ?? null, callId: call.callId }),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
+    });
     ctx.status = 204;
   });
 

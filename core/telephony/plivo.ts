@@ -93,7 +93,12 @@ export function plivoTransferXml(req: TransferRequest): string {
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
   const to = transferTarget('plivo', req.destination);
   const target = to.kind === 'sip' ? `<User>${xmlEscape(to.uri)}</User>` : `<Number>${xmlEscape(plivoNumber(to.number))}</Number>`;
-  return `${XML}<Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
+  // recordTransfer: <Record startOnDialAnswer> before the <Dial> records the bridged (caller-to-destination) legs from
+  // the moment the destination answers; Plivo posts RecordUrl / RecordingDuration to callbackUrl when the file is ready
+  const rec = req.recordingCallbackUrl
+    ? `<Record startOnDialAnswer="true" redirect="false" maxLength="86400" fileFormat="mp3" callbackUrl="${xmlEscape(req.recordingCallbackUrl)}" callbackMethod="POST"/>`
+    : '';
+  return `${XML}<Response>${rec}<Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
 
 /**
@@ -162,6 +167,11 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
       return [{ type: 'answer', carrierCallId: uuid }];
     case 'transfer':
       return [{ type: 'transfer_leg', carrierCallId: uuid }];
+    case 'recording': {
+      // <Record> callbackUrl: RecordUrl when the file is ready (no RecordUrl: nothing was recorded)
+      const d = p.RecordingDuration !== undefined && p.RecordingDuration !== '' ? Number(p.RecordingDuration) : null;
+      return [{ type: 'recording', url: p.RecordUrl || null, durationS: d !== null && Number.isFinite(d) && d >= 0 ? d : null, carrierCallId: uuid }];
+    }
     case 'amd':
       if (p.Machine === undefined) return [];
       return [{ type: 'amd', answeredBy: p.Machine.toLowerCase() === 'true' ? 'machine_start' : 'human', carrierCallId: uuid }];
@@ -277,5 +287,7 @@ export const plivo: CarrierAdapter = {
       return xmlReply(plivoRefusalXml(message));
     },
     transferDocument: (req) => xmlReply(plivoTransferXml(req)),
+    // recordings of accounts with secured media need the account's Basic auth; open ones ignore it
+    recordingHeaders: (c) => ({ authorization: basic(creds(c)) }),
   },
 };

@@ -112,6 +112,17 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
   const p = data?.payload ?? {};
   const id = typeof p.call_control_id === 'string' ? p.call_control_id : null;
   const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  if (hook === 'recording') {
+    // the transferred leg's webhook_url: only its recording matters (its call.hangup is not our call's)
+    if (type !== 'call.recording.saved') return [];
+    const urls = (p.recording_urls ?? {}) as Record<string, unknown>;
+    const start = Date.parse(str(p.recording_started_at));
+    const end = Date.parse(str(p.recording_ended_at));
+    return [{
+      type: 'recording', url: str(urls.mp3) || str(urls.wav) || null, carrierCallId: id,
+      durationS: Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, Math.round((end - start) / 100) / 10) : null,
+    }];
+  }
   switch (type) {
     case 'call.initiated':
       if (hook === 'voice' && str(p.direction) === 'incoming') return [{ type: 'inbound', from: str(p.from), to: str(p.to), carrierCallId: id }];
@@ -212,6 +223,11 @@ export const telnyx: CarrierAdapter = {
     const to = transferTarget('telnyx', req.destination);
     const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/transfer`, {
       to: to.kind === 'sip' ? to.uri : to.number, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
+      // recordTransfer: Telnyx records the bridged legs from the destination's answer and sends the transferred leg's
+      // events, `call.recording.saved` among them, to webhook_url (our `recording` hook of the call)
+      ...(req.recordingCallbackUrl
+        ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3', webhook_url: req.recordingCallbackUrl, webhook_url_method: 'POST' }
+        : {}),
     });
     check(r);
   },
@@ -227,7 +243,10 @@ export const telnyx: CarrierAdapter = {
     async bridge(ctx, c, call) {
       // Call Control has no answer document: answer the inbound leg with the stream attached
       if (call.inbound && call.carrierCallId) {
-        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, streamSettings(call.streamUrl));
+        // recordInProviderConsole: the answer command records the whole call from the answer, as the dial does outbound
+        const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(call.carrierCallId)}/actions/answer`, {
+          ...streamSettings(call.streamUrl), ...(call.record ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3' } : {}),
+        });
         // a retried call.initiated of a call answered before: the carrier says it is answered already (422)
         if (!(call.replay && r.status === 422)) check(r);
       }

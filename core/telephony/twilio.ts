@@ -188,6 +188,15 @@ export const twilio: CarrierAdapter = {
     check(r);
   },
 
+  // recordInProviderConsole on an inbound call (the VoiceUrl's <Connect><Stream> TwiML cannot record): Twilio's
+  // Call Recordings API on the live call, both channels; the recording stays in the Twilio console
+  async startRecording(ctx, c, carrierCallId) {
+    const r = await carrierRequest(ctx.config, 'twilio', accountUrl(ctx.config, creds(c), `/Calls/${encodeURIComponent(carrierCallId)}/Recordings.json`), {
+      method: 'POST', headers: { authorization: basic(creds(c)) }, form: new URLSearchParams({ RecordingChannels: 'dual', RecordingTrack: 'both' }),
+    });
+    check(r);
+  },
+
   async transfer(ctx, c, carrierCallId, req) {
     const r = await carrierRequest(ctx.config, 'twilio', accountUrl(ctx.config, creds(c), `/Calls/${encodeURIComponent(carrierCallId)}.json`), {
       method: 'POST', headers: { authorization: basic(creds(c)) }, form: new URLSearchParams({ Twiml: transferTwiml(req) }),

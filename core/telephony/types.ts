@@ -108,7 +108,9 @@ export type CarrierEvent =
   | { type: 'status'; raw: string; terminal: boolean; carrierCallId: string | null; durationS: number | null }
   | { type: 'amd'; answeredBy: string; carrierCallId: string | null }
   | { type: 'inbound'; from: string; to: string; carrierCallId: string | null }
-  | { type: 'transfer_leg'; carrierCallId: string | null };
+  | { type: 'transfer_leg'; carrierCallId: string | null }
+  /** The carrier's recording of a transferred leg is ready (`url`) or will not come (`url` null). */
+  | { type: 'recording'; url: string | null; durationS: number | null; carrierCallId: string | null };
 
 /** An HTTP answer to a carrier webhook (XML / NCCO / JSON document, or an empty 204). */
 export interface CarrierReply {
@@ -133,6 +135,8 @@ export interface CarrierHooks {
   refuse(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply>;
   /** The document a transfer's leg URL answers with (Plivo aleg_url); null when the carrier transfers by REST alone. */
   transferDocument?(req: TransferRequest): CarrierReply;
+  /** Headers of the download of a transferred leg's recording (the carrier's auth); none when its URLs are pre-signed. */
+  recordingHeaders?(creds: Credentials): Record<string, string>;
   /** Reply to a webhook that needs no document (status callbacks): 204 unless the carrier wants something else. */
   ack?(hook: string): CarrierReply;
 }
@@ -160,6 +164,11 @@ export interface CarrierAdapter {
   dial(ctx: CarrierContext, creds: Credentials, req: DialRequest): Promise<DialResult>;
   /** End a live call (Twilio: Status=completed). */
   hangup(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
+  /**
+   * recordInProviderConsole on a call whose answer carried no recording request (Twilio inbound calls): start the
+   * carrier's own whole-call recording on the live call through its REST API. Absent: the answer/dial asks for it.
+   */
+  startRecording?(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
   /** Move the live call to `destination` (Twilio: call update with <Dial> TwiML). The media stream then stops. */
   transfer(ctx: CarrierContext, creds: Credentials, carrierCallId: string, req: TransferRequest): Promise<void>;
   /** Webhook authenticity (Twilio X-Twilio-Signature). Carriers without signed webhooks return false. */

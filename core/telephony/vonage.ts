@@ -49,9 +49,9 @@ function apiBase(config: Config): string {
 const restBase = (config: Config) => withBase('https://rest.nexmo.com', config.VONAGE_API_BASE_URL);
 
 /** The Voice API's bearer token: RS256 with the application's private key. */
-export function vonageAppJwt(c: VonageCredentials, nowS = Math.floor(Date.now() / 1000)): string {
+export function vonageAppJwt(c: VonageCredentials, nowS = Math.floor(Date.now() / 1000), ttlS = 300): string {
   const head = b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT' }));
-  const body = b64url(JSON.stringify({ application_id: c.application_id, iat: nowS, exp: nowS + 300, jti: randomUUID() }));
+  const body = b64url(JSON.stringify({ application_id: c.application_id, iat: nowS, exp: nowS + ttlS, jti: randomUUID() }));
   const sig = signData('sha256', Buffer.from(`${head}.${body}`), createPrivateKey(c.private_key));
   return `${head}.${body}.${b64url(sig)}`;
 }
@@ -90,7 +90,12 @@ export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] 
 function transferNcco(req: TransferRequest): unknown[] {
   const to = transferTarget('vonage', req.destination);
   const endpoint = to.kind === 'sip' ? { type: 'sip', uri: to.uri } : { type: 'phone', number: digits(to.number) };
-  return [{ action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] }];
+  const connect = { action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] };
+  // recordTransfer: an asynchronous `record` before the `connect` records the conversation the caller has with the
+  // destination; Vonage posts {recording_url, recording_uuid, start_time, end_time} to its eventUrl when it is saved
+  return req.recordingCallbackUrl
+    ? [{ ...RECORD_ACTION, eventUrl: [req.recordingCallbackUrl], eventMethod: 'POST' }, connect]
+    : [connect];
 }
 
 /** HS256 JWT of a signed callback: signature, expiry and the body's payload_hash. */
@@ -134,6 +139,16 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
   const str = (v: unknown) => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
   const uuid = str(b.uuid) || null;
   const status = str(b.status).toLowerCase();
+  if (hook === 'recording') {
+    // the `record` action's eventUrl: the saved recording (its call is the conversation, not a leg uuid)
+    const start = Date.parse(str(b.start_time));
+    const end = Date.parse(str(b.end_time));
+    if (!str(b.recording_url) && !str(b.recording_uuid)) return [];
+    return [{
+      type: 'recording', url: str(b.recording_url) || null, carrierCallId: str(b.conversation_uuid) || uuid,
+      durationS: Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, Math.round((end - start) / 100) / 10) : null,
+    }];
+  }
   if (hook === 'voice' && !status && str(b.to)) return [{ type: 'inbound', from: str(b.from), to: str(b.to), carrierCallId: uuid }];
   if (!status) return [];
   if (status === 'machine' || status === 'human') {
@@ -255,5 +270,7 @@ export const vonage: CarrierAdapter = {
     async refuse(_ctx, _c, _id, message) {
       return ncco(message ? [{ action: 'talk', text: message }] : [{ action: 'talk', text: ' ' }]);
     },
+    // recording_url downloads take the application's JWT; it must outlive the download's retry window (45 minutes)
+    recordingHeaders: (c) => ({ authorization: `Bearer ${vonageAppJwt(creds(c), undefined, 3600)}` }),
   },
 };

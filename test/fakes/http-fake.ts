@@ -70,3 +70,10 @@ export async function listenFake(handle: (req: IncomingMessage, res: ServerRespo
       }),
   };
 }
+
+/** A carrier's recording file for download tests: MPEG-1 Layer III frame headers (128 kbit/s, 8 kHz) padded out. */
+export function fakeMp3(frames = 20): Buffer {
+  const frame = Buffer.alloc(417);
+  frame.set([0xff, 0xfb, 0x90, 0x64]);
+  return Buffer.concat(Array.from({ length: frames }, () => frame));
+}

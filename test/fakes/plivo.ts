@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
 import { sdkMustAccept, sdkPlivoAccepts } from './carrier-sdks.ts';
-import { listenFake } from './http-fake.ts';
+import { fakeMp3, listenFake } from './http-fake.ts';
 
 export interface PlivoAccount {
   authId: string;
@@ -113,6 +113,8 @@ export class FakePlivo extends EventEmitter {
   readonly accounts = new Map<string, PlivoAccount>();
   readonly calls = new Map<string, PlivoCall>();
   readonly requests: Array<{ method: string; path: string; body: unknown; authorized: boolean }> = [];
+  /** Recordings made by <Record> (served at /v1/Account/{auth_id}/Recording/{id}.mp3 to the account's Basic auth). */
+  readonly recordings = new Map<string, { authId: string; audio: Buffer }>();
   private failures = new Map<string, Array<{ status: number; error: string }>>();
   private server: { port: number; close(): Promise<void> } | null = null;
   origin = '';
@@ -170,6 +172,13 @@ export class FakePlivo extends EventEmitter {
     const rest = m[2]!;
     const api_id = randomUUID();
     if (rest === '' && req.method === 'GET') return this.json(res, 200, { api_id, auth_id: acc.authId, account_type: 'standard', cash_credits: '10.0' });
+    const recording = /^Recording\/([^/]+)\.mp3$/.exec(rest);
+    if (recording && req.method === 'GET') {
+      const r = this.recordings.get(recording[1]!);
+      if (!r || r.authId !== acc.authId) return this.json(res, 404, { api_id, error: 'not found' });
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(r.audio.length) }).end(r.audio);
+      return;
+    }
     const num = /^Number\/([^/]+)\/$/.exec(rest);
     if (num && req.method === 'GET') {
       const n = acc.numbers.get(decodeURIComponent(num[1]!));
@@ -262,6 +271,26 @@ export class FakePlivo extends EventEmitter {
     call.status = 'ringing';
     const url = call.body.ring_url as string | undefined;
     return url ? this.webhook(call.authId, url, this.params(call, { CallStatus: 'ringing', Event: 'Ring' })) : null;
+  }
+
+  /**
+   * The transferred legs were recorded by the <Record startOnDialAnswer> of the transfer's XML: Plivo posts the file's
+   * RecordUrl to the element's callbackUrl (signed like every callback). `absent`: a callback without a file.
+   */
+  async recordingCallback(callUuid: string, o: { status: 'completed' | 'absent'; durationS?: number; signWith?: string | null }): Promise<{ status: number; body: string }> {
+    const call = this.calls.get(callUuid)!;
+    const xml = call.transfers.at(-1) ?? '';
+    const rec = /<Record\b([^>]*)\/?>/.exec(xml);
+    const url = rec ? /\bcallbackUrl="([^"]*)"/.exec(rec[1]!)?.[1]?.replace(/&amp;/g, '&') : undefined;
+    if (!url || !/\bstartOnDialAnswer="true"/.test(rec![1]!)) throw new Error(`the transfer XML records nothing: ${xml}`);
+    const id = randomUUID();
+    const params: Record<string, string> = { CallUUID: call.callUuid, RecordingID: id };
+    if (o.status === 'completed') {
+      this.recordings.set(id, { authId: call.authId, audio: fakeMp3() });
+      const ms = Math.round((o.durationS ?? 1) * 1000);
+      Object.assign(params, { RecordUrl: `${this.origin}/v1/Account/${call.authId}/Recording/${id}.mp3`, RecordingDuration: String(Math.round(ms / 1000)), RecordingDurationMs: String(ms), RecordingStartMs: String(Date.now() - ms), RecordingEndMs: String(Date.now()) });
+    }
+    return this.webhook(call.authId, url, params, o.signWith);
   }
 
   /** The callee picks up: the answer_url is fetched and its XML parsed. */

@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
 import { sdkMustAccept, sdkTelnyxAccepts } from './carrier-sdks.ts';
-import { listenFake } from './http-fake.ts';
+import { fakeMp3, listenFake } from './http-fake.ts';
 
 export interface TelnyxAccount {
   apiKey: string;
@@ -67,6 +67,8 @@ export function telnyxDialect(call: TelnyxCall): PhoneDialect {
 }
 
 export class FakeTelnyx extends EventEmitter {
+  /** Recordings of transfers, served at their pre-signed URL. */
+  readonly recordings = new Map<string, { sig: string; audio: Buffer }>();
   readonly accounts: TelnyxAccount[] = [];
   readonly calls = new Map<string, TelnyxCall>();
   private failures = new Map<string, Array<{ status: number; title: string }>>();
@@ -121,6 +123,14 @@ export class FakeTelnyx extends EventEmitter {
     let raw = '';
     for await (const c of req) raw += c;
     const url = new URL(req.url ?? '/', this.origin);
+    // recording_urls are pre-signed storage URLs (no API key): the signature in the query is the only credential
+    const file = /^\/recordings\/([^/]+)\.mp3$/.exec(url.pathname);
+    if (file && req.method === 'GET') {
+      const r = this.recordings.get(file[1]!);
+      if (!r || url.searchParams.get('X-Amz-Signature') !== r.sig) return this.error(res, 403, '403', 'AccessDenied');
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(r.audio.length) }).end(r.audio);
+      return;
+    }
     const acc = this.accounts.find((a) => req.headers.authorization === `Bearer ${a.apiKey}`);
     if (!acc) return this.error(res, 401, '10009', 'Authentication failed', 'The API key is not valid');
     let body: Record<string, any> = {};
@@ -217,6 +227,35 @@ export class FakeTelnyx extends EventEmitter {
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };
+  }
+
+  /**
+   * A transfer commanded with `record` ends: Telnyx sends `call.recording.saved` (pre-signed recording_urls) to the
+   * transfer's webhook_url, signed like every event. Throws when the transfer asked for no recording.
+   */
+  async recordingSaved(id: string, o: { durationS?: number; signing?: 'forged' | 'unsigned' } = {}): Promise<{ status: number; body: string }> {
+    const call = this.calls.get(id)!;
+    const transfer = call.commands.find((c) => c.action === 'transfer');
+    const url = transfer?.body.webhook_url;
+    if (!transfer || transfer.body.record !== 'record-from-answer' || typeof url !== 'string') throw new Error(`the transfer records nothing: ${JSON.stringify(transfer?.body)}`);
+    const recId = randomUUID();
+    const sig = randomBytes(16).toString('hex');
+    this.recordings.set(recId, { sig, audio: fakeMp3() });
+    const end = new Date();
+    const start = new Date(end.getTime() - (o.durationS ?? 1) * 1000);
+    const file = `${this.origin}/recordings/${recId}.mp3?X-Amz-Expires=600&X-Amz-Signature=${sig}`;
+    const body = JSON.stringify({
+      data: {
+        record_type: 'event', event_type: 'call.recording.saved', id: randomUUID(), occurred_at: end.toISOString(),
+        payload: {
+          call_control_id: call.id, call_leg_id: randomUUID(), call_session_id: randomUUID(), connection_id: call.account.connectionId,
+          recording_id: recId, channels: 'dual', recording_started_at: start.toISOString(), recording_ended_at: end.toISOString(),
+          recording_urls: { mp3: file, wav: null }, public_recording_urls: { mp3: null, wav: null },
+        },
+      },
+      meta: { attempt: 1, delivered_to: url },
+    });
+    return this.deliver(call, url, body, o.signing);
   }
 
   async answer(id: string): Promise<void> {

@@ -256,6 +256,14 @@ export class FakeTwilio extends EventEmitter {
       }
       return this.json(res, 200, this.callJson(call));
     }
+    const live = /^\/Calls\/([^/]+)\/Recordings\.json$/.exec(rest);
+    if (live && req.method === 'POST') {
+      const call = this.calls.get(live[1]!);
+      if (!call || call.accountSid !== acc.sid) return this.error(res, 404, 20404, 'The requested resource was not found');
+      if (call.status !== 'in-progress') return this.error(res, 400, 21220, 'Requested resource is not eligible for recording');
+      const recSid = `RE${randomBytes(16).toString('hex')}`;
+      return this.json(res, 201, { sid: recSid, call_sid: call.sid, account_sid: acc.sid, status: 'in-progress', channels: Number(params.get('RecordingChannels') === 'dual' ? 2 : 1), source: 'StartCallRecordingAPI' });
+    }
     const rec = /^\/Recordings\/([^/.]+)(\.wav|\.mp3)?$/.exec(rest);
     if (rec && req.method === 'GET') {
       const r = this.recordings.get(rec[1]!);

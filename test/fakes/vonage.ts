@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakePhoneStream, type PhoneDialect } from './carrier-phone.ts';
 import { sdkMustAccept, sdkVonageAccepts } from './carrier-sdks.ts';
-import { listenFake } from './http-fake.ts';
+import { fakeMp3, listenFake } from './http-fake.ts';
 
 export interface VonageAccount {
   apiKey: string;
@@ -70,6 +70,8 @@ export function vonageDialect(call: VonageCall, ws: { contentType: string; heade
 const b64url = (s: string | Buffer) => Buffer.from(s).toString('base64url');
 
 export class FakeVonage extends EventEmitter {
+  /** Recordings of NCCO `record` actions, served at /v1/files/{uuid} to the application's JWT. */
+  readonly recordings = new Map<string, { applicationId: string; audio: Buffer }>();
   readonly accounts: VonageAccount[] = [];
   readonly calls = new Map<string, VonageCall>();
   private server: { port: number; close(): Promise<void> } | null = null;
@@ -188,6 +190,15 @@ export class FakeVonage extends EventEmitter {
       void this.event(call, 'started').catch(() => undefined);
       return;
     }
+    const file = /^\/v1\/files\/([^/]+)$/.exec(path);
+    if (file && req.method === 'GET') {
+      const acc = this.byJwt(req);
+      if (!acc) return unauthorized();
+      const r = this.recordings.get(file[1]!);
+      if (!r || r.applicationId !== acc.applicationId) return this.json(res, 404, { title: 'Not Found', detail: 'file not found' });
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(r.audio.length) }).end(r.audio);
+      return;
+    }
     const cm = /^\/v1\/calls\/([^/]+)$/.exec(path);
     if (cm && req.method === 'PUT') {
       const acc = this.byJwt(req);
@@ -220,6 +231,25 @@ export class FakeVonage extends EventEmitter {
     }
     const res = await fetch(url, { method: 'POST', headers, body });
     return { status: res.status, body: await res.text() };
+  }
+
+  /**
+   * The `record` action of the transfer NCCO finished: Vonage posts the saved recording to the action's eventUrl
+   * (signed like every callback). Throws when the transfer NCCO records nothing.
+   */
+  async recordingSaved(call: VonageCall, o: { durationS?: number; signing?: 'forged' | 'unsigned' } = {}): Promise<{ status: number; body: string }> {
+    const transfer = call.modifications.find((m) => m.action === 'transfer') as { destination?: { ncco?: Array<Record<string, any>> } } | undefined;
+    const rec = transfer?.destination?.ncco?.find((a) => a.action === 'record');
+    const url = Array.isArray(rec?.eventUrl) ? rec.eventUrl[0] : undefined;
+    if (typeof url !== 'string') throw new Error(`the transfer NCCO records nothing: ${JSON.stringify(transfer)}`);
+    const id = randomUUID();
+    this.recordings.set(id, { applicationId: call.account.applicationId, audio: fakeMp3() });
+    const end = new Date();
+    const start = new Date(end.getTime() - (o.durationS ?? 1) * 1000);
+    return this.post(call.account, url, {
+      start_time: start.toISOString(), end_time: end.toISOString(), recording_url: `${this.origin}/v1/files/${id}`, recording_uuid: id,
+      size: fakeMp3().length, conversation_uuid: `CON-${call.uuid}`, timestamp: end.toISOString(),
+    }, o.signing);
   }
 
   async event(call: VonageCall, status: string, extra: Record<string, unknown> = {}, signing?: 'forged' | 'unsigned'): Promise<{ status: number; body: string }> {

@@ -58,6 +58,13 @@ export interface CarrierDriver {
   inboundRetried(acc: unknown, to: string, from: string): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
   /** the inbound webhook of one call delivered `n` times at once: each answer's stream URL, and the first stream */
   inboundConcurrent?(acc: unknown, to: string, from: string, n: number): Promise<{ statuses: number[]; answers: Array<string | null>; phone: FakePhoneStream | null }>;
+  /**
+   * recordTransfer: the carrier's recording of the transferred leg is saved — its callback (to the URL the service gave
+   * with the transfer) is delivered signed as the carrier signs it, and the file is served. Absent: no transfer recording.
+   */
+  recordedTransfer?(call: unknown, signing?: Signing): Promise<{ status: number }>;
+  /** did the carrier get a whole-call recording request when the account's last inbound call was answered; absent: not offered */
+  recordedInbound?(acc: unknown): boolean;
   /** did the carrier get a whole-call recording request with the dial (recordInProviderConsole); absent: not offered */
   recorded?(call: unknown): boolean | Promise<boolean>;
   /** an account with no application to answer its numbers (Plivo without default_app); absent: not a concept here */
@@ -130,6 +137,7 @@ function plivoDriver(): CarrierDriver {
       hungUp: (c) => fake.requests.some((r) => r.method === 'DELETE' && r.path.endsWith(`/Call/${(c as PlivoCall).callUuid}/`)),
     },
     transferred: (c) => (c as PlivoCall).transfers[0] ?? null,
+    recordedTransfer: (c, signing) => fake.recordingCallback((c as PlivoCall).callUuid, { status: 'completed', durationS: 2, signWith: sign(signing) }),
     async finish(_acc, c, raw, signing) {
       const r = await fake.finish((c as PlivoCall).callUuid, raw, 0, sign(signing));
       return { status: r?.status ?? 0 };
@@ -212,6 +220,11 @@ function telnyxDriver(): CarrierDriver {
       const x = (c as TelnyxCall).commands.find((y) => y.action === 'transfer');
       return x ? JSON.stringify(x.body) : null;
     },
+    recordedInbound: (acc) => {
+      const last = [...fake.calls.values()].filter((c) => c.account === A(acc) && c.direction === 'incoming').at(-1);
+      return last?.commands.find((x) => x.action === 'answer')?.body.record === 'record-from-answer';
+    },
+    recordedTransfer: (c, signing) => fake.recordingSaved((c as TelnyxCall).id, { durationS: 2, ...(signing ? { signing } : {}) }),
     terminal: [['user_busy', 'busy'], ['timeout', 'no_answer'], ['unspecified', 'connection_failed'], ['call_rejected', 'rejected'], ['originator_cancel', 'cancelled']],
     async finish(_acc, c, raw, signing) {
       return fake.hangupEvent((c as TelnyxCall).id, raw, signing);
@@ -302,6 +315,7 @@ function vonageDriver(): CarrierDriver {
       const m = (c as VonageCall).modifications.find((x) => x.action === 'transfer');
       return m ? JSON.stringify(m) : null;
     },
+    recordedTransfer: (c, signing) => fake.recordingSaved(c as VonageCall, { durationS: 2, ...(signing ? { signing } : {}) }),
     terminal: [['busy', 'busy'], ['timeout', 'no_answer'], ['unanswered', 'no_answer'], ['failed', 'connection_failed'], ['rejected', 'rejected'], ['cancelled', 'cancelled']],
     async finish(_acc, c, raw, signing) {
       return fake.event(c as VonageCall, raw, {}, signing);

@@ -393,6 +393,24 @@ for (const d of drivers) {
     });
   }
 
+  if (d.recordedInbound) {
+    const recordedInbound = d.recordedInbound;
+    test.serial(`${d.id}: recordInProviderConsole on an inbound call → the carrier is asked to record it when it is answered (only then)`, async (t) => {
+      for (const [on, caller] of [[true, '+14155550141'], [false, '+14155550142']] as const) {
+        const org = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+        const acc = await inboundSetup(t, org, agent({}, on ? { recordInProviderConsole: true } : {}));
+        const r = await d.inbound(acc, FROM, caller);
+        t.true(r.status < 300, String(r.status));
+        t.truthy(r.phone, 'answered onto the stream');
+        t.is(recordedInbound(acc), on, on ? 'recording requested' : 'no recording by default');
+        await r.phone!.opened;
+        r.phone!.hangup();
+        const row = await until(() => inboundRows(org.orgId, caller).then((x) => x[0] ?? null), 10_000, 'the inbound row');
+        await endedRow(s.db, row.id);
+      }
+    });
+  }
+
   if (d.accountWithoutApplication) {
     const noApp = d.accountWithoutApplication;
     test.serial(`${d.id}: inbound registration on an account with no application and no default_app → 400 "No applicationId supplied…", nothing saved`, async (t) => {

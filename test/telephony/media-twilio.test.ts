@@ -243,9 +243,9 @@ test.serial('a forged or missing stream token is refused with 1008 and the call 
   t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
 });
 
-test.serial('inbound: a call to a number with an inbound agent runs that agent over the stream of the voice webhook TwiML', async (t) => {
+test.serial('inbound: a call to a number with an inbound agent runs that agent over the stream of the voice webhook TwiML; recordInProviderConsole starts Twilio\'s recording of the live call', async (t) => {
   const name = rig.scenarios.add({ stt: { utterances: ['hi'] }, llm: [{ text: 'Hello caller.' }] });
-  const created = await rig.s.request('POST', '/agents', { key: org.apiKey, body: agent({ name }) });
+  const created = await rig.s.request('POST', '/agents', { key: org.apiKey, body: agent({ name, recordInProviderConsole: true }) });
   t.is(created.status, 201, JSON.stringify(created.body));
   const agentId = await rig.s.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM agents WHERE uuid = ${created.body.uuid as string}`);
   const INBOUND = '+15550002222';
@@ -264,6 +264,10 @@ test.serial('inbound: a call to a number with an inbound agent runs that agent o
   t.truthy(twiml.stream, twiml.xml);
   const media = openStream(rig, call, twiml.stream!);
   await until(() => media.heardMs > 200, 20_000, 'greeting');
+  // the <Connect><Stream> TwiML cannot record: the Call Recordings API is asked on the live call, both channels
+  const rec = await until(() => rig.twilio.requests.find((r) => r.method === 'POST' && r.path.endsWith(`/Calls/${call.sid}/Recordings.json`)), 10_000, 'the recording request');
+  t.true(rec.authorized);
+  t.is(rec.params.get('RecordingChannels'), 'dual');
   await agentQuiet(media);
   await media.tone(400);
   await media.silence(500);

@@ -1,0 +1,101 @@
+// recordTransfer end to end on every carrier of the table-driven suite that records a transferred leg (Plivo, Telnyx,
+// Vonage; Twilio: transfer-recording.test.ts): the agent's transferCall moves the call through the carrier, the fake
+// carrier records the leg and posts its recording callback signed as the carrier signs it (a forged one → 403), the
+// transfer-recording workflow downloads the carrier's file with the carrier's auth and re-hosts it, and the agent's
+// webhook gets exactly one call.transfer_recording.completed with our URL — a redelivered callback changes nothing.
+// A separate file from carriers.test.ts because it needs Temporal and a worker (that suite runs without them).
+import test from 'ava';
+import type { Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import { createWorker } from '../../activities/worker.ts';
+import { sql } from '../../core/db/pool.ts';
+import { createLogger } from '../../core/logger.ts';
+import type { EngineFactory } from '../../media/deps.ts';
+import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
+import { fakeMp3 } from '../fakes/http-fake.ts';
+import { endedRow, until } from '../helpers/calls.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
+import { agentQuiet } from './media-helpers.ts';
+import { HookSink } from './rest-helpers.ts';
+
+const QUEUE = 'carrier-transfer-recording-test';
+const logger = createLogger({ level: 'silent' });
+const drivers: CarrierDriver[] = carrierDrivers().filter((d) => d.recordedTransfer);
+const hooks = new HookSink();
+const scenarios = new Map<string, FakeScenario>();
+let n = 0;
+let s: TestServer;
+let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> } | null = null;
+
+const factory: EngineFactory = async ({ config }) => fakeEngines(scenarios.get(config.name) ?? { stt: { utterances: [] }, llm: [] });
+
+test.before(async () => {
+  for (const d of drivers) await d.start();
+  await hooks.start();
+  s = await startTestServer({
+    env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TEMPORAL_TASK_QUEUE: QUEUE }, ...drivers.map((d) => d.env())),
+    media: { engines: factory },
+  });
+  for (const d of drivers) d.setBase(s.baseUrl);
+  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue: QUEUE });
+  const run = w.run();
+  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+});
+test.after.always(async () => {
+  await worker?.close();
+  await s?.close();
+  for (const d of drivers) await d.close();
+  await hooks.close();
+});
+
+const FROM = '+14155550100';
+const TO = '+14155550199';
+
+for (const d of drivers) {
+  test.serial(`${d.id}: recordTransfer (default) → the carrier records the transferred leg → exactly one call.transfer_recording.completed with our copy`, async (t) => {
+    const { apiKey: key } = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    const name = `transfer-recording-${d.id}-${++n}`;
+    scenarios.set(name, { stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'Transferring.' }] });
+    const agent = {
+      name, systemPrompt: 'You are a phone test agent.', llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+      noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello.'], interruptible: false }, voicemailDetection: false, webhook: { url: hooks.url },
+      // recordTransfer left out: the spec's default (true) applies
+      tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20 } }],
+    };
+    const seen = d.dialCount();
+    const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
+    t.is(r.status, 200, JSON.stringify(r.body));
+    const callId = r.body.callId as string;
+    const call = await until(() => d.dialAt(seen), 10_000, 'the dial to reach the fake carrier');
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs > 300, 20_000, 'greeting');
+    await agentQuiet(phone);
+    await phone.tone(600);
+    await phone.silence(600);
+    await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
+    phone.hangup(); // the call leaves the stream for the transfer
+    t.is((await endedRow(s.db, callId)).ended_reason, 'transferred');
+
+    t.is((await d.recordedTransfer!(call, 'forged')).status, 403, 'a forged recording callback is refused');
+    const first = await d.recordedTransfer!(call);
+    t.true(first.status >= 200 && first.status < 300, `recording callback answered ${first.status}`);
+    const again = await d.recordedTransfer!(call); // a redelivery (or a second recording event): no second workflow
+    t.true(again.status >= 200 && again.status < 300, `redelivered callback answered ${again.status}`);
+
+    const mine = () => hooks.events.filter((e) => e.callId === callId && e.event.startsWith('call.transfer_recording.'));
+    const events = await until(() => (mine().length ? mine() : null), 90_000, 'call.transfer_recording.*');
+    const done = events[0] as { event: string; recordingUrl?: string; telephonyProvider?: string; transfer?: { destination?: string } };
+    t.is(done.event, 'call.transfer_recording.completed', JSON.stringify(done));
+    t.true(String(done.recordingUrl).startsWith(s.config.cdnUrl), String(done.recordingUrl));
+    t.regex(String(done.recordingUrl), new RegExp(`${callId}-transfer\\.mp3$`));
+    t.like(done, { telephonyProvider: d.id, transfer: { destination: '+15550009999' } });
+    const stored = await s.db.oneFirst(sql.type(z.object({ r: z.unknown() }))`SELECT transfer_recording AS r FROM calls WHERE id = ${callId}`);
+    t.is((stored as { stored?: { bytes?: number } }).stored?.bytes, fakeMp3().length, 'the carrier file, downloaded whole');
+    // the workflow has finished its one event: nothing else is coming for this call
+    await s.temporal!.client.workflow.getHandle(`transferRecording-${callId}`).result();
+    t.is(mine().length, 1, 'exactly one transfer-recording event');
+  });
+}
