@@ -12,6 +12,7 @@ import {
   progressQuery,
   startUpdate,
 } from '../../workflows/campaign/messages.ts';
+import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { attempts, carrierScript, csvOf, phoneList, runWorker, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env } from './helpers.ts';
 
 const QUEUE = 'campaigns-durability-test';
@@ -53,6 +54,8 @@ test.serial('worker SIGKILLed mid-campaign, another started: 0 lost contacts, 0 
       PUBLIC_URL: c.publicUrl,
       OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
       TWILIO_API_BASE_URL: env.fake.origin,
+      // the agent's vendor engines need their keys: a dial checks them up front like POST /call
+      ...VENDOR_TEST_KEYS,
     },
     stdio: 'ignore',
   });
