@@ -51,7 +51,12 @@ test('voicemail (AMD machine) on a connected call is retried after voicemail_del
       const callId = twiml.stream.parameters.callId!;
       await until(async () => (await getCallRow(s.db, callId)).status === 'active', 20_000, 'call active');
       if (attempt === 1) await twilio.amd(call.sid, 'machine_end_beep');
-      else media.hangup();
+      else {
+        // a person: hears the greeting start, then hangs up (a hang-up before the pipeline has started is a call
+        // that never connected, `cancelled`, which is not what this attempt is about)
+        await until(async () => media.heardMs > 0, 20_000, 'greeting heard');
+        media.hangup();
+      }
     })().catch((err: unknown) => errors.push(String(err)));
   };
   twilio.on('dial', onDial);
