@@ -137,6 +137,7 @@ export class ThreadPool<Q extends object, R> {
         s.pending.clear();
         if (w && w.exitCode === null && w.signalCode === null) {
           const gone = new Promise<void>((r) => w.once('exit', () => r()));
+          setRef(w, true); // an unreferenced child's exit would not keep this wait alive
           w.kill('SIGKILL');
           await gone;
         }
