@@ -8,6 +8,7 @@
 // thread is terminated at process exit (std::terminate on a Napi::Error, or a segfault, seen in every test file that
 // loaded them), and a child process dies on its own when the parent goes (its IPC channel closes).
 import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 type Pending<R> = { resolve(r: R): void; reject(e: Error): void };
@@ -185,4 +186,45 @@ export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req
       }
     });
   });
+}
+
+/** A pool size: `workers`, else the environment variable's whole number, else one per core (at most 64). */
+export function poolSize(envVar: string, workers?: number): number {
+  const n = workers ?? Number(process.env[envVar]);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 64) : Math.max(1, os.availableParallelism());
+}
+
+/**
+ * One process-wide pool per model (Whisper decoders, Piper voices): made on first use, remade when its key (the
+ * model file) changes, and dropped when it cannot load, so the next call tries again (the caller falls back).
+ */
+export class SharedPool<Q extends object, R> {
+  private pool: ThreadPool<Q, R> | null = null;
+  private key = '';
+
+  /** The pool for `key`, every helper started with its model loaded; rejects with the load error. */
+  async get(key: string, create: () => ThreadPool<Q, R>): Promise<ThreadPool<Q, R>> {
+    if (!this.pool || this.key !== key) {
+      await this.pool?.close();
+      this.pool = create();
+      this.key = key;
+    }
+    const p = this.pool;
+    try {
+      await p.ready();
+    } catch (err) {
+      if (this.pool === p) {
+        this.pool = null;
+        await p.close();
+      }
+      throw err;
+    }
+    return p;
+  }
+
+  async close(): Promise<void> {
+    const p = this.pool;
+    this.pool = null;
+    await p?.close();
+  }
 }

@@ -13,10 +13,9 @@
 // when a decoder thread is idle (never queued behind finals): on a loaded node interims stop first.
 // Finals are never dropped; when more finals are waiting than decoder threads × MAX_QUEUE_PER_THREAD the
 // utterance is refused with a non-fatal error (the call hears nothing rather than a reply seconds late).
-import os from 'node:os';
 import type { SttEvent, SttOptions, SttStream } from '../types.ts';
 import { MODELS, verifiedModelFile } from '../model-files.ts';
-import { ThreadPool } from '../thread-pool.ts';
+import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';
 import type { WhisperRequest } from './whisper-thread.ts';
 
 const PREROLL_MS = 300;
@@ -30,42 +29,20 @@ const MIN_LOUD_MS = 120;
 const INTERIM_MS = 1000;
 const MAX_QUEUE_PER_THREAD = 6;
 
-let pool: ThreadPool<WhisperRequest, string> | null = null;
-let poolModel = '';
-
-function poolSize(workers?: number): number {
-  const n = workers ?? Number(process.env.LOCAL_STT_WORKERS);
-  return Number.isInteger(n) && n > 0 ? Math.min(n, 64) : Math.max(1, os.availableParallelism());
-}
+const pool = new SharedPool<WhisperRequest, string>();
 
 /**
- * The shared decoder pool, its model verified (SHA-256) and loaded in every thread. Rejects (a ModelFileError or
+ * The shared decoder pool, its model verified (SHA-256) and loaded in every helper. Rejects (a ModelFileError or
  * the load error) when Whisper cannot run here; the caller falls back to PocketSphinx.
  */
 export async function whisperPool(opts: { workers?: number; modelsDir?: string } = {}): Promise<ThreadPool<WhisperRequest, string>> {
   const modelPath = await verifiedModelFile(MODELS['whisper-tiny.en'].files[0]!, opts.modelsDir);
-  if (!pool || poolModel !== modelPath) {
-    await pool?.close();
-    pool = new ThreadPool<WhisperRequest, string>(new URL('./whisper-thread.ts', import.meta.url), { modelPath, threads: 1 }, poolSize(opts.workers), 'Whisper decoder');
-    poolModel = modelPath;
-  }
-  const p = pool;
-  try {
-    await p.ready();
-  } catch (err) {
-    if (pool === p) {
-      pool = null;
-      await p.close();
-    }
-    throw err;
-  }
-  return p;
+  return pool.get(modelPath, () =>
+    new ThreadPool<WhisperRequest, string>(new URL('./whisper-thread.ts', import.meta.url), { modelPath, threads: 1 }, poolSize('LOCAL_STT_WORKERS', opts.workers), 'Whisper decoder'));
 }
 
 export async function closeWhisper(): Promise<void> {
-  const p = pool;
-  pool = null;
-  await p?.close();
+  await pool.close();
 }
 
 /** Whisper's initial prompt from the agent's words: what the caller just heard and the key terms (≤ ~150 tokens). */

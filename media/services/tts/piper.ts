@@ -6,11 +6,10 @@
 // boundaries when it is long (so the first audio comes after one short clause, not a whole long sentence); the
 // pieces are synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's
 // 24 kHz. An abort stops after the piece in flight (a clause: tens of ms of compute) and yields nothing more.
-import os from 'node:os';
 import { Resampler } from '../../audio/resample.ts';
 import { engineError } from '../llm/openai.ts';
 import { verifiedModel } from '../model-files.ts';
-import { ThreadPool } from '../thread-pool.ts';
+import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';
 import type { TtsService } from '../types.ts';
 import type { PiperRequest } from './piper-thread.ts';
 
@@ -22,40 +21,18 @@ const LONG = 90;
 /** ... into pieces of at least this many characters */
 const MIN_PIECE = 24;
 
-let pool: ThreadPool<PiperRequest, Int16Array> | null = null;
-let poolKey = '';
+const pool = new SharedPool<PiperRequest, Int16Array>();
 
-function poolSize(workers?: number): number {
-  const n = workers ?? Number(process.env.LOCAL_TTS_WORKERS);
-  return Number.isInteger(n) && n > 0 ? Math.min(n, 64) : Math.max(1, os.availableParallelism());
-}
-
-/** The shared Piper pool, its files verified (SHA-256) and the voice loaded in every thread; rejects when it cannot run. */
+/** The shared Piper pool, its files verified (SHA-256) and the voice loaded in every helper; rejects when it cannot run. */
 export async function piperPool(opts: { workers?: number; modelsDir?: string; espeak?: string } = {}): Promise<ThreadPool<PiperRequest, Int16Array>> {
   const [modelPath, configPath] = await verifiedModel('piper-en_US-joe-medium', opts.modelsDir);
-  const key = `${modelPath}|${opts.espeak ?? 'espeak-ng'}`;
-  if (!pool || poolKey !== key) {
-    await pool?.close();
-    pool = new ThreadPool<PiperRequest, Int16Array>(new URL('./piper-thread.ts', import.meta.url), { modelPath, configPath, espeak: opts.espeak ?? 'espeak-ng' }, poolSize(opts.workers), 'Piper voice');
-    poolKey = key;
-  }
-  const p = pool;
-  try {
-    await p.ready();
-  } catch (err) {
-    if (pool === p) {
-      pool = null;
-      await p.close();
-    }
-    throw err;
-  }
-  return p;
+  const espeak = opts.espeak ?? 'espeak-ng';
+  return pool.get(`${modelPath}|${espeak}`, () =>
+    new ThreadPool<PiperRequest, Int16Array>(new URL('./piper-thread.ts', import.meta.url), { modelPath, configPath, espeak }, poolSize('LOCAL_TTS_WORKERS', opts.workers), 'Piper voice'));
 }
 
 export async function closePiper(): Promise<void> {
-  const p = pool;
-  pool = null;
-  await p?.close();
+  await pool.close();
 }
 
 /** A chunk into pieces: short ones as they are, long ones at sentence and clause boundaries (. ! ? , ; : dashes). */
