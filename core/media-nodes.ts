@@ -15,13 +15,12 @@ export const CALLS_PER_CORE = 25;
 
 /**
  * The same for the neural local engines (Whisper tiny.en STT, the Piper voice: the defaults of `local` once
- * scripts/setup.sh installed their models). bench/real-calls on 2 cores shared with 7 other test suites (load
- * average 12–20): voice-to-voice p50 / p99 1,552 / 1,666 ms at 1 call, 2,150 / 4,197 ms at 4, 5,042 / 9,059 ms at 8
- * (CPU 8–11 % of a core per call). No level met p99 ≤ 1,500 ms on that loaded machine; 2 per core is the estimate
- * for an unloaded node (Whisper ~0.1 s and Piper ~0.15 s of compute per second of audio on one idle core). Re-measure
- * on the target machine (`LEVELS=1,2,4,8 npm run bench -- real-calls`) and set MEDIA_MAX_CALLS.
+ * scripts/setup.sh installed their models). bench/real-calls on an idle 2-core node (load average 1.8), 2 turns per
+ * call: voice-to-voice p50 / p99 700 / 832 ms at 1 call, 708 / 776 ms at 2, 963 / 2,204 ms at 4 — the p99 ≤ 1,500 ms
+ * target holds at 2 calls and not at 4, so 1 per core. Re-measure on the target machine
+ * (`LEVELS=1,2,3,4 npm run bench -- real-calls`) and set MEDIA_MAX_CALLS.
  */
-export const NEURAL_CALLS_PER_CORE = 2;
+export const NEURAL_CALLS_PER_CORE = 1;
 
 export function defaultMaxCalls(cores = os.availableParallelism(), perCore = CALLS_PER_CORE): number {
   return Math.max(1, cores * perCore);
