@@ -10,7 +10,7 @@ import { createLogger } from '../../core/logger.ts';
 import { expireStalePhoneCalls } from '../../core/telephony/ended.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../helpers/calls.ts';
 import { startReceiver } from '../post-call/helpers.ts';
-import { agentQuiet, dialOf, openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
+import { agentQuiet, dialOf, openStream, phoneAgent, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
 
 let rig: PhoneRig;
 let org: { orgId: string; apiKey: string };
@@ -28,19 +28,7 @@ test.after.always(async () => {
   await rig?.close();
 });
 
-function agent(over: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name: 'outcome agent',
-    systemPrompt: 'You are a phone test agent.',
-    llm: { provider: 'local', model: 'local-demo' },
-    stt: { provider: 'local' },
-    tts: { provider: 'local' },
-    noiseGate: { enabled: false },
-    greeting: { firstMessages: ['Hello.'], interruptible: false },
-    voicemailDetection: false,
-    ...over,
-  };
-}
+const agent = (over: Record<string, unknown> = {}) => phoneAgent({ name: 'outcome agent', ...over });
 const dialBody = (hook: string) => ({
   type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO,
   agent: agent({ webhook: { url: hook } }),

@@ -4,7 +4,7 @@
 import test from 'ava';
 import { resample } from '../../core/audio/resample.ts';
 import { endedRow, until } from '../helpers/calls.ts';
-import { agentQuiet, dialOf, openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
+import { agentQuiet, dialOf, openStream, phoneAgent, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
 import { chirp, findIn, opusFile, wavFile } from './audio-files.ts';
 import { storedRecording, uploadRecording } from './helpers.ts';
 
@@ -24,19 +24,7 @@ test.after.always(async () => {
   await rig?.close();
 });
 
-function agent(name: string, tools: unknown[]): Record<string, unknown> {
-  return {
-    name,
-    systemPrompt: 'You are a phone test agent.',
-    llm: { provider: 'local', model: 'local-demo' },
-    stt: { provider: 'local' },
-    tts: { provider: 'local' },
-    noiseGate: { enabled: false },
-    greeting: { firstMessages: ['Hello.'], interruptible: false },
-    voicemailDetection: false,
-    tools,
-  };
-}
+const agent = (name: string, tools: unknown[]) => phoneAgent({ name, tools });
 
 async function dialAndAnswer(agentSel: { agent: Record<string, unknown> } | { agentId: string }) {
   const res = await rig.s.request('POST', '/call', {

@@ -16,7 +16,7 @@ import { fakeMp3 } from '../fakes/http-fake.ts';
 import { endedRow, until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
-import { agentQuiet } from './media-helpers.ts';
+import { agentQuiet, phoneAgent } from './media-helpers.ts';
 import { HookSink } from './rest-helpers.ts';
 
 const QUEUE = 'carrier-transfer-recording-test';
@@ -59,12 +59,11 @@ for (const d of drivers) {
     d.addNumber(acc, FROM);
     const name = `transfer-recording-${d.id}-${++n}`;
     scenarios.set(name, { stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'Transferring.' }] });
-    const agent = {
-      name, systemPrompt: 'You are a phone test agent.', llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
-      noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello.'], interruptible: false }, voicemailDetection: false, webhook: { url: hooks.url },
+    const agent = phoneAgent({
+      name, webhook: { url: hooks.url },
       // recordTransfer left out: the spec's default (true) applies
       tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20 } }],
-    };
+    });
     const seen = d.dialCount();
     const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
     t.is(r.status, 200, JSON.stringify(r.body));

@@ -14,7 +14,7 @@ import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
 import { callById, HookSink, saveAgent } from './rest-helpers.ts';
-import { agentQuiet } from './media-helpers.ts';
+import { agentQuiet, phoneAgent } from './media-helpers.ts';
 
 let s: TestServer;
 const hooks = new HookSink();
@@ -50,18 +50,7 @@ const eventsOf = (callId: string) => hooks.events.filter((e) => e.callId === cal
 function agent(scenario: FakeScenario, over: Record<string, unknown> = {}): Record<string, unknown> {
   const name = `carrier-scenario-${++n}`;
   scenarios.set(name, scenario);
-  return {
-    name,
-    systemPrompt: 'You are a phone test agent.',
-    llm: { provider: 'local', model: 'local-demo' },
-    stt: { provider: 'local' },
-    tts: { provider: 'local' },
-    noiseGate: { enabled: false },
-    greeting: { firstMessages: ['Hello.'], interruptible: false },
-    voicemailDetection: false,
-    webhook: { url: hooks.url },
-    ...over,
-  };
+  return phoneAgent({ name, webhook: { url: hooks.url }, ...over });
 }
 
 const FROM = '+14155550100';

@@ -136,3 +136,18 @@ export async function agentQuiet(m: Pick<FakeCarrierStream, 'heardMs' | 'buffere
     return performance.now() - since >= ms;
   }, timeoutMs, 'agent quiet');
 }
+
+/** The agent body every phone-call test starts from (local engines, no noise gate, a short deaf greeting, no voicemail detection); `over` adds or replaces top-level fields. */
+export function phoneAgent(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'phone agent',
+    systemPrompt: 'You are a phone test agent.',
+    llm: { provider: 'local', model: 'local-demo' },
+    stt: { provider: 'local' },
+    tts: { provider: 'local' },
+    noiseGate: { enabled: false },
+    greeting: { firstMessages: ['Hello.'], interruptible: false },
+    voicemailDetection: false,
+    ...over,
+  };
+}

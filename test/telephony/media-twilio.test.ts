@@ -9,7 +9,7 @@ import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
-import { agentQuiet, dialOf, openStream, speech, startPhoneRig, type PhoneRig } from './media-helpers.ts';
+import { agentQuiet, dialOf, openStream, phoneAgent, speech, startPhoneRig, type PhoneRig } from './media-helpers.ts';
 
 let rig: PhoneRig;
 let org: { orgId: string; apiKey: string };
@@ -27,19 +27,7 @@ test.after.always(async () => {
   await rig?.close();
 });
 
-function agent(over: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name: 'phone agent',
-    systemPrompt: 'You are a phone test agent.',
-    llm: { provider: 'local', model: 'local-demo' },
-    stt: { provider: 'local' },
-    tts: { provider: 'local' },
-    noiseGate: { enabled: false },
-    greeting: { firstMessages: ['Hello.'], interruptible: false },
-    voicemailDetection: false,
-    ...over,
-  };
-}
+const agent = phoneAgent;
 
 /** POST /call type=outbound, then the carrier rings and answers; returns the stream the answer TwiML named. */
 async function dialAndAnswer(
