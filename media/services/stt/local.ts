@@ -25,6 +25,7 @@ import { mkdir, writeFile, rename } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rms } from '../../audio/pcm.ts';
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
 import { BASE_SENTENCES } from './base-corpus.ts';
 import { buildLanguageModel, tokenize } from './lm.ts';
@@ -339,9 +340,7 @@ class PooledStream implements SttStream {
   write(pcm: Int16Array): void {
     if (this.closed || pcm.length === 0) return;
     const ms = (pcm.length / 16000) * 1000;
-    let energy = 0;
-    for (let i = 0; i < pcm.length; i++) energy += pcm[i]! * pcm[i]!;
-    const loud = Math.sqrt(energy / pcm.length) / 32768 >= SPEECH_RMS;
+    const loud = rms(pcm) / 32768 >= SPEECH_RMS;
     if (!this.utt) {
       this.hold(pcm);
       if (!loud) return;

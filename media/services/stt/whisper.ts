@@ -13,6 +13,7 @@
 // when a decoder thread is idle (never queued behind finals): on a loaded node interims stop first.
 // Finals are never dropped; when more finals are waiting than decoder threads × MAX_QUEUE_PER_THREAD the
 // utterance is refused with a non-fatal error (the call hears nothing rather than a reply seconds late).
+import { rms } from '../../audio/pcm.ts';
 import type { SttEvent, SttOptions, SttStream } from '../types.ts';
 import { MODELS, verifiedModelFile } from '../model-files.ts';
 import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';
@@ -103,9 +104,7 @@ export class WhisperStream implements SttStream {
   write(pcm: Int16Array): void {
     if (this.closed || pcm.length === 0) return;
     const ms = (pcm.length / 16000) * 1000;
-    let energy = 0;
-    for (let i = 0; i < pcm.length; i++) energy += pcm[i]! * pcm[i]!;
-    const loud = Math.sqrt(energy / pcm.length) / 32768 >= SPEECH_RMS;
+    const loud = rms(pcm) / 32768 >= SPEECH_RMS;
     if (!this.open) {
       this.preroll.push(pcm);
       this.prerollSamples += pcm.length;
