@@ -36,13 +36,13 @@ const typeParsers = [
   { name: 'numeric', parse: (v: string) => Number.parseFloat(v) },
 ];
 
-export async function createDb(url: string, opts: { maximumPoolSize?: number } = {}): Promise<Db> {
+export async function createDb(url: string, opts: { maximumPoolSize?: number; connectionTimeout?: number } = {}): Promise<Db> {
   return createPool(url, {
     interceptors: [resultParser],
     typeParsers,
     maximumPoolSize: opts.maximumPoolSize ?? 10,
     statementTimeout: 30_000,
     idleTimeout: 10_000,
-    connectionTimeout: 10_000,
+    connectionTimeout: opts.connectionTimeout ?? 10_000,
   });
 }
