@@ -83,8 +83,9 @@ class Channel implements CodecChannel {
       this.queue().ops.push(o);
     };
     this.sink = {
-      // the payload is a view into node-datachannel's message buffer: a copy we own (and can transfer)
-      packet: (p) => op(p.slice()),
+      // the payload is a view into node-datachannel's message buffer: inline it is decoded at once; queued for a
+      // worker it needs a copy we own
+      packet: (p) => op(this.inline ? p : p.slice()),
       conceal: () => op(CONCEAL),
       silence: (n) => op(n),
     };

@@ -213,7 +213,7 @@ test('a codec worker that dies (killed, or crashing) is replaced: its calls go o
     t.truthy(pool.broken);
     const n = a.got.packets.length;
     for (const blk of agentBlocks(3, 5)) cha.encode(blk);
-    t.is(a.got.packets.length, n + 2, 'inline: packets at once (a fresh resampler holds its look-ahead)');
+    t.is(a.got.packets.length, n + 3, 'inline: a fresh codec sends every whole 20 ms frame at once (no resampler look-ahead any more)');
     const c = pool.open(collector().h);
     t.is(c.mode, 'inline', 'new calls open inline too');
     for (const ch of [cha, chb, c]) ch.close();
