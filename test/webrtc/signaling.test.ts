@@ -89,7 +89,7 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'final transcription');
   t.is(final.payload!.text, 'what are your opening hours');
   await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'We are open from nine to five.'), 15_000, 'reply');
-  // the caller's Opus audio went through the jitter buffer and the 48 → 16 kHz resampler into the STT
+  // the caller's Opus audio went through the jitter buffer and the decoder (straight to 16 kHz) into the STT
   t.deepEqual(book.engines(name).engines.stt.finals, ['what are your opening hours']);
 
   await until(() => Date.now() - c.lastPacketAt > 400, 15_000, 'reply audio to end');
