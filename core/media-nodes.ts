@@ -37,15 +37,16 @@ export type WeightEngines = 'vendor' | 'local';
  * comes from (README "Scaling and capacity", "Browser calls (WebRTC)"):
  * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
  * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
- * - webrtc/vendor 0.375: bench/webrtc, inline codecs (issue 24: CELT from 24 kHz, decode straight to 16 kHz, no
- *   resamplers): the server's CPU per WebRTC call ≈ 1.5× its CPU per WebSocket call in the same run (README
- *   "Browser calls (WebRTC)"), so 1.5 × 0.25. Before that change a WebRTC call measured ≈ 3× (weight 0.75).
- * - webrtc/local 1.125: the local-engine call plus the same WebRTC surcharge (0.375 − 0.25).
+ * - webrtc/vendor 0.5: bench/webrtc with the codec inline (issue 24: CELT from 24 kHz, decoding straight to 16 kHz,
+ *   no resamplers), the server's CPU per WebRTC call against its CPU per WebSocket call in the same run: 1.3–1.5× at
+ *   5 calls, 1.8–2.2× at 20, 1.9–2.2× at 40 (2 cores shared with other work, load average 8–19; README "Browser
+ *   calls (WebRTC)"), so 2 × 0.25. Before that change a WebRTC call measured ≈ 3× at 5 calls and 4.7× at 40.
+ * - webrtc/local 1.25: the local-engine call plus the same WebRTC surcharge (0.5 − 0.25).
  * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
  */
 export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
   websocket: { vendor: 0.25, local: 1 },
-  webrtc: { vendor: 0.375, local: 1.125 },
+  webrtc: { vendor: 0.5, local: 1.25 },
   carrier: { vendor: 0.25, local: 1 },
 };
 
