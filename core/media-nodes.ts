@@ -39,7 +39,7 @@ export type WeightEngines = 'vendor' | 'local';
  * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
  * - webrtc/vendor 0.5: bench/webrtc with the codec inline (issue 24: CELT from 24 kHz, decoding straight to 16 kHz,
  *   no resamplers), the server's CPU per WebRTC call against its CPU per WebSocket call in the same run: 1.3–1.5× at
- *   5 calls, 1.8–2.2× at 20, 1.9–2.2× at 40 (2 cores shared with other work, load average 8–19; README "Browser
+ *   5 calls, 1.8–2.2× at 20, 1.9–2.2× at 40, 2.2× at 100 (2 cores shared with other work, load average 8–19; README "Browser
  *   calls (WebRTC)"), so 2 × 0.25. Before that change a WebRTC call measured ≈ 3× at 5 calls and 4.7× at 40.
  * - webrtc/local 1.25: the local-engine call plus the same WebRTC surcharge (0.5 − 0.25).
  * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
