@@ -109,7 +109,7 @@ async function startProcess(entry: string, env: (port: number) => Record<string,
     stdio: 'ignore',
   });
   children.push(child);
-  await waitForPort(port, 60_000);
+  await waitForPort(port, 120_000); // three processes starting at once on a loaded CI machine
   return { child, origin: `http://127.0.0.1:${port}` };
 }
 
