@@ -1,5 +1,5 @@
 // The WebRTC codec pool (media/webrtc/codec-pool.ts): the audio out of the worker processes is exactly the audio of the
-// inline path (same Opus packets byte for byte, same decoded and resampled samples), per-call order holds across
+// inline path (same Opus packets byte for byte, same decoded samples), per-call order holds across
 // batches and across calls sharing a thread, and a thread that dies is replaced (its calls continue there, the lost
 // work is counted) until too many die and every call goes inline.
 import test from 'ava';
