@@ -133,9 +133,15 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
   // (MEDIA_PUBLIC_URL), else the shared PUBLIC_URL behind the proxy. The assignment (least loaded node by weight,
   // core/media-nodes.ts assignMediaNode) is recorded on the row either way, so calls created between two load
   // reports spread over the nodes. A call that connects to another node than its assigned one is served there.
+  // The call row exists by now: a failed assignment (database hiccup) must not fail the request, the shared URL works.
   const steeredBase = async (callId: string, t: WeightTransport): Promise<string> => {
-    const node = await assignMediaNode(db, callId, t, config.MEDIA_NODE_DEAD_AFTER_S);
-    return node?.public_url ? `${node.public_url}/api/v1` : config.baseUrl;
+    try {
+      const node = await assignMediaNode(db, callId, t, config.MEDIA_NODE_DEAD_AFTER_S);
+      return node?.public_url ? `${node.public_url}/api/v1` : config.baseUrl;
+    } catch (err) {
+      deps.logger.warn({ err, callId }, 'media node assignment failed: the call gets the shared PUBLIC_URL');
+      return config.baseUrl;
+    }
   };
 
   /**
