@@ -5,10 +5,10 @@
 //
 // No resampler (issue 24): libopus takes the 24 kHz agent audio as it is (the packets are ordinary Opus at the
 // 48 kHz RTP clock; the browser decodes them at 48 kHz, band-limited at 12 kHz) and decodes the caller's packets
-// straight to 16 kHz (its CELT/SILK synthesis band-limits; measured: flat to 7 kHz, a 9 kHz tone −60 dB, ≥ 11 kHz
-// −80 dB; test/webrtc/media-units.test.ts). The encoder is CELT ('audio' application, 32 kb/s, complexity 5, the
-// level where CELT's pitch pre-filter for voiced speech is on): bench/codec measured it at about a fifth of the CPU
-// of the SILK/hybrid 'voip' encoder at equal bitrate. What it trades: no in-band FEC (that is a SILK feature; our
+// straight to 16 kHz (its CELT/SILK synthesis band-limits; measured on tones: flat to 7.5 kHz, 8.5 kHz and above
+// at −79 dB or less; test/webrtc/media-units.test.ts). The encoder is CELT ('audio' application, 32 kb/s,
+// complexity 5, the level where CELT's pitch pre-filter for voiced speech is on): bench/codec measured it at a
+// quarter to a third of the CPU of the SILK/hybrid 'voip' encoder at the same bitrate and complexity. What it trades: no in-band FEC (that is a SILK feature; our
 // NACK responder retransmits lost packets instead) and CELT's rather than SILK's concealment in the browser.
 import { DecodeStage, type FrameSink } from './jitter.ts';
 import { OpusDecoder48, OpusEncoder48, type OpusEncoderOptions } from './opus.ts';

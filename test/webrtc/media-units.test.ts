@@ -224,6 +224,21 @@ test('agent audio, 24 kHz straight into Opus, decoded at 48 kHz: passband to 11.
   }
 });
 
+test('agent audio in blocks of any length gives the packets of whole 20 ms frames (a partial frame is held, not padded)', (t) => {
+  const audio = tone(300, 24_000, 1, 6000);
+  const whole = new CallCodec().encode(audio);
+  t.is(whole.length, 50);
+  const codec = new CallCodec();
+  const pieces: Uint8Array[] = [];
+  const sizes = [1, 479, 480, 481, 100, 7, 960, 1500, 333];
+  for (let off = 0, k = 0; off < audio.length; k++) {
+    const n = Math.min(sizes[k % sizes.length]!, audio.length - off);
+    pieces.push(...codec.encode(audio.subarray(off, off + n)));
+    off += n;
+  }
+  t.deepEqual(pieces.map((p) => [...p]), whole.map((p) => [...p]));
+});
+
 test('caller audio, Opus decoded straight to 16 kHz: passband to 7.5 kHz kept (±1 dB), aliases of 8.5–20 kHz ≤ −60 dB', (t) => {
   // the browser's packets carry the full band (here a 96 kb/s CELT encoder, as a browser's may); CallCodec decodes to
   // 16 kHz with no resampler, so libopus's own band-limiting is all that keeps 8–24 kHz from folding into 0–8 kHz
