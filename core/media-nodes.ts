@@ -103,11 +103,6 @@ export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live:
     WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
 }
 
-/** The weight class of a stored calls.transport value ('webrtc' and the older 'web' are browser WebRTC calls). */
-export function storedTransportWeight(transport: string): WeightTransport {
-  return transport === 'webrtc' || transport === 'web' ? 'webrtc' : transport === 'websocket' ? 'websocket' : 'carrier';
-}
-
 const assigned = z.object({ node_id: z.string(), public_url: z.string().nullable(), load: z.number(), capacity: z.number() });
 export type AssignedNode = z.infer<typeof assigned>;
 

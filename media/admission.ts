@@ -32,8 +32,6 @@ export function callWeight(kind: string, providers: readonly string[], localUnit
   return providers.includes('local') ? row.local - 1 + localUnit : row.vendor;
 }
 
-
-
 const EPS = 1e-9;
 
 export type Refusal = 'draining' | 'capacity';
