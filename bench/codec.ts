@@ -1,42 +1,51 @@
 // bench/codec: what the audio work of one WebRTC call costs, and where it runs (issue 24). In one run, one process:
-//   1. Per 20 ms frame, on this thread: Opus encode (complexity 5, 32 kb/s, the server's settings) and decode with
-//      @evan/opus's native addon and with its WASM build, the 24→48 kHz and 48→16 kHz resamplers. Ratios WASM/native.
+//   1. Per stage, on this thread, in CPU time (process.threadCpuUsage: the thread's own user + system time, so other
+//      processes on the cores slow the run down but barely change the figure; wall time would): Opus encode and
+//      decode and the two resamplers as shipped before this change (encoder at libopus's defaults because the
+//      package's setters never reached it, resamplers 24→48 and 48→16 kHz) against the path now in CallCodec
+//      (24 kHz straight into a CELT encoder, decode straight to 16 kHz); Opus 'voip' (SILK/hybrid, FEC) and 'audio'
+//      (CELT) at every complexity 0–10; native against WASM. Figures are % of one core per call (CPU time per
+//      call-second ÷ 10 ms), with the bitrate each setting produced and a crude quality proxy (waveform SNR of the
+//      decoded speech after aligning the codec delay: it rewards waveform-matching, not what a listener hears, so read
+//      it only to see a setting that breaks).
 //   2. Whether each Opus build is safe with encoders in several threads at once (same input → same packet).
 //   3. CALLS simulated calls for SECONDS: every 20 ms tick each call submits 20 ms of agent audio to encode and one
 //      caller packet to decode, once inline (CallCodec on this thread) and once through the codec pool
 //      (media/webrtc/codec-pool.ts, worker processes): CPU of THIS thread (the event loop) per call, tick lateness,
 //      messages per worker per tick, and CPU of this process plus the workers' (from /proc).
 //
-//   node --import tsx bench/codec.ts         CALLS=150 SECONDS=10 FRAMES=2000
+//   node --import tsx bench/codec.ts         CALLS=150 SECONDS=10 FRAMES=1500
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Resampler } from '../media/audio/resample.ts';
-import { CallCodec } from '../media/webrtc/call-codec.ts';
+import { AGENT_ENCODER, CallCodec } from '../media/webrtc/call-codec.ts';
 import { CodecPool } from '../media/webrtc/codec-pool.ts';
+import { OpusEncoder48 } from '../media/webrtc/opus.ts';
 import { f1, f2, pct } from './_stats.ts';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
-const FRAMES = Number(process.env.FRAMES ?? 2000);
+const FRAMES = Number(process.env.FRAMES ?? 1500);
 const CALLS = Number(process.env.CALLS ?? 150);
 const SECONDS = Number(process.env.SECONDS ?? 10);
 const require = createRequire(import.meta.url);
 
-interface Enc { encode(b: ArrayBufferView): Uint8Array; bitrate: number; signal: string; inband_fec: boolean; packet_loss: number; complexity: number }
+interface Enc { encode(b: ArrayBufferView): Uint8Array; ctl(request: number, value?: number): number }
 interface Dec { decode(b: ArrayBufferView): Uint8Array }
 interface Mod { Encoder: new (o: object) => Enc; Decoder: new (o: object) => Dec }
 
-/** Speech-like 48 kHz audio: a gliding voiced tone with harmonics and some noise. */
-function speech48(frames: number): Int16Array[] {
+/** Speech-like audio at `rate`: a gliding voiced tone with harmonics and some noise, in 20 ms frames. */
+function speech(rate: number, frames: number): Int16Array[] {
+  const n = rate / 50;
   const out: Int16Array[] = [];
   let phase = 0;
   let x = 1;
   for (let b = 0; b < frames; b++) {
-    const f = new Int16Array(960);
-    for (let i = 0; i < 960; i++) {
-      const hz = 160 + 90 * Math.sin((b * 960 + i) / 20_000);
-      phase += (2 * Math.PI * hz) / 48_000;
+    const f = new Int16Array(n);
+    for (let i = 0; i < n; i++) {
+      const hz = 160 + 90 * Math.sin((b * n + i) / (rate / 2.4));
+      phase += (2 * Math.PI * hz) / rate;
       x = (x * 1103515245 + 12345) & 0x7fffffff;
       f[i] = Math.round(6000 * Math.sin(phase) + 2000 * Math.sin(3 * phase) + 600 * ((x / 0x7fffffff) * 2 - 1));
     }
@@ -44,44 +53,109 @@ function speech48(frames: number): Int16Array[] {
   }
   return out;
 }
+const speech48 = (frames: number) => speech(48_000, frames);
 
-function perFrameUs(n: number, fn: (i: number) => void): number {
-  for (let i = 0; i < Math.min(200, n); i++) fn(i); // warm-up
-  const t0 = performance.now();
+const threadCpuUs = (): number => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
+/** % of one core per call: this thread's CPU time for `n` frames of 20 ms, after a warm-up. */
+function pctPerCall(n: number, fn: (i: number) => void): number {
+  for (let i = 0; i < Math.min(100, n); i++) fn(i);
+  const c0 = threadCpuUs();
   for (let i = 0; i < n; i++) fn(i);
-  return ((performance.now() - t0) * 1000) / n;
+  return ((threadCpuUs() - c0) / (n * 20_000)) * 100;
 }
 
+// opus_encoder_ctl requests (opus_defines.h); the package's property setters do nothing (core/audio/opus.ts)
+const SET_BITRATE = 4002, SET_COMPLEXITY = 4010, SET_FEC = 4012, SET_LOSS = 4014, SET_SIGNAL = 4024, VOICE = 3001;
+
+/** Waveform SNR (dB) of `out` against `ref`, best over delays up to 10 ms (the codec's look-ahead). */
+function snrDb(ref: Int16Array, out: Int16Array, rate: number): number {
+  let best = -Infinity;
+  for (let d = 0; d < rate / 100; d++) {
+    let s = 0;
+    let e = 0;
+    for (let i = rate / 10; i + d < out.length && i < ref.length; i++) {
+      const r = ref[i]!;
+      const diff = r - out[i + d]!;
+      s += r * r;
+      e += diff * diff;
+    }
+    best = Math.max(best, 10 * Math.log10(s / e));
+  }
+  return best;
+}
+const joinPcm = (parts: Int16Array[]): Int16Array => {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let k = 0;
+  for (const p of parts) {
+    out.set(p, k);
+    k += p.length;
+  }
+  return out;
+};
+
 function codecCosts(): void {
-  const frames = speech48(FRAMES);
-  const row = (name: string, mod: Mod) => {
-    const enc = new mod.Encoder({ channels: 1, sample_rate: 48000, application: 'voip' });
-    enc.bitrate = 32_000;
-    enc.signal = 'voice';
-    enc.inband_fec = true;
-    enc.packet_loss = 5;
-    enc.complexity = 5;
+  const s48 = speech(48_000, FRAMES);
+  const s24 = speech(24_000, FRAMES);
+  const native = require('@evan/opus/node/index.js') as Mod;
+  const wasm = require('@evan/opus/wasm/index.js') as Mod;
+  /** encode every frame with a fresh encoder set up by `setup`, then decode at `decodeRate`; cost, kb/s, SNR */
+  const encodeRow = (mod: Mod, rate: 24_000 | 48_000, application: string, setup: (e: Enc) => void, decodeRate: number = rate) => {
+    const src = rate === 24_000 ? s24 : s48;
+    const enc = new mod.Encoder({ channels: 1, sample_rate: rate, application });
+    setup(enc);
     const packets: Uint8Array[] = [];
-    const encUs = perFrameUs(FRAMES, (i) => {
-      packets[i] = Uint8Array.from(enc.encode(frames[i]!));
+    const encPct = pctPerCall(FRAMES, (i) => void (packets[i] = new Uint8Array(enc.encode(src[i]!))));
+    const dec = new mod.Decoder({ channels: 1, sample_rate: decodeRate });
+    const out: Int16Array[] = [];
+    const decPct = pctPerCall(FRAMES, (i) => {
+      const b = dec.decode(packets[i]!);
+      out[i] = new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
     });
-    const dec = new mod.Decoder({ channels: 1, sample_rate: 48000 });
-    const decUs = perFrameUs(FRAMES, (i) => void dec.decode(packets[i]!));
-    return { name, encUs, decUs };
+    const kbps = (packets.reduce((n, p) => n + p.length, 0) * 8) / (FRAMES * 20);
+    return { encPct, decPct, kbps, snr: decodeRate === rate ? snrDb(joinPcm(src), joinPcm(out), rate) : NaN };
   };
-  const native = row('native', require('@evan/opus/node/index.js') as Mod);
-  const wasm = row('wasm', require('@evan/opus/wasm/index.js') as Mod);
+  const voip = (c: number) => (e: Enc) => {
+    e.ctl(SET_BITRATE, 32_000);
+    e.ctl(SET_SIGNAL, VOICE);
+    e.ctl(SET_FEC, 1);
+    e.ctl(SET_LOSS, 5);
+    e.ctl(SET_COMPLEXITY, c);
+  };
+  const audio = (c: number) => (e: Enc) => {
+    e.ctl(SET_BITRATE, 32_000);
+    e.ctl(SET_COMPLEXITY, c);
+  };
+  // what ran before: 'voip' encoder with the (ignored) setters, i.e. libopus defaults
+  const before = encodeRow(native, 48_000, 'voip', () => {});
   const up = new Resampler(24_000, 48_000);
   const down = new Resampler(48_000, 16_000);
-  const in24 = frames.map((f) => f.filter((_, i) => i % 2 === 0));
-  const upUs = perFrameUs(FRAMES, (i) => void up.process(in24[i]!));
-  const downUs = perFrameUs(FRAMES, (i) => void down.process(frames[i]!));
-  const pctCore = (us: number) => (us / 20_000) * 100;
-  for (const r of [native, wasm]) {
-    log(`opus ${r.name.padEnd(6)}: encode ${f1(r.encUs)} µs, decode ${f1(r.decUs)} µs per 20 ms frame (${f2(pctCore(r.encUs + r.decUs))} % of a core per call)`);
+  const upPct = pctPerCall(FRAMES, (i) => void up.process(s24[i]!));
+  const downPct = pctPerCall(FRAMES, (i) => void down.process(s48[i]!));
+  const dec16 = encodeRow(native, 48_000, 'voip', voip(5), 16_000); // a browser-like caller stream, decoded at 16 kHz
+  const dec48 = encodeRow(native, 48_000, 'voip', voip(5));
+  const now = encodeRow(native, 24_000, 'audio', audio(AGENT_ENCODER.complexity ?? 5));
+  const row = (name: string, r: { encPct: number; kbps: number; snr: number }) =>
+    log(`  ${name.padEnd(44)} encode ${f2(r.encPct)} % of a core per call, ${f1(r.kbps)} kb/s, SNR ${f1(r.snr)} dB`);
+  log('per stage, CPU time of this thread (% of one core per call; native Opus):');
+  row('before: voip 48 kHz, libopus defaults (c9)', before);
+  log(`  before: resample 24→48 kHz ${f2(upPct)} %, 48→16 kHz ${f2(downPct)} %; decode at 48 kHz ${f2(dec48.decPct)} %`);
+  row(`now: audio (CELT) 24 kHz in, 32 kb/s, c${AGENT_ENCODER.complexity}`, now);
+  log(`  now: no resampler; decode straight to 16 kHz ${f2(dec16.decPct)} %`);
+  const beforeTotal = before.encPct + upPct + dec48.decPct + downPct;
+  const nowTotal = now.encPct + dec16.decPct;
+  log(`  per call, codec + resampling: before ${f2(beforeTotal)} %, now ${f2(nowTotal)} % (×${f2(beforeTotal / nowTotal)} less)`);
+  log('Opus encoder by complexity (native, 32 kb/s; voip = SILK/hybrid, voice, FEC at 5 % loss, 48 kHz in; audio = CELT, 24 kHz in):');
+  for (let c = 0; c <= 10; c++) {
+    const v = encodeRow(native, 48_000, 'voip', voip(c));
+    const a = encodeRow(native, 24_000, 'audio', audio(c));
+    log(`  c${String(c).padEnd(2)} voip ${f2(v.encPct)} % (${f1(v.kbps)} kb/s, SNR ${f1(v.snr)} dB)   audio ${f2(a.encPct)} % (${f1(a.kbps)} kb/s, SNR ${f1(a.snr)} dB)`);
   }
-  log(`opus wasm/native: encode ×${f2(wasm.encUs / native.encUs)}, decode ×${f2(wasm.decUs / native.decUs)}`);
-  log(`resample 24→48 kHz ${f1(upUs)} µs, 48→16 kHz ${f1(downUs)} µs per 20 ms frame (${f2(pctCore(upUs + downUs))} % of a core per call)`);
+  const wNow = encodeRow(wasm, 24_000, 'audio', audio(AGENT_ENCODER.complexity ?? 5));
+  const wDec = encodeRow(wasm, 48_000, 'voip', voip(5), 16_000);
+  log(`opus wasm/native (the settings now used): encode ×${f2(wNow.encPct / now.encPct)}, decode to 16 kHz ×${f2(wDec.decPct / dec16.decPct)}`);
 }
 
 /** Several threads encoding the same frame at once: how many packets differ from the single-thread packet. */
@@ -125,9 +199,9 @@ function childCpuMs(pids: number[]): number {
 }
 
 async function loadRun(mode: 'inline' | 'pool', threads: number): Promise<string> {
-  const agent = speech48(50).map((f) => f.filter((_, i) => i % 2 === 0)); // 20 ms at 24 kHz
-  const enc = new CallCodec();
-  const caller = speech48(50).map((f) => enc.encode(f.filter((_, i) => i % 2 === 0))).flat();
+  const agent = speech(24_000, 50); // 20 ms blocks at 24 kHz
+  const browser = new OpusEncoder48(); // the caller's packets as a browser sends them (voip, 48 kHz, FEC)
+  const caller = speech48(50).map((f) => browser.encode(f));
   const pool = mode === 'pool' ? new CodecPool(threads) : null;
   let packetsOut = 0;
   let pcmOut = 0;

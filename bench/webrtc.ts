@@ -7,7 +7,7 @@
 // Run at a small N (CALLS_SMALL, default 5) and the default N (CALLS, default 40; 150 is issue 24's target). Clients
 // run in a child process, so the server's CPU is its own; it includes the codec worker processes' CPU
 // (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
-// never refuses a bench call. WEBRTC_CODEC_THREADS=0 runs the codecs inline (the before figure). MIXED=N adds a run
+// never refuses a bench call. The codecs run inline (the default); WEBRTC_CODEC_THREADS=2 runs them in the codec pool. MIXED=N adds a run
 // of N WebSocket + N WebRTC calls at once (no carrier streams yet).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts

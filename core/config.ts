@@ -106,6 +106,9 @@ export const configSchema = z.object({
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */
   MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
+  /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it: README
+   * "Scaling and capacity"). Default: PUBLIC_URL, the address shared by every node behind the proxy. */
+  MEDIA_PUBLIC_URL: url.optional(),
   /** A media node whose heartbeat is older than this is dead: its active calls are reconciled by a live node. */
   MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),
   /** Where media spools call recordings while calls run (default DATA_DIR/media-spool; local disk, not shared). */

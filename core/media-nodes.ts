@@ -1,6 +1,7 @@
-// Media nodes and their load (table media_nodes, migrations 0030 + 0080). Each media process writes its row
-// (heartbeat + load); the api reads the rows to refuse calls when every live node is full. Shared by api and media,
-// so it lives in core/.
+// Media nodes and their load (table media_nodes, migrations 0030, 0080, 0140, 0170). Each media process writes its
+// row (heartbeat + load + its own public address if it has one); the api reads the rows to refuse calls when every
+// live node is full and to steer each new call to the least loaded node by weight (assignMediaNode). Shared by api
+// and media, so it lives in core/, with the weight table both sides count in.
 import os from 'node:os';
 import { z } from 'zod';
 import { sql, type Db } from './db/pool.ts';
@@ -26,6 +27,41 @@ export function defaultMaxCalls(cores = os.availableParallelism(), perCore = CAL
   return Math.max(1, cores * perCore);
 }
 
+/** Transport classes of the weight table: every carrier media stream is `carrier`. */
+export type WeightTransport = 'websocket' | 'webrtc' | 'carrier';
+/** `local` when any engine of the call (STT, TTS, LLM) runs on this node, else `vendor`. */
+export type WeightEngines = 'vendor' | 'local';
+
+/**
+ * What one call costs a media node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Where each figure
+ * comes from (README "Scaling and capacity", "Browser calls (WebRTC)"):
+ * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
+ * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
+ * - webrtc/vendor 0.5: bench/webrtc with the codec inline (issue 24: CELT from 24 kHz, decoding straight to 16 kHz,
+ *   no resamplers), the server's CPU per WebRTC call against its CPU per WebSocket call in the same run: 1.3–1.5× at
+ *   5 calls, 1.8–2.2× at 20, 1.9–2.2× at 40, 2.2× at 100 (2 cores shared with other work, load average 8–19; README "Browser
+ *   calls (WebRTC)"), so 2 × 0.25. Before that change a WebRTC call measured ≈ 3× at 5 calls and 4.7× at 40.
+ * - webrtc/local 1.25: the local-engine call plus the same WebRTC surcharge (0.5 − 0.25).
+ * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
+ */
+export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
+  websocket: { vendor: 0.25, local: 1 },
+  webrtc: { vendor: 0.5, local: 1.25 },
+  carrier: { vendor: 0.25, local: 1 },
+};
+
+/** The weight a joining call is held at: its transport's largest (its engines are not known yet). */
+export function joiningWeight(t: WeightTransport): number {
+  return Math.max(...Object.values(CALL_WEIGHTS[t]));
+}
+
+/**
+ * The least room a join needs: a joining call is held at its transport's largest weight (its engines are unknown
+ * until its row is read), so the lightest join is the smallest of those. A node with less room takes nothing
+ * (admission, /readyz, POST /call's count of available nodes).
+ */
+export const LIGHTEST_JOIN = Math.min(...(Object.keys(CALL_WEIGHTS) as WeightTransport[]).map(joiningWeight));
+
 export interface NodeLoad {
   activeCalls: number;
   /** calls weighted by transport × engines (media/admission.ts CALL_WEIGHTS), in capacity's unit */
@@ -36,16 +72,19 @@ export interface NodeLoad {
   /** event-loop delay p99 over the last report interval, ms */
   loopLagMs: number;
   draining: boolean;
+  /** the node's own public origin (MEDIA_PUBLIC_URL) when it differs from the shared PUBLIC_URL, else null */
+  publicUrl?: string | null;
 }
 
 /** Insert or refresh this node's row: heartbeat and load. */
 export async function reportNode(db: Db, nodeId: string, load: NodeLoad): Promise<void> {
   await db.query(sql.type(z.object({}))`
-    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining)
-    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining})
+    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining, public_url)
+    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining}, ${load.publicUrl ?? null})
     ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now(), load_at = now(), active_calls = EXCLUDED.active_calls,
       weighted_load = EXCLUDED.weighted_load, accepting = EXCLUDED.accepting,
-      capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining`);
+      capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining,
+      public_url = EXCLUDED.public_url`);
 }
 
 /** POST /call's 503 detail when every live media node is at capacity (or draining). */
@@ -62,4 +101,46 @@ export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live:
     SELECT count(*)::int AS live, count(*) FILTER (WHERE NOT draining AND accepting)::int AS available
     FROM media_nodes
     WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
+}
+
+const assigned = z.object({ node_id: z.string(), public_url: z.string().nullable(), load: z.number(), capacity: z.number() });
+export type AssignedNode = z.infer<typeof assigned>;
+
+/**
+ * Steer a pending call (POST /call, test calls) to the least loaded live media node by weight, and record it on the
+ * row (calls.assigned_node). A node's load here = its reported weighted_load + the joining weight of every pending
+ * call already assigned to it (those are not in its own figure until they join): so calls created between two
+ * reports spread instead of all going to the node that looked emptiest. Eligible: fresh heartbeat, accepting, not
+ * draining, and room for this call's joining weight (an empty node always qualifies). Least loaded = smallest share
+ * of its capacity, then smallest weighted load, then node id. One advisory lock serialises the choice across api
+ * replicas, atomically with the capacity check, so two of them cannot both hand a node its last room.
+ * Null (the caller uses the shared PUBLIC_URL, and the proxy picks) when no node reports or none has room.
+ */
+export async function assignMediaNode(db: Db, callId: string, transport: WeightTransport, deadAfterS: number): Promise<AssignedNode | null> {
+  const w = joiningWeight(transport);
+  const wWebrtc = joiningWeight('webrtc');
+  const wWs = joiningWeight('websocket');
+  const wCarrier = joiningWeight('carrier');
+  return db.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended('media_nodes.assign', 0))`);
+    const pick = await tx.maybeOne(sql.type(assigned)`
+      WITH pending AS (
+        SELECT assigned_node,
+          sum(CASE WHEN transport IN ('webrtc', 'web') THEN ${wWebrtc}::float8 WHEN transport = 'websocket' THEN ${wWs}::float8
+                   ELSE ${wCarrier}::float8 END) AS w
+        FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL AND id <> ${callId}
+        GROUP BY assigned_node
+      ), nodes AS (
+        SELECT n.node_id, n.public_url, n.capacity::float8 AS capacity, n.weighted_load::float8 + COALESCE(p.w, 0) AS load
+        FROM media_nodes n LEFT JOIN pending p ON p.assigned_node = n.node_id
+        WHERE n.heartbeat_at > now() - make_interval(secs => ${deadAfterS}) AND n.accepting AND NOT n.draining
+      )
+      SELECT node_id, public_url, load, capacity FROM nodes
+      WHERE load <= 1e-9 OR load + ${w}::float8 <= capacity + 1e-9
+      ORDER BY load / GREATEST(capacity, 1e-9), load, node_id
+      LIMIT 1`);
+    if (!pick) return null;
+    await tx.query(sql.type(z.object({}))`UPDATE calls SET assigned_node = ${pick.node_id} WHERE id = ${callId} AND status = 'pending'`);
+    return pick;
+  });
 }

@@ -9,36 +9,11 @@
 // in. A joining call is held at its transport's largest weight (its engines are not known before its row is read);
 // a live call counts at its own weight (the runner's liveWeight). A join is refused when its weight would take the
 // node past capacity; a node with nothing on it takes any call.
+import { CALL_WEIGHTS, LIGHTEST_JOIN, joiningWeight, type WeightTransport } from '../core/media-nodes.ts';
 import { joinsRefused } from './session/lifecycle.ts';
 
-/** Transport classes of the weight table: every carrier media stream is `carrier`. */
-export type WeightTransport = 'websocket' | 'webrtc' | 'carrier';
-/** `local` when any engine of the call (STT, TTS, LLM) runs on this node, else `vendor`. */
-export type WeightEngines = 'vendor' | 'local';
-
-/**
- * What one call costs the node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Where each figure comes
- * from (README "Scaling and capacity", "Browser calls (WebRTC)"):
- * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
- * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
- * - webrtc/vendor 0.75: bench/webrtc measured a WebRTC call at ≈ 3× a WebSocket call (3.0 % vs 1.0 % of a core
- *   at 5 calls), so 3 × 0.25.
- * - webrtc/local 1.5: the local-engine call plus the same WebRTC surcharge (0.75 − 0.25 = 0.5).
- * - carrier/*: as websocket (µ-law 8 kHz framing is no heavier than 16 kHz PCM); not yet measured by a bench.
- * bench/codec and bench/webrtc re-measure the WebRTC rows with the codec pool (the surcharge is expected to fall).
- */
-export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
-  websocket: { vendor: 0.25, local: 1 },
-  webrtc: { vendor: 0.75, local: 1.5 },
-  carrier: { vendor: 0.25, local: 1 },
-};
-
-/**
- * The least room a join needs: a joining call is held at its transport's largest weight (its engines are unknown
- * until its row is read), so the lightest join is the smallest of those. A node with less room takes nothing
- * (admission, /readyz, POST /call's count of available nodes).
- */
-export const LIGHTEST_JOIN = Math.min(...Object.values(CALL_WEIGHTS).map((r) => Math.max(...Object.values(r))));
+// The weight table and the joining weights live in core/ (the api counts in them when it steers POST /call).
+export { CALL_WEIGHTS, LIGHTEST_JOIN, joiningWeight, type WeightEngines, type WeightTransport } from '../core/media-nodes.ts';
 
 /** The weight table's transport class of a LiveTransport kind ('websocket', 'webrtc', or a carrier's name). */
 export function weightTransport(kind: string): WeightTransport {
@@ -56,12 +31,6 @@ export function callWeight(kind: string, providers: readonly string[], localUnit
   const row = CALL_WEIGHTS[weightTransport(kind)];
   return providers.includes('local') ? row.local - 1 + localUnit : row.vendor;
 }
-
-/** The weight a joining call is held at: its transport's largest (its engines are not known yet). */
-export function joiningWeight(t: WeightTransport): number {
-  return Math.max(...Object.values(CALL_WEIGHTS[t]));
-}
-
 
 const EPS = 1e-9;
 

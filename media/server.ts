@@ -73,7 +73,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
-  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining });
+  // the node's own address, reported only when it is not the shared PUBLIC_URL (POST /call then steers calls to it)
+  const ownUrl = deps.config.MEDIA_PUBLIC_URL?.replace(/\/+$/, '');
+  const publicUrl = ownUrl && ownUrl !== deps.config.publicUrl ? ownUrl : null;
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining, publicUrl });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);

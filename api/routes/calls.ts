@@ -19,7 +19,7 @@ import {
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
-import { MEDIA_AT_CAPACITY, mediaCapacity } from '../../core/media-nodes.ts';
+import { MEDIA_AT_CAPACITY, assignMediaNode, mediaCapacity, type WeightTransport } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -129,6 +129,20 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
   const gateDeps: GateDeps = { db, config, logger: deps.logger, temporal: deps.temporal };
   const policy = policyFromConfig(config);
+  // The URL base a new browser/WebSocket call is handed: its assigned media node's own address when that node has one
+  // (MEDIA_PUBLIC_URL), else the shared PUBLIC_URL behind the proxy. The assignment (least loaded node by weight,
+  // core/media-nodes.ts assignMediaNode) is recorded on the row either way, so calls created between two load
+  // reports spread over the nodes. A call that connects to another node than its assigned one is served there.
+  // The call row exists by now: a failed assignment (database hiccup) must not fail the request, the shared URL works.
+  const steeredBase = async (callId: string, t: WeightTransport): Promise<string> => {
+    try {
+      const node = await assignMediaNode(db, callId, t, config.MEDIA_NODE_DEAD_AFTER_S);
+      return node?.public_url ? `${node.public_url}/api/v1` : config.baseUrl;
+    } catch (err) {
+      deps.logger.warn({ err, callId }, 'media node assignment failed: the call gets the shared PUBLIC_URL');
+      return config.baseUrl;
+    }
+  };
 
   /**
    * The config a call runs with, frozen on its row: context variables merged (saved < call-time non-blank <
@@ -257,11 +271,12 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       contextVariables: callVariables,
     }, { configSnapshot: redacted });
     if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
+    const base = await steeredBase(admission.callId, webrtc ? 'webrtc' : 'websocket');
     if (webrtc) {
       ctx.status = 201;
-      ctx.body = { callId: admission.callId, offerUrl: offerUrl(config.baseUrl, admission.callId), transport: 'webrtc', status: 'pending' };
+      ctx.body = { callId: admission.callId, offerUrl: offerUrl(base, admission.callId), transport: 'webrtc', status: 'pending' };
     } else {
-      ctx.body = { callId: admission.callId, audioUrl: audioUrl(config.baseUrl, admission.callId), transport: 'websocket', status: 'pending' };
+      ctx.body = { callId: admission.callId, audioUrl: audioUrl(base, admission.callId), transport: 'websocket', status: 'pending' };
     }
   });
 
@@ -301,7 +316,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     if (media.live > 0 && media.available === 0) throw new HttpError(503, MEDIA_AT_CAPACITY);
     const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot });
     if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
-    ctx.body = { callId: admission.callId, offerUrl: offerUrl(config.baseUrl, admission.callId), status: 'pending', agentName: agent.name };
+    ctx.body = { callId: admission.callId, offerUrl: offerUrl(await steeredBase(admission.callId, 'webrtc'), admission.callId), status: 'pending', agentName: agent.name };
   });
 
   router.get('/calls', async (ctx) => {

@@ -1,31 +1,37 @@
-// Opus at 48 kHz mono, 20 ms frames, through @evan/opus: its native addon where it loads, else the WASM build the
-// same package ships (selected by the package itself; OPUS_FORCE_WASM=1 forces it). The native addon is used on the
-// main thread only: its encoders and decoders share one output buffer per process, so two threads coding at once
-// corrupt each other's packets and the process can crash at exit (bench/codec measures it: thousands of wrong
-// packets out of 6,000, then a segfault); every other thread (the codec pool's workers) loads the WASM build, whose
-// state is per thread. Packet-loss concealment uses
+// Opus at 48 kHz mono (the RTP clock of Opus is always 48 kHz), 20 ms frames, through @evan/opus: its native addon
+// where it loads, else the WASM build the same package ships (selected by the package itself; OPUS_FORCE_WASM=1
+// forces it). The native addon is used on the main thread only: its encoders and decoders share one output buffer
+// per process, so two threads coding at once corrupt each other's packets and the process can crash at exit
+// (bench/codec measures it: thousands of wrong packets out of 6,000, then a segfault); every other thread (the
+// codec pool's workers) loads the WASM build, whose state is per thread. Packet-loss concealment uses
 // the decoder's own PLC where the backend supports it (WASM: opus_decode with no data); the native addon refuses
 // an empty packet, so there the jitter buffer falls back to fading repetition of the last frame.
+//
+// Encoder settings go through opus_encoder_ctl (`ctl()`): the package's property setters (`enc.complexity = 5`,
+// `enc.bitrate`, …) are declared in its typings but exist on neither build — assigning them only added plain JS
+// properties, so until issue 24 every encoder ran at libopus's defaults (complexity 9, bitrate "auto" ≈ 50 kb/s at
+// 48 kHz, no in-band FEC, signal auto) whatever the code said. The settings are now read back in the tests.
+//
+// Both ends may run at another rate than 48 kHz (opus_encoder_create / opus_decoder_create take 8/12/16/24/48 kHz):
+// the WebRTC agent audio is encoded straight from 24 kHz and the caller audio decoded straight to 16 kHz, which
+// spares the two resamplers (libopus band-limits internally: bench/codec and test/webrtc/media-units.test.ts).
 import { createRequire } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
 
 export const OPUS_RATE = 48_000;
 export const FRAME_SAMPLES = 960; // 20 ms at 48 kHz
 
+// the package's typings also declare property setters (bitrate, complexity, …): neither build has them (see above)
 interface OpusEncoder {
   encode(buf: ArrayBufferView): Uint8Array;
-  bitrate: number | 'auto' | 'max';
-  inband_fec: boolean;
-  packet_loss: number;
-  signal: 'auto' | 'voice' | 'music';
-  complexity: number;
+  ctl(request: number, value?: number): number;
 }
 interface OpusDecoder {
   decode(buf: ArrayBufferView): Uint8Array;
 }
 interface OpusModule {
-  Encoder: new (o: { channels: 1; sample_rate: 48000; application: 'voip' }) => OpusEncoder;
-  Decoder: new (o: { channels: 1 | 2; sample_rate: 48000 }) => OpusDecoder;
+  Encoder: new (o: { channels: 1; sample_rate: OpusRate; application: 'voip' | 'audio' }) => OpusEncoder;
+  Decoder: new (o: { channels: 1 | 2; sample_rate: OpusRate }) => OpusDecoder;
 }
 
 const require = createRequire(import.meta.url);
@@ -55,32 +61,84 @@ export function opusBackend(): 'native' | 'wasm' {
   return load().backend;
 }
 
+// opus_encoder_ctl / opus_decoder_ctl requests (opus_defines.h)
+const CTL = {
+  SET_BITRATE: 4002, GET_BITRATE: 4003, SET_VBR: 4006, SET_COMPLEXITY: 4010, GET_COMPLEXITY: 4011, SET_INBAND_FEC: 4012,
+  GET_INBAND_FEC: 4013, SET_PACKET_LOSS_PERC: 4014, SET_SIGNAL: 4024, GET_SIGNAL: 4025,
+} as const;
+const SIGNAL = { auto: -1000, voice: 3001, music: 3002 } as const;
+
+export type OpusRate = 8000 | 12000 | 16000 | 24000 | 48000;
+
+export interface OpusEncoderOptions {
+  /** Rate of the PCM given to encode() (default 48 kHz); a frame is 20 ms at this rate. */
+  inputRate?: OpusRate;
+  /** 'voip' (SILK/hybrid for speech, in-band FEC possible) or 'audio' (CELT at these bitrates); default 'voip'. */
+  application?: 'voip' | 'audio';
+  /** 0–10 (default 5). */
+  complexity?: number;
+  /** In-band FEC (SILK only; default on for 'voip', off for 'audio'), tuned for `packetLossPct` (default 5). */
+  fec?: boolean;
+  packetLossPct?: number;
+  /** Default 'voice' for 'voip', 'auto' for 'audio' ('voice' would move 'audio' back to hybrid SILK). */
+  signal?: keyof typeof SIGNAL;
+}
+
+export interface OpusEncoderSettings {
+  bitrate: number;
+  complexity: number;
+  fec: boolean;
+  signal: keyof typeof SIGNAL | number;
+}
+
 export class OpusEncoder48 {
   private readonly enc: OpusEncoder;
-  constructor(bitrate = 32_000) {
-    this.enc = new (load().mod.Encoder)({ channels: 1, sample_rate: 48000, application: 'voip' });
-    this.enc.bitrate = bitrate;
-    this.enc.signal = 'voice';
-    this.enc.inband_fec = true;
-    this.enc.packet_loss = 5;
-    // 5 of 10: the usual real-time voice setting (bench/webrtc: CPU per call); quality stays well above what
-    // the STT/TTS chain needs
-    this.enc.complexity = 5;
+  /** Samples per 20 ms frame at the input rate. */
+  readonly frameSamples: number;
+  constructor(bitrate = 32_000, o: OpusEncoderOptions = {}) {
+    const application = o.application ?? 'voip';
+    const rate = o.inputRate ?? OPUS_RATE;
+    this.frameSamples = rate / 50;
+    this.enc = new (load().mod.Encoder)({ channels: 1, sample_rate: rate, application });
+    const voip = application === 'voip';
+    this.set(CTL.SET_BITRATE, bitrate);
+    this.set(CTL.SET_SIGNAL, SIGNAL[o.signal ?? (voip ? 'voice' : 'auto')]);
+    this.set(CTL.SET_INBAND_FEC, (o.fec ?? voip) ? 1 : 0);
+    this.set(CTL.SET_PACKET_LOSS_PERC, o.packetLossPct ?? 5);
+    // 5 of 10: the usual real-time voice setting; bench/codec measures every level
+    this.set(CTL.SET_COMPLEXITY, o.complexity ?? 5);
   }
-  /** One 20 ms frame (960 samples) → one Opus packet (copied: the addon reuses its output buffer). */
+
+  private set(request: number, value: number): void {
+    const r = this.enc.ctl(request, value);
+    if (r !== 0) throw new Error(`opus_encoder_ctl(${request}, ${value}) failed: ${r}`);
+  }
+
+  /** What libopus actually runs with (read back through ctl). */
+  settings(): OpusEncoderSettings {
+    const signal = this.enc.ctl(CTL.GET_SIGNAL);
+    const name = (Object.keys(SIGNAL) as Array<keyof typeof SIGNAL>).find((k) => SIGNAL[k] === signal);
+    return { bitrate: this.enc.ctl(CTL.GET_BITRATE), complexity: this.enc.ctl(CTL.GET_COMPLEXITY), fec: this.enc.ctl(CTL.GET_INBAND_FEC) === 1, signal: name ?? signal };
+  }
+
+  /** One 20 ms frame (frameSamples) → one Opus packet (copied: the addon reuses its output buffer). */
   encode(frame: Int16Array): Uint8Array {
-    if (frame.length !== FRAME_SAMPLES) throw new RangeError(`opus frames are ${FRAME_SAMPLES} samples, got ${frame.length}`);
-    return Uint8Array.from(this.enc.encode(frame));
+    if (frame.length !== this.frameSamples) throw new RangeError(`opus frames are ${this.frameSamples} samples, got ${frame.length}`);
+    return new Uint8Array(this.enc.encode(frame));
   }
 }
 
 export class OpusDecoder48 {
   private readonly dec: OpusDecoder;
   private plcWorks: boolean | null = null;
-  constructor() {
-    this.dec = new (load().mod.Decoder)({ channels: 1, sample_rate: 48000 });
+  /** Samples per 20 ms frame at the output rate. */
+  readonly frameSamples: number;
+  /** `outputRate`: the rate decode() returns (default 48 kHz; libopus band-limits below it, no aliasing). */
+  constructor(readonly outputRate: OpusRate = OPUS_RATE) {
+    this.dec = new (load().mod.Decoder)({ channels: 1, sample_rate: outputRate });
+    this.frameSamples = outputRate / 50;
   }
-  /** One Opus packet → mono 48 kHz samples (a fresh array). Throws on a corrupt packet. */
+  /** One Opus packet → mono samples at the output rate (a fresh array). Throws on a corrupt packet. */
   decode(packet: Uint8Array): Int16Array {
     const out = this.dec.decode(packet);
     const pcm = new Int16Array(out.length >> 1);
@@ -93,7 +151,7 @@ export class OpusDecoder48 {
     try {
       const pcm = this.decode(new Uint8Array(0));
       this.plcWorks = true;
-      return pcm.length >= FRAME_SAMPLES ? pcm.slice(0, FRAME_SAMPLES) : null;
+      return pcm.length >= this.frameSamples ? pcm.slice(0, this.frameSamples) : null;
     } catch {
       this.plcWorks = false;
       return null;

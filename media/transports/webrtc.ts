@@ -30,7 +30,7 @@ export interface WebRtcNetOptions {
   gatherTimeoutMs?: number;
   /** A 'disconnected' peer that does not recover within this time is gone (default 5 s). */
   disconnectGraceMs?: number;
-  /** Codec worker threads of the process (WEBRTC_CODEC_THREADS; default one per core; 0 = inline). Read once,
+  /** Codec worker processes of the process (WEBRTC_CODEC_THREADS; default 0 = inline on the event loop). Read once,
    * by the first peer of the process. */
   codecThreads?: number | undefined;
 }

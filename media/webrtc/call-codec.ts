@@ -1,37 +1,65 @@
 // The audio work of one WebRTC call, wherever it runs (inline on the media process's event loop, or in a codec
-// worker thread: media/webrtc/codec-pool.ts): agent audio 24 kHz → 48 kHz → 20 ms Opus packets, and the jitter
-// buffer's play instructions → Opus decode (with concealment) → 16 kHz for the session. Keeping it in one class is
-// what makes the worker path give exactly the audio of the inline path.
-import { Resampler } from '../audio/resample.ts';
+// worker process: media/webrtc/codec-pool.ts): agent audio at 24 kHz → 20 ms Opus packets, and the jitter buffer's
+// play instructions → Opus decode (with concealment) → 16 kHz for the session. Keeping it in one class is what makes
+// the worker path give exactly the audio of the inline path.
+//
+// No resampler (issue 24): libopus takes the 24 kHz agent audio as it is (the packets are ordinary Opus at the
+// 48 kHz RTP clock; the browser decodes them at 48 kHz, band-limited at 12 kHz) and decodes the caller's packets
+// straight to 16 kHz (its CELT/SILK synthesis band-limits; measured on tones: flat to 7.5 kHz, 8.5 kHz and above
+// at −79 dB or less; test/webrtc/media-units.test.ts). The encoder is CELT ('audio' application, 32 kb/s,
+// complexity 5, the level where CELT's pitch pre-filter for voiced speech is on): bench/codec measured it at a
+// quarter to a third of the CPU of the SILK/hybrid 'voip' encoder at the same bitrate and complexity. What it trades: no in-band FEC (that is a SILK feature; our
+// NACK responder retransmits lost packets instead) and CELT's rather than SILK's concealment in the browser.
 import { DecodeStage, type FrameSink } from './jitter.ts';
-import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48 } from './opus.ts';
+import { OpusDecoder48, OpusEncoder48, type OpusEncoderOptions } from './opus.ts';
 
 /** A play instruction as it travels: a packet's payload, CONCEAL, or a positive number of silent 48 kHz samples. */
 export type DecodeOp = Uint8Array | number;
 export const CONCEAL = -1;
 
+/** Rates at the two ends of a call's codec (the LiveTransport contract: agent audio 24 kHz in, caller 16 kHz out). */
+export const AGENT_RATE = 24_000;
+export const CALLER_RATE = 16_000;
+/** The agent-audio encoder of a WebRTC call (see the header; bench/codec measures the alternatives). */
+export const AGENT_ENCODER: Readonly<OpusEncoderOptions> & { bitrate: number } = {
+  bitrate: 32_000,
+  inputRate: AGENT_RATE,
+  application: 'audio',
+  complexity: 5,
+};
+
 export class CallCodec {
-  private readonly encoder = new OpusEncoder48();
-  private readonly up = new Resampler(24_000, 48_000);
-  private readonly down = new Resampler(48_000, 16_000);
+  private readonly encoder = new OpusEncoder48(AGENT_ENCODER.bitrate, AGENT_ENCODER);
+  /** a partial 20 ms frame of agent audio waiting for the rest */
+  private readonly frame = new Int16Array(AGENT_RATE / 50);
+  private fill = 0;
   private readonly stage: DecodeStage;
-  private outBuf = new Int16Array(0);
   private decoded: Int16Array[] = [];
 
   constructor() {
-    this.stage = new DecodeStage(new OpusDecoder48(), (pcm48) => this.decoded.push(this.down.process(pcm48)));
+    this.stage = new DecodeStage(new OpusDecoder48(CALLER_RATE), (pcm16) => this.decoded.push(pcm16), CALLER_RATE);
   }
 
   /** Agent audio (24 kHz, any length) → the whole 20 ms Opus packets it completes (a partial frame is held). */
   encode(pcm24k: Int16Array): Uint8Array[] {
-    const pcm48 = this.up.process(pcm24k);
-    const merged = new Int16Array(this.outBuf.length + pcm48.length);
-    merged.set(this.outBuf);
-    merged.set(pcm48, this.outBuf.length);
     const packets: Uint8Array[] = [];
+    const n = this.frame.length;
     let off = 0;
-    for (; merged.length - off >= FRAME_SAMPLES; off += FRAME_SAMPLES) packets.push(this.encoder.encode(merged.subarray(off, off + FRAME_SAMPLES)));
-    this.outBuf = merged.slice(off);
+    if (this.fill) {
+      const take = Math.min(n - this.fill, pcm24k.length);
+      this.frame.set(pcm24k.subarray(0, take), this.fill);
+      this.fill += take;
+      off = take;
+      if (this.fill < n) return packets;
+      packets.push(this.encoder.encode(this.frame));
+      this.fill = 0;
+    }
+    // whole frames straight from the input (no copy)
+    for (; pcm24k.length - off >= n; off += n) packets.push(this.encoder.encode(pcm24k.subarray(off, off + n)));
+    if (off < pcm24k.length) {
+      this.frame.set(pcm24k.subarray(off));
+      this.fill = pcm24k.length - off;
+    }
     return packets;
   }
 

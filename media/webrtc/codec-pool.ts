@@ -1,8 +1,12 @@
-// The Opus codec and the resamplers of WebRTC calls off the event loop (issue 24). Inline, the encoder, decoder and
-// the 24→48 / 48→16 kHz resamplers cost a WebRTC call ≈ 3× a WebSocket call, all on the thread that paces every
-// call's audio; at 40 calls on 2 cores that thread stopped keeping up (README "Browser calls (WebRTC)").
+// The Opus codec of WebRTC calls off the event loop, when asked for (WEBRTC_CODEC_THREADS ≥ 1; default 0 = inline).
+// It was built for issue 24 when a WebRTC call's codec work (Opus at libopus's defaults, plus the 24→48 / 48→16 kHz
+// resamplers) cost ≈ 1.5 % of a core; with CELT from 24 kHz and decoding straight to 16 kHz (call-codec.ts) it costs
+// ≈ 0.3 %, and bench/webrtc measured the pool's IPC at more than the work it moves: more CPU per call than inline
+// (≈ 1.3 vs 1.0 % of a core at 20 calls, same machine) and worse output jitter at the sizes a 2-core node admits
+// (README "Browser calls (WebRTC)"). So inline is the default; the pool stays for a node whose event loop is
+// short of time with many calls and whose cores are not (measure with bench/webrtc before turning it on).
 //
-// Here a pool of worker processes (WEBRTC_CODEC_THREADS, default one per core) holds the codec state of the calls:
+// With WEBRTC_CODEC_THREADS ≥ 1, a pool of worker processes holds the codec state of the calls:
 // each call is pinned to one worker for its life (the one with the fewest calls when it opens), so its Opus
 // encoder/decoder state never moves. Work of all calls queued within one turn of the event loop travels as ONE
 // message per worker: the shared 20 ms frame clock ticks every call's pacer in one turn, so agent audio goes as one
@@ -12,18 +16,16 @@
 //
 // Processes, not worker threads: @evan/opus's native addon keeps one output buffer per process, so encoders in two
 // threads at once corrupt each other's packets (and crash the process at exit); its WASM build is thread-safe but
-// costs 2.6× (encode) and 3.5× (decode) the native CPU (bench/codec, same run). A child process per worker runs the
+// costs ≈ 2.7× (encode) the native CPU (bench/codec, same run). A child process per worker runs the
 // native build alone; the price is that IPC copies the buffers (advanced serialization) where threads would
 // transfer them: ~1 KB per call per tick.
 //
 // A worker that dies (crash, OOM, kill): its in-flight work is lost (agent frames counted unsent; caller frames
 // replaced by silence of the same length, counted concealed), a new worker replaces it and its calls reopen there
-// with fresh codec state (the browser's decoder and our resampler re-converge within a frame). If workers keep
+// with fresh codec state (the browser's decoder re-converges within a frame). If workers keep
 // dying (more than MAX_DEATHS within DEATH_WINDOW_MS) the pool is declared broken: every call, current and new,
-// continues with its codec inline on the event loop (logged once, with the reason) — slower at scale, but no call
-// ends because of it.
+// continues with its codec inline on the event loop (logged once, with the reason) — no call ends because of it.
 import { fork, type ChildProcess } from 'node:child_process';
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../core/logger.ts';
 import { CallCodec, CONCEAL, concat, type DecodeOp } from './call-codec.ts';
@@ -83,8 +85,9 @@ class Channel implements CodecChannel {
       this.queue().ops.push(o);
     };
     this.sink = {
-      // the payload is a view into node-datachannel's message buffer: a copy we own (and can transfer)
-      packet: (p) => op(p.slice()),
+      // the payload is a view into node-datachannel's message buffer: inline it is decoded at once; queued for a
+      // worker it needs a copy we own
+      packet: (p) => op(this.inline ? p : p.slice()),
       conceal: () => op(CONCEAL),
       silence: (n) => op(n),
     };
@@ -376,8 +379,11 @@ export class CodecPool {
 
 let shared: CodecPool | null = null;
 
+/** Codec workers when WEBRTC_CODEC_THREADS is unset: none, the codec runs inline (see the header). */
+export const DEFAULT_CODEC_THREADS = 0;
+
 /** The process's codec pool (created on first use; `threads` and `log` count only then). */
 export function codecPool(threads?: number, log?: Logger): CodecPool {
-  shared ??= new CodecPool(threads ?? os.availableParallelism(), log);
+  shared ??= new CodecPool(threads ?? DEFAULT_CODEC_THREADS, log);
   return shared;
 }

@@ -28,19 +28,25 @@ export interface FrameSink {
 }
 
 /**
- * Instructions → decoded 48 kHz PCM: decoder PLC for a lost frame where the backend has it, else the last frame
- * repeated at a falling gain (3 frames to silence); a packet that fails to decode is concealed and counted.
+ * Instructions → decoded PCM at `rate` (the decoder's output rate; 48 kHz unless the decoder was created for less):
+ * decoder PLC for a lost frame where the backend has it, else the last frame repeated at a falling gain (3 frames to
+ * silence); a packet that fails to decode is concealed and counted. Silence arrives counted at 48 kHz (the RTP
+ * clock) and leaves at `rate`.
  */
 export class DecodeStage implements FrameSink {
   private last: Int16Array | null = null;
   private fade = 1;
+  private readonly frame: number;
   /** packets that could not be decoded (each also concealed) */
   corrupt = 0;
 
   constructor(
     private readonly decoder: FrameDecoder,
-    private readonly out: (pcm48k: Int16Array) => void,
-  ) {}
+    private readonly out: (pcm: Int16Array) => void,
+    private readonly rate: number = OPUS_RATE,
+  ) {
+    this.frame = (FRAME_SAMPLES * rate) / OPUS_RATE;
+  }
 
   packet(payload: Uint8Array): void {
     let pcm: Int16Array;
@@ -64,13 +70,13 @@ export class DecodeStage implements FrameSink {
     }
     this.fade = Math.max(0, this.fade - 1 / 3);
     const src = this.last;
-    const frame = new Int16Array(FRAME_SAMPLES);
-    if (src && this.fade > 0) for (let i = 0; i < FRAME_SAMPLES; i++) frame[i] = Math.round((src[i % src.length] ?? 0) * this.fade);
+    const frame = new Int16Array(this.frame);
+    if (src && this.fade > 0) for (let i = 0; i < this.frame; i++) frame[i] = Math.round((src[i % src.length] ?? 0) * this.fade);
     this.out(frame);
   }
 
-  silence(samples: number): void {
-    this.out(new Int16Array(samples));
+  silence(samples48k: number): void {
+    this.out(new Int16Array(this.rate === OPUS_RATE ? samples48k : Math.round((samples48k * this.rate) / OPUS_RATE)));
   }
 }
 

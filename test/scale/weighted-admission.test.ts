@@ -33,7 +33,7 @@ test('a node at weighted capacity refuses on every transport; joining calls are 
     t.false(r.ok, `${tr} refused`);
     if (!r.ok) t.is(r.text, 'Media node at capacity');
   }
-  // 4 of them: 1 unit; a WebSocket join (held at 1) fits, a WebRTC join (1.5) does not
+  // 4 of them: 1 unit; a WebSocket join (held at 1) fits, a WebRTC join (held at its local weight, > 1) does not
   live = 4 * CALL_WEIGHTS.websocket.vendor;
   t.false(a.admit('webrtc').ok);
   const ws = a.admit('websocket');
@@ -62,15 +62,18 @@ test('POST /call counts a node available by weighted load, not by number of call
     return { activeCalls: calls, weightedLoad: a.weighted(), accepting: a.refusal() === null, capacity, loopLagMs: 0, draining: false };
   };
   try {
-    // node a: 8 vendor-engine WebSocket calls = 2 units of 4; node b: 2 local-engine WebRTC calls = 3 units of 4
+    // node a: 8 vendor-engine WebSocket calls = 2 units of 4; node b: 2 local-engine WebRTC calls = 2.5 units of 4
     await reportNode(db, 'node-a', nodeLoad(8, 8 * CALL_WEIGHTS.websocket.vendor, 4));
     await reportNode(db, 'node-b', nodeLoad(2, 2 * CALL_WEIGHTS.webrtc.local, 4));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 2 });
-    // node b: 3.5 units — no room for the lightest join (1); node a has room although it has more calls
-    await reportNode(db, 'node-b', nodeLoad(3, 2 * CALL_WEIGHTS.webrtc.local + 2 * CALL_WEIGHTS.websocket.vendor, 4));
+    // node b: one more local-engine WebRTC call — no room for the lightest join (1); node a has room although it
+    // has more calls
+    const bLoad = 3 * CALL_WEIGHTS.webrtc.local;
+    t.true(bLoad > 4 - LIGHTEST_JOIN && bLoad <= 4, `3 local-engine WebRTC calls leave less than a join's room (${bLoad} of 4)`);
+    await reportNode(db, 'node-b', nodeLoad(3, bLoad, 4));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 1 });
     const rows = await db.any(sql.type(z.object({ node_id: z.string(), weighted_load: z.number(), accepting: z.boolean() }))`SELECT node_id, weighted_load, accepting FROM media_nodes ORDER BY node_id`);
-    t.deepEqual(rows, [{ node_id: 'node-a', weighted_load: 2, accepting: true }, { node_id: 'node-b', weighted_load: 3.5, accepting: false }]);
+    t.deepEqual(rows, [{ node_id: 'node-a', weighted_load: 2, accepting: true }, { node_id: 'node-b', weighted_load: bLoad, accepting: false }]);
     await reportNode(db, 'node-a', nodeLoad(13, 13 * CALL_WEIGHTS.websocket.vendor, 4));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 0 }, 'no node has room for a join');
   } finally {

@@ -8,6 +8,7 @@ import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
 import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
+import { AGENT_ENCODER, CallCodec } from '../../media/webrtc/call-codec.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
 import { announceSdp, parseOffer } from '../../media/webrtc/sdp.ts';
 
@@ -177,6 +178,91 @@ test('Opus: a tone survives encode/decode at 48 kHz; PLC where the backend has i
   t.throws(() => enc.encode(new Int16Array(100)), { instanceOf: RangeError });
   const plc = dec.conceal();
   if (plc) t.is(plc.length, FRAME_SAMPLES);
+});
+
+/** Amplitude of the `hz` component of `pcm` (one Goertzel-style DFT bin, after `skip` samples of settling). */
+function toneAmp(pcm: Int16Array, hz: number, rate: number, skip: number): number {
+  let re = 0;
+  let im = 0;
+  for (let i = skip; i < pcm.length; i++) {
+    re += pcm[i]! * Math.cos((2 * Math.PI * hz * i) / rate);
+    im += pcm[i]! * Math.sin((2 * Math.PI * hz * i) / rate);
+  }
+  return (2 * Math.hypot(re, im)) / (pcm.length - skip);
+}
+const concatPcm = (parts: Int16Array[]) => {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let k = 0;
+  for (const p of parts) {
+    out.set(p, k);
+    k += p.length;
+  }
+  return out;
+};
+// a tone's level in dB against its input amplitude; a component that is exactly absent counts as −200 dB
+const dbOf = (amp: number, ref: number) => Math.max(-200, 20 * Math.log10(amp / ref));
+
+test('Opus settings reach libopus (read back through opus_encoder_ctl), for the test caller and the agent encoder', (t) => {
+  // the package's property setters do nothing: before issue 24 these read back complexity 9, bitrate ≈ 72 k, no FEC
+  t.deepEqual(new OpusEncoder48().settings(), { bitrate: 32_000, complexity: 5, fec: true, signal: 'voice' });
+  t.deepEqual(new OpusEncoder48(AGENT_ENCODER.bitrate, AGENT_ENCODER).settings(), { bitrate: 32_000, complexity: 5, fec: false, signal: 'auto' });
+  t.deepEqual(new OpusEncoder48(64_000, { complexity: 2, application: 'audio' }).settings(), { bitrate: 64_000, complexity: 2, fec: false, signal: 'auto' });
+});
+
+test('agent audio, 24 kHz straight into Opus, decoded at 48 kHz: passband to 11.5 kHz kept (±1 dB), images above 12 kHz ≤ −60 dB', (t) => {
+  // what the browser hears: CallCodec encodes the 24 kHz agent audio with no resampler; a 48 kHz decoder plays it.
+  // Upsampling 24 → 48 kHz without a proper low-pass leaves an image of a tone f at 24 kHz − f.
+  for (const hz of [200, 1000, 3000, 6000, 9000, 11_500]) {
+    const codec = new CallCodec();
+    const dec = new OpusDecoder48();
+    const out = concatPcm(codec.encode(tone(hz, 24_000, 0.6, 8000)).map((p) => dec.decode(p)));
+    t.is(out.length, 0.6 * 48_000, `${hz} Hz: every 20 ms frame encoded`);
+    const level = dbOf(toneAmp(out, hz, 48_000, 4800), 8000);
+    const image = dbOf(toneAmp(out, 24_000 - hz, 48_000, 4800), 8000);
+    t.true(Math.abs(level) <= 1, `${hz} Hz passes: ${level.toFixed(2)} dB`);
+    t.true(image <= -60, `${hz} Hz: image at ${24_000 - hz} Hz ${image.toFixed(1)} dB`);
+  }
+});
+
+test('agent audio in blocks of any length gives the packets of whole 20 ms frames (a partial frame is held, not padded)', (t) => {
+  const audio = tone(300, 24_000, 1, 6000);
+  const whole = new CallCodec().encode(audio);
+  t.is(whole.length, 50);
+  const codec = new CallCodec();
+  const pieces: Uint8Array[] = [];
+  const sizes = [1, 479, 480, 481, 100, 7, 960, 1500, 333];
+  for (let off = 0, k = 0; off < audio.length; k++) {
+    const n = Math.min(sizes[k % sizes.length]!, audio.length - off);
+    pieces.push(...codec.encode(audio.subarray(off, off + n)));
+    off += n;
+  }
+  t.deepEqual(pieces.map((p) => [...p]), whole.map((p) => [...p]));
+});
+
+test('caller audio, Opus decoded straight to 16 kHz: passband to 7.5 kHz kept (±1 dB), aliases of 8.5–20 kHz ≤ −60 dB', (t) => {
+  // the browser's packets carry the full band (here a 96 kb/s CELT encoder, as a browser's may); CallCodec decodes to
+  // 16 kHz with no resampler, so libopus's own band-limiting is all that keeps 8–24 kHz from folding into 0–8 kHz
+  for (const hz of [200, 1000, 3000, 6000, 7500, 8500, 9000, 11_000, 15_000, 20_000]) {
+    const enc = new OpusEncoder48(96_000, { application: 'audio' });
+    const input = tone(hz, 48_000, 0.6, 8000);
+    const packets: Uint8Array[] = [];
+    for (let i = 0; i + FRAME_SAMPLES <= input.length; i += FRAME_SAMPLES) packets.push(enc.encode(input.subarray(i, i + FRAME_SAMPLES)));
+    // the tone is in the packets (a 48 kHz decoder hears it), so a quiet 16 kHz output is the band-limiting, not a lost tone
+    const dec48 = new OpusDecoder48();
+    const full = concatPcm(packets.map((p) => dec48.decode(p)));
+    const inPackets = dbOf(toneAmp(full, hz, 48_000, 4800), 8000);
+    t.true(inPackets > -3, `${hz} Hz is in the packets (${inPackets.toFixed(1)} dB)`);
+    const { pcm } = new CallCodec().decode(packets);
+    t.is(pcm.length, 0.6 * 16_000);
+    if (hz < 8000) {
+      const level = dbOf(toneAmp(pcm, hz, 16_000, 1600), 8000);
+      t.true(Math.abs(level) <= 1, `${hz} Hz passes: ${level.toFixed(2)} dB`);
+    } else {
+      const alias = Math.abs(hz - 16_000 * Math.round(hz / 16_000));
+      const level = dbOf(toneAmp(pcm, alias, 16_000, 1600), 8000);
+      t.true(level <= -60, `${hz} Hz: alias at ${alias} Hz ${level.toFixed(1)} dB`);
+    }
+  }
 });
 
 test('Opus: the WASM fallback works where the native addon is not used (OPUS_FORCE_WASM=1)', (t) => {

@@ -84,14 +84,18 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
 
   // wait for the greeting to finish, then speak
   await until(() => c.lastPacketAt > 0 && Date.now() - c.lastPacketAt > 300, 15_000, 'greeting to end');
+  const greetingAudio = c.audioSeconds;
   await c.send(900, true);
   await c.send(400, false);
   const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'final transcription');
   t.is(final.payload!.text, 'what are your opening hours');
   await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'We are open from nine to five.'), 15_000, 'reply');
-  // the caller's Opus audio went through the jitter buffer and the 48 → 16 kHz resampler into the STT
+  // the caller's Opus audio went through the jitter buffer and the decoder (straight to 16 kHz) into the STT
   t.deepEqual(book.engines(name).engines.stt.finals, ['what are your opening hours']);
 
+  // the reply's audio starts after its text event: wait for it to start, then to end (a hang-up in between would cut
+  // the reply short in the transcript)
+  await until(() => c.audioSeconds > greetingAudio, 15_000, 'reply audio to start');
   await until(() => Date.now() - c.lastPacketAt > 400, 15_000, 'reply audio to end');
   c.hangup();
   const ended = await endedRow(s.db, callId);
