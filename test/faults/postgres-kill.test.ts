@@ -96,14 +96,16 @@ const alive = (pid: number) => {
  * SIGKILL together. Down for DOWN_MS, then started again on the same data directory and port. Returns the number of
  * processes killed and how long the restart (crash recovery) took.
  */
-async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b: unknown, m?: string): void }): Promise<{ killed: number; recoveryMs: number }> {
+async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b: unknown, m?: string): void }, whileDown?: () => Promise<void>): Promise<{ killed: number; recoveryMs: number }> {
   const pgdata = path.join(cluster.dir, 'pg');
   const postmaster = Number(readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
   process.kill(postmaster, 'SIGSTOP');
   const pids = clusterPids(postmaster);
+  // all stopped first, so no backend sees the postmaster die and says goodbye to its client: one instant
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
   for (const pid of pids) process.kill(pid, 'SIGKILL');
   await until(() => pids.every((pid) => !alive(pid)) || null, 30_000, 'every PostgreSQL process gone');
-  await new Promise((r) => setTimeout(r, DOWN_MS)); // the outage itself
+  await Promise.all([new Promise((r) => setTimeout(r, DOWN_MS)), whileDown?.()]); // the outage itself
   const t0 = Date.now();
   const pg = await startEmbeddedPostgres({ dir: pgdata, port: cluster.port, persistent: false });
   const recoveryMs = Date.now() - t0;
@@ -116,7 +118,7 @@ async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b
 async function startProcess(name: string, entry: string, env: Record<string, string>, http = true) {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: process.env.PGKILL_LOG ?? 'silent' },
+    env: { ...process.env, PUBLIC_URL: `http://127.0.0.1:${port}`, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.PGKILL_LOG ?? 'silent' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const entryRec = { name, child, exits: [] as string[] };
@@ -150,6 +152,17 @@ function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: str
 
 async function debits(db: Db, callId: string): Promise<number> {
   return db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
+}
+
+/** Polls an endpoint every 500 ms (not faster: the organization's request rate is limited). */
+async function poll<T>(fn: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /** A query that waits out the restart (the pool's connections died with the server). */
@@ -242,7 +255,8 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.teardown(() => receiver.close());
   await db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${1_000_000 + Math.floor(Math.random() * 1_000_000_000)})`);
   const api = await startProcess('api', 'api/main.ts', env);
-  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  // the worker builds the carrier's callback URLs from PUBLIC_URL: the api's
+  const worker = await startProcess('worker', 'activities/worker.ts', { ...env, PUBLIC_URL: api.origin }, false);
   t.teardown(() => stopAll([api, worker]));
   const request = async (method: string, p: string, body?: string | Buffer, headers: Record<string, string> = { 'Content-Type': 'application/json' }) => {
     const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, ...headers }, body });
@@ -275,7 +289,9 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.is(created.status, 200, JSON.stringify(created.body));
   const id = created.body.id as number;
   t.is((await request('POST', `/campaign/${id}/start`)).status, 200);
-  await until(() => carrier.state.dials.length >= 60 || null, 180_000, '60 dials');
+  await until(() => carrier.state.dials.length >= 60 || null, 120_000, '60 dials').catch(async (err: unknown) => {
+    throw new Error(`${(err as Error).message}: ${carrier.state.dials.length} dials; campaign ${JSON.stringify((await request('GET', `/campaign/${id}`)).body)}`);
+  });
   await db.end();
 
   await crashAndRestart(t);
@@ -283,7 +299,7 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.true(atRestart < 200, `killed mid-campaign (${atRestart} dials)`);
   const db2 = await freshPool(env.DATABASE_URL!);
   t.teardown(() => db2.end());
-  const done = await until(async () => {
+  const done = await poll(async () => {
     const r = await request('GET', `/campaign/${id}`).catch(() => null);
     return r?.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.state) ? r.body : null;
   }, 240_000, 'the campaign to finish');
@@ -298,6 +314,9 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.is(attempts.length, 200);
   t.true(attempts.every((r) => r.attempt === 1 && r.ended_at !== null && r.call_id !== null), JSON.stringify(attempts.filter((r) => r.ended_at === null || r.call_id === null)));
   t.log(`attempts: ${JSON.stringify(tally(attempts.map((r) => String(r.connection_status))))}; dials at the restart ${atRestart}`);
+  // carrier status callbacks that reached the api while the database was down were refused 503 (never a 500)
+  t.log(`status callbacks refused: ${JSON.stringify(tally(carrier.state.errors.map((e) => e.slice(0, 20))))}`);
+  t.false(carrier.state.errors.some((e) => e.startsWith('status callback 500')), JSON.stringify(carrier.state.errors));
   const stuck = await db2.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
   t.is(stuck, 0, 'no call row left pending/active');
   const callIds = attempts.map((r) => r.call_id!);
@@ -383,9 +402,15 @@ test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document end
     SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx, count(embedding)::int AS with_vec FROM document_chunks WHERE document_id = ${id}`);
   await until(async () => (await chunks(db)).n >= 50 || null, 120_000, 'the first chunks written');
   await db.end();
-  await crashAndRestart(t);
+  await crashAndRestart(t, async () => {
+    // a request while the database is down: 503 with a retry hint, not a 500
+    const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } });
+    t.is(r.status, 503);
+    t.is(r.headers.get('retry-after'), '1');
+    t.is(((await r.json()) as { detail: string }).detail, 'Database unavailable; retry shortly');
+  });
   delayMs = 0;
-  const done = await until(async () => {
+  const done = await poll(async () => {
     const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } }).catch(() => null);
     if (r?.status !== 200) return null;
     const b = (await r.json()) as { status: string; error?: string | null; totalChunks?: number };
