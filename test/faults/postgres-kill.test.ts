@@ -172,6 +172,7 @@ const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return {
 
 test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang up while it is down): every row ends once, one call.ended + one call.completed each', async (t) => {
   t.timeout(240_000);
+  const began = Date.now();
   const { db, org, key, receiver, env } = await setup('pgkill-live');
   t.teardown(() => receiver.close());
   const api = await startProcess('api', 'api/main.ts', env);
@@ -240,6 +241,7 @@ test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang u
   }
   t.log(`debits: ${debited} of 10 calls (local engines cost nothing); calls with agent audio at the restart: ${framesAtRestart} of 10`);
   t.deepEqual([...api.exits, ...media.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
 });
 
 function tally(xs: string[]): Record<string, number> {
@@ -253,6 +255,7 @@ async function freshPool(url: string): Promise<Db> {
 
 test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, max_concurrency 10): completes, every contact dialed once, nothing left pending/active', async (t) => {
   t.timeout(300_000);
+  const began = Date.now();
   const fake = await FakeTwilio.start();
   t.teardown(() => fake.close());
   const { db, org, key, receiver, env } = await setup('pgkill-campaign', {
@@ -330,6 +333,8 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   const callIds = attempts.map((r) => r.call_id!);
   t.is(new Set(callIds).size, 200);
   // these calls never connect (the carrier ends them with no media stream): no debit; call.completed at most once
+  await until(async () => (await db2.oneFirst(sql.type(count)`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(callIds, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 200 || null, 120_000, 'post-call of all 200 calls');
   let completed = 0;
   for (const cid of callIds) {
     const n = byCall(receiver, cid, 'call.completed');
@@ -337,12 +342,20 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
     completed += n;
     t.is(await debits(db2, cid), 0);
   }
-  t.log(`call.completed received for ${completed} of 200 unconnected calls`);
+  t.log(`call.completed received for ${completed} of 200 unconnected calls (all post-processed)`);
+  const missing = callIds.filter((cid) => byCall(receiver, cid, 'call.completed') === 0);
+  if (missing.length) {
+    t.log(`without call.completed: ${JSON.stringify(await db2.any(sql.type(z.object({ id: z.string(), status: z.string(), ended_reason: z.string().nullable(), connection_status: z.string().nullable(), claimed: z.string().nullable(), post_call: z.string().nullable(), webhooks: z.unknown() }))`
+      SELECT id::text, status, ended_reason, connection_status, completed_event_claimed_at AS claimed, post_call_completed_at AS post_call, logs->'webhooks' AS webhooks
+      FROM calls WHERE id = ANY(${sql.array(missing, 'uuid')})`))}`);
+  }
   t.deepEqual([...api.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
 });
 
 test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: every call processed, one debit each, never two call.completed', async (t) => {
   t.timeout(240_000);
+  const began = Date.now();
   const queue = 'pgkill-post-call';
   const { db, org, receiver, env } = await setup(queue);
   t.teardown(() => receiver.close());
@@ -375,10 +388,12 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
   }
   t.log(`call.completed lost to the crash: ${lost} of 20`);
   t.deepEqual(worker.exits, [], 'the worker did not exit');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
 });
 
 test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document ends completed with no duplicate chunks', async (t) => {
   t.timeout(240_000);
+  const began = Date.now();
   let delayMs = 250;
   const embed = http.createServer((req, res) => {
     let raw = '';
@@ -430,4 +445,5 @@ test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document end
   t.teardown(() => db2.end());
   t.deepEqual(await chunks(db2), { n: 300, distinct_idx: 300, with_vec: 300 });
   t.deepEqual([...api.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
 });
