@@ -9,10 +9,12 @@
 //      must not take the live node's calls for orphans), one call.ended + one call.completed each, at most one
 //      debit, and no process exited;
 //  (b) a 200-contact campaign at max_concurrency 10 on the fake Twilio: it completes, every contact dialed exactly
-//      once (no lost contact, no duplicate dial), every attempt ended, no call row left pending/active;
+//      once (no lost contact, no duplicate dial), every attempt ended, no call row left pending/active, and carrier
+//      status callbacks that arrive while it is down get 503, not 500;
 //  (c) post-call processing of 20 calls: every call processed, one debit each, never two call.completed (a
 //      call.completed claimed but not sent is the spec's at-most-once delivery: counted and reported);
-//  (d) a document ingestion: the document ends `completed` (or `failed` with a reason), no duplicate chunks.
+//  (d) a document ingestion: the document ends `completed` (the issue would accept `failed` with a reason; the
+//      retried activity resumes instead), no duplicate chunks; a request while the database is down answers 503.
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, existsSync } from 'node:fs';
