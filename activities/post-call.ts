@@ -308,15 +308,17 @@ export function createPostCallActivities(deps: PostCallDeps) {
     async sendCallCompleted({ callId }: { callId: string }): Promise<{ outcome: 'sent' | 'failed' | 'no_webhook' | 'already_sent'; status?: number }> {
       const row = await mustLoad(callId);
       const webhook = webhookOf(row.config_snapshot);
+      // everything the POST needs is read before the claim: a database lost between the claim and the POST would
+      // lose the event (a PostgreSQL crash after the claim did, test/faults/postgres-kill.test.ts)
+      const secret = !webhook || row.agent_id === null
+        ? null
+        : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
+            SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
       const claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
         UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
         WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
       if (!claimed) return { outcome: 'already_sent' };
       if (!webhook) return { outcome: 'no_webhook' };
-      const secret = row.agent_id === null
-        ? null
-        : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
-            SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
       const result = await sendWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger });
       await recordWebhookResult(db, callId, 'call.completed', result);
       return { outcome: result.ok ? 'sent' : 'failed', status: result.status };

@@ -98,7 +98,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // failed past their retries, then spool recordings left behind (uploaded before their rows end, so post-call finds
   // them), then rows of dead nodes and this node's own rows that no session owns any more
   let reconciling: Promise<void> | null = null;
-  const deadNodes = afterOutageGuard();
+  const deadNodes = afterOutageGuard(deadAfterS * 1000);
   const reconcileOnce = async () => {
     try {
       await report();

@@ -1,6 +1,7 @@
 // The one error middleware at the top of the stack: every error body is {detail: ...}.
 import type { Middleware } from 'koa';
 import { HttpError } from '../../core/http-error.ts';
+import { isDatabaseUnavailable } from '../../core/db/pool.ts';
 
 export function errorMiddleware(): Middleware {
   return async (ctx, next) => {
@@ -22,6 +23,14 @@ export function errorMiddleware(): Middleware {
         // Errors thrown by Koa itself (405 from allowedMethods, 413 ...): keep the status, never a stack.
         ctx.status = e.status;
         ctx.body = { detail: e.expose && e.message ? e.message : statusText(e.status) };
+        return;
+      }
+      if (isDatabaseUnavailable(err)) {
+        // PostgreSQL restarting or unreachable: a transient server condition, not a bug — 503 with a retry hint
+        ctx.state.log?.warn({ err, requestId: ctx.state.requestId }, 'database unavailable');
+        ctx.status = 503;
+        ctx.set('Retry-After', '1');
+        ctx.body = { detail: 'Database unavailable; retry shortly', request_id: ctx.state.requestId };
         return;
       }
       ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'unhandled error');

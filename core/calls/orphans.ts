@@ -4,7 +4,8 @@
 //
 // Two scopes, both one UPDATE … WHERE status = 'active' RETURNING (so with any number of media nodes and api
 // replicas sweeping at once a row ends exactly once and exactly one process sends its call.ended):
-//  - dead nodes: rows whose media node has no fresh heartbeat in media_nodes (MEDIA_NODE_DEAD_AFTER_S). Swept by
+//  - dead nodes: rows whose media node has no fresh heartbeat in media_nodes (MEDIA_NODE_DEAD_AFTER_S), and never
+//    within MEDIA_NODE_DEAD_AFTER_S of a PostgreSQL (re)start (no node could heartbeat while it was down). Swept by
 //    every media node (media/server.ts) and by the api (startOrphanSweeper in api/main.ts), so they end even when no
 //    media node is left running;
 //  - a live node's own rows that no session of that process owns any more (the node passes the ids it still owns;
@@ -47,7 +48,8 @@ export async function endOrphanedCalls(db: Db, scope: OrphanScope): Promise<read
     ? sql.fragment`media_node = ${scope.node} AND NOT (id::text = ANY(${sql.array([...scope.owned], 'text')}))
         AND started_at < now() - make_interval(secs => ${scope.graceS ?? OWN_ROW_GRACE_S})`
     : sql.fragment`media_node IS NOT NULL ${scope.exceptNode ? sql.fragment`AND media_node <> ${scope.exceptNode}` : sql.fragment``}
-        AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${scope.deadAfterS}))`;
+        AND media_node NOT IN (SELECT node_id FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${scope.deadAfterS}))
+        AND pg_postmaster_start_time() < now() - make_interval(secs => ${scope.deadAfterS})`;
   return db.any(sql.type(orphanRow)`
     UPDATE calls SET status = 'error', ended_reason = 'pipeline_error', connection_status = 'completed', ended_at = now(),
       duration_seconds = round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, now()))::numeric, 2),
@@ -100,35 +102,39 @@ export async function notifyOrphans(deps: OrphanDeps, rows: readonly OrphanedCal
 
 /**
  * Guard for dead-node sweeps after a database outage: while the database was unreachable no node could heartbeat, so
- * every node looks dead when it comes back. After a sweep that failed, the next one is skipped (the nodes still alive
- * get a sweep interval, longer than their heartbeat interval, to report again).
+ * every node looks dead when it comes back. After anything of the sweep failed on the database, dead-node sweeps
+ * are skipped for `quietMs` (MEDIA_NODE_DEAD_AFTER_S) from the last failure: the nodes still alive get the same
+ * window to report again as they have in normal running. While skipping, `probe` (a cheap query, optional) notes a
+ * database that is still away, so the window counts from the database's return, however long the outage.
+ * (Skipping only the one run after a failure was not enough: during an outage runs alternated failed / skipped, and
+ * a run landing just after the restart ended the calls of live nodes — `test/faults/postgres-kill.test.ts`.)
  */
-export function afterOutageGuard() {
-  let failed = false;
+export function afterOutageGuard(quietMs: number, now: () => number = Date.now) {
+  let failedAt = Number.NEGATIVE_INFINITY;
+  const fail = () => { failedAt = now(); };
   return {
-    async run<T>(fn: () => Promise<T>): Promise<T | null> {
-      if (failed) {
-        failed = false;
+    async run<T>(fn: () => Promise<T>, probe?: () => Promise<unknown>): Promise<T | null> {
+      if (now() - failedAt < quietMs) {
+        await probe?.().catch(fail);
         return null;
       }
       try {
         return await fn();
       } catch (err) {
-        failed = true;
+        fail();
         throw err;
       }
     },
     /** Something else of the same periodic run failed on the database. */
-    fail(): void {
-      failed = true;
-    },
+    fail,
   };
 }
 
 /** The api's sweep of dead media nodes' rows (every replica may run it); stop() waits for a sweep in progress. */
 export function startOrphanSweeper(deps: OrphanDeps, handOff: (row: OrphanedCall) => Promise<void>): { stop(): Promise<void> } {
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
-  const guard = afterOutageGuard();
-  const run = () => guard.run(async () => notifyOrphans(deps, await endOrphanedCalls(deps.db, { deadAfterS }), handOff));
+  const guard = afterOutageGuard(deadAfterS * 1000);
+  const run = () => guard.run(async () => notifyOrphans(deps, await endOrphanedCalls(deps.db, { deadAfterS }), handOff),
+    () => deps.db.query(sql.unsafe`SELECT 1`));
   return startSweeper(run, Math.min(30_000, (deadAfterS * 1000) / 2), deps.logger, 'orphaned-call sweep failed');
 }

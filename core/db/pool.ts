@@ -1,6 +1,9 @@
 // One slonik pool per process. Rows are validated by the zod schema given to sql.type(...)
 // through a result-parser interceptor (slonik validates nothing without one).
 import {
+  BackendTerminatedError,
+  BackendTerminatedUnexpectedlyError,
+  ConnectionError,
   createPool,
   createTypeParserPreset,
   SchemaValidationError,
@@ -45,4 +48,22 @@ export async function createDb(url: string, opts: { maximumPoolSize?: number; co
     idleTimeout: 10_000,
     connectionTimeout: opts.connectionTimeout ?? 10_000,
   });
+}
+
+/** Error codes of a database that is away (restarting, crash recovery, shut down, connection lost or refused). */
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+
+/**
+ * True when `err` (or its cause) says the database could not be reached or dropped the connection — a transient
+ * condition worth a retry (answered 503 by the api), not a bug in the request.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 5; depth++) {
+    if (e instanceof ConnectionError || e instanceof BackendTerminatedError || e instanceof BackendTerminatedUnexpectedlyError) return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }

@@ -1,0 +1,451 @@
+// Fault table (issue 22, item 5), row "PostgreSQL SIGKILL + restart": the real processes in the production shape
+// (api/main.ts, media/main.ts, activities/worker.ts) on a PostgreSQL cluster of this file's own (so killing it hurts
+// no other test file) and the suite's Temporal, each test on its own database and task queue. In the middle of the
+// work the whole server is SIGKILLed — the postmaster and every backend at the same instant (stopped first so it can
+// fork nothing more), like a crashed machine or a killed container, not an orderly shutdown — left down a few
+// seconds, and started again on the same data directory and port (crash recovery replays the WAL). Then:
+//  (a) 10 live calls: 5 callers hang up while the database is down, the other calls go on and hang up after the
+//      restart; every row ends once `completed`/`user_hangup` (none `pending`/`active`: the api's dead-node sweep
+//      must not take the live node's calls for orphans), one call.ended + one call.completed each, at most one
+//      debit, and no process exited;
+//  (b) a 200-contact campaign at max_concurrency 10 on the fake Twilio: it completes, every contact dialed exactly
+//      once (no lost contact, no duplicate dial), every attempt ended, no call row left pending/active, and carrier
+//      status callbacks that arrive while it is down get 503, not 500;
+//  (c) post-call processing of 20 calls: every call processed, one debit each, never two call.completed (a
+//      call.completed claimed but not sent is the spec's at-most-once delivery: counted and reported);
+//  (d) a document ingestion: the document ends `completed` (the issue would accept `failed` with a reason; the
+//      retried activity resumes instead), no duplicate chunks; a request while the database is down answers 503.
+import test from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pgLib from 'pg';
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { createDb, sql, type Db } from '../../core/db/pool.ts';
+import { migrate } from '../../core/db/migrate.ts';
+import { createLogger } from '../../core/logger.ts';
+import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
+import { connectTemporal } from '../../core/temporal.ts';
+import { loadConfig } from '../../core/config.ts';
+import { insertConfig } from '../../core/telephony/store.ts';
+import { handOffPostCall } from '../../media/session/lifecycle.ts';
+import { freePort, startEmbeddedPostgres, waitForPort, type EmbeddedPg } from '../../scripts/infra.ts';
+import { until } from '../helpers/calls.ts';
+import { FakeTwilio } from '../fakes/twilio.ts';
+import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
+import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
+import { multipart } from '../knowledge-base/helpers.ts';
+import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+
+const TEMPLATE = 'pgkill_template';
+/** How long the server stays down between the kill and the restart. */
+const DOWN_MS = 3000;
+const count = z.object({ n: z.number() });
+
+interface Cluster { dir: string; port: number; pg: EmbeddedPg }
+let cluster: Cluster;
+const children: Array<{ name: string; child: ChildProcess; exits: Array<string> }> = [];
+
+test.before(async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pgkill-'));
+  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
+  const admin = new pgLib.Client({ connectionString: pg.url() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+  await admin.end();
+  await migrate(pg.url(TEMPLATE));
+  cluster = { dir, port: pg.port, pg };
+});
+
+test.after.always(async () => {
+  for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  await cluster?.pg.stop();
+});
+
+async function freshDb(): Promise<{ db: Db; url: string }> {
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pgLib.Client({ connectionString: cluster.pg.url() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`);
+  await admin.end();
+  const url = cluster.pg.url(name);
+  return { db: await createDb(url, { maximumPoolSize: 10, connectionTimeout: 60_000 }), url };
+}
+
+/** Every process of the cluster: the postmaster and its children (backends, checkpointer, WAL writer, ...). */
+function clusterPids(postmaster: number): number[] {
+  const kids = readdirSync(`/proc/${postmaster}/task`).flatMap((tid) => {
+    const f = `/proc/${postmaster}/task/${tid}/children`;
+    return existsSync(f) ? readFileSync(f, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : [];
+  });
+  return [postmaster, ...kids];
+}
+
+const alive = (pid: number) => {
+  try {
+    // a zombie (killed, not yet reaped) counts as gone
+    return !/^\d+ \([^)]*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * SIGKILL of the whole server: the postmaster is stopped (so it forks nothing more), then it and every child get
+ * SIGKILL together. Down for DOWN_MS, then started again on the same data directory and port. Returns the number of
+ * processes killed and how long the restart (crash recovery) took.
+ */
+async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b: unknown, m?: string): void }, whileDown?: () => Promise<void>): Promise<{ killed: number; recoveryMs: number }> {
+  const pgdata = path.join(cluster.dir, 'pg');
+  const postmaster = Number(readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.kill(postmaster, 'SIGSTOP');
+  const pids = clusterPids(postmaster);
+  // all stopped first, so no backend sees the postmaster die and says goodbye to its client: one instant
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
+  await until(() => pids.every((pid) => !alive(pid)) || null, 30_000, 'every PostgreSQL process gone');
+  await Promise.all([new Promise((r) => setTimeout(r, DOWN_MS)), whileDown?.()]); // the outage itself
+  const t0 = Date.now();
+  const pg = await startEmbeddedPostgres({ dir: pgdata, port: cluster.port, persistent: false });
+  const recoveryMs = Date.now() - t0;
+  t.is(pg.port, cluster.port, 'restarted on the same port');
+  cluster.pg = pg; // the killed instance is left alone: its process is gone
+  t.log(`PostgreSQL SIGKILLed (${pids.length} processes), down ${DOWN_MS / 1000} s, restarted with crash recovery in ${recoveryMs} ms`);
+  return { killed: pids.length, recoveryMs };
+}
+
+async function startProcess(name: string, entry: string, env: Record<string, string>, http = true) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, PUBLIC_URL: `http://127.0.0.1:${port}`, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.PGKILL_LOG ?? 'silent' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const entryRec = { name, child, exits: [] as string[] };
+  child.once('exit', (code, signal) => entryRec.exits.push(`${name} exited (${signal ?? code})`));
+  children.push(entryRec);
+  if (http) await waitForPort(port, 60_000);
+  return { child, origin: `http://127.0.0.1:${port}`, exits: entryRec.exits };
+}
+
+function stopAll(procs: Array<{ child: ChildProcess }>) {
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+}
+
+async function setup(queue: string, extraEnv: Record<string, string> = {}) {
+  const { db, url } = await freshDb();
+  const org = await createOrganization(db, { name: 'pgkill', balanceUsd: 500 });
+  await setOrganizationLimits(db, org.id, { concurrency: 50 });
+  const key = (await createApiKey(db, org.id, 'pgkill')).key;
+  const receiver = await startReceiver();
+  const env: Record<string, string> = {
+    DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'pgkill-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
+    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgkill-data-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
+    ...extraEnv,
+  };
+  return { db, org, key, receiver, env };
+}
+
+function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
+  return receiver.events.filter((e) => e.json?.callId === callId && e.json.event === event).length;
+}
+
+async function debits(db: Db, callId: string): Promise<number> {
+  return db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
+}
+
+/** Polls an endpoint every 500 ms (not faster: the organization's request rate is limited). */
+async function poll<T>(fn: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** A query that waits out the restart (the pool's connections died with the server). */
+const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return { v: await fn() }; } catch { return null; } }, 60_000, 'the database').then((r) => r.v);
+
+test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang up while it is down): every row ends once, one call.ended + one call.completed each', async (t) => {
+  t.timeout(240_000);
+  const began = Date.now();
+  const { db, org, key, receiver, env } = await setup('pgkill-live');
+  t.teardown(() => receiver.close());
+  const api = await startProcess('api', 'api/main.ts', env);
+  const media = await startProcess('media', 'media/main.ts', env);
+  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  t.teardown(() => stopAll([api, media, worker]));
+  const post = async (p: string, body: unknown) => {
+    const res = await fetch(`${api.origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const agent = await post('/agents', {
+    name: 'PG kill agent', systemPrompt: 'You are a test agent.',
+    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
+    webhook: `${receiver.url}/events`,
+  });
+  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
+  await until(async () => (await db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  const calls: string[] = [];
+  const sockets: WebSocket[] = [];
+  const audio = new Map<string, number>();
+  for (let i = 0; i < 10; i++) {
+    const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
+    t.is(c.status, 200, JSON.stringify(c.body));
+    const callId = String(c.body.callId);
+    calls.push(callId);
+    audio.set(callId, 0);
+    const ws = new WebSocket(`${media.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
+    ws.on('error', () => {});
+    ws.on('message', (_d, binary) => { if (binary) audio.set(callId, audio.get(callId)! + 1); });
+    ws.on('open', () => {
+      const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
+    });
+    sockets.push(ws);
+  }
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, '10 calls started');
+  await db.end(); // this test's own pool dies with the server; a new one after the restart
+
+  // half the callers hang up while the database is down (their row writes wait for it), the others after the restart
+  await crashAndRestart(t, async () => { for (const ws of sockets.slice(0, 5)) ws.close(1000); });
+  const restartedAt = Date.now();
+  const db2 = (await freshPool(env.DATABASE_URL!));
+  t.teardown(() => db2.end());
+  // the other calls went on through the outage: their sockets still open, and the agents speak (greeting audio)
+  t.is(sockets.slice(5).filter((ws) => ws.readyState === WebSocket.OPEN).length, 5, 'every remaining caller still connected after the restart');
+  const framesAtRestart = [...audio.values()].filter((n) => n > 0).length;
+  await until(() => calls.slice(5).every((id) => audio.get(id)! > 0) || null, 90_000, 'agent audio on every remaining call');
+  for (const ws of sockets.slice(5)) ws.close(1000);
+  await until(async () => (await retrying(() => db2.oneFirst(sql.type(count)`
+    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`))) === 0 || null, 90_000, 'every row to end');
+  t.log(`every row ended ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
+  const rows = await db2.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
+    SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
+  t.log(`rows: ${JSON.stringify(tally(rows.map((r) => `${r.status}/${r.ended_reason}`)))}`);
+  t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
+  await until(async () => (await db2.oneFirst(sql.type(count)`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 10 || null, 120_000, 'post-call of every call');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  let debited = 0;
+  for (const id of calls) {
+    t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
+    t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
+    const d = await debits(db2, id);
+    t.true(d <= 1);
+    debited += d;
+  }
+  t.log(`debits: ${debited} of 10 calls (local engines cost nothing); calls with agent audio at the restart: ${framesAtRestart} of 10`);
+  t.deepEqual([...api.exits, ...media.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
+});
+
+function tally(xs: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}
+async function freshPool(url: string): Promise<Db> {
+  return createDb(url, { maximumPoolSize: 10, connectionTimeout: 60_000 });
+}
+
+test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, max_concurrency 10): completes, every contact dialed once, nothing left pending/active', async (t) => {
+  t.timeout(300_000);
+  const began = Date.now();
+  const fake = await FakeTwilio.start();
+  t.teardown(() => fake.close());
+  const { db, org, key, receiver, env } = await setup('pgkill-campaign', {
+    // a status callback refused while the database was down is not sent again by the carrier: the stale-call sweep
+    // ends that call `telephony_no_status` after PHONE_PENDING_TIMEOUT_S (its minimum here, 180 s by default)
+    TWILIO_API_BASE_URL: fake.origin, PHONE_PENDING_TIMEOUT_S: '30', ...VENDOR_TEST_KEYS,
+  });
+  t.teardown(() => receiver.close());
+  await db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${1_000_000 + Math.floor(Math.random() * 1_000_000_000)})`);
+  const api = await startProcess('api', 'api/main.ts', env);
+  // the worker builds the carrier's callback URLs from PUBLIC_URL: the api's
+  const worker = await startProcess('worker', 'activities/worker.ts', { ...env, PUBLIC_URL: api.origin }, false);
+  t.teardown(() => stopAll([api, worker]));
+  const request = async (method: string, p: string, body?: string | Buffer, headers: Record<string, string> = { 'Content-Type': 'application/json' }) => {
+    const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, ...headers }, body });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const agent = await request('POST', '/agents', JSON.stringify({
+    name: 'Campaign agent', systemPrompt: 'Hello {{name}}', llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: 'deepgram' }, tts: { provider: 'elevenlabs' },
+    webhook: `${receiver.url}/events`,
+  }));
+  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
+  const acc = fake.addAccount();
+  const cfg = await insertConfig(db, loadConfig({ ...env }), {
+    orgId: org.id, name: 'Main line', provider: 'twilio', creds: { account_sid: acc.sid, auth_token: acc.token }, accountRef: acc.sid, amdEnabled: false, isDefault: true,
+  });
+  for (let i = 0; i < 10; i++) {
+    const n = `+1415555${String(1000 + i)}`;
+    fake.addNumber(acc.sid, n);
+    await db.query(sql.unsafe`INSERT INTO phone_numbers (organization_id, telephony_config_id, address, address_normalized, address_type)
+      VALUES (${org.id}, ${cfg.id}, ${n}, ${n}, 'pstn')`);
+  }
+  const carrier = carrierScript(fake, acc.sid, () => ({ status: 'completed', afterMs: 150 }));
+  t.teardown(carrier.stop);
+  const numbers = phoneList(200, '+1656');
+  const { body: form, contentType } = multipart([{ name: 'file', value: csvOf(numbers), filename: 'contacts.csv', contentType: 'text/csv' }]);
+  const file = await request('POST', '/files', form, { 'content-type': contentType });
+  t.true(file.status === 200 || file.status === 201, JSON.stringify(file.body));
+  const created = await request('POST', '/campaign/create', JSON.stringify({
+    name: 'PG kill', agent_uuid: agent.body.uuid, source_type: 'csv', source_id: file.body.id, max_concurrency: 10, retry_config: { enabled: false },
+  }));
+  t.is(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.id as number;
+  t.is((await request('POST', `/campaign/${id}/start`)).status, 200);
+  await until(() => carrier.state.dials.length >= 60 || null, 120_000, '60 dials').catch(async (err: unknown) => {
+    throw new Error(`${(err as Error).message}: ${carrier.state.dials.length} dials; campaign ${JSON.stringify((await request('GET', `/campaign/${id}`)).body)}`);
+  });
+  await db.end();
+
+  await crashAndRestart(t);
+  const atRestart = carrier.state.dials.length;
+  t.true(atRestart < 200, `killed mid-campaign (${atRestart} dials)`);
+  const db2 = await freshPool(env.DATABASE_URL!);
+  t.teardown(() => db2.end());
+  const done = await poll(async () => {
+    const r = await request('GET', `/campaign/${id}`).catch(() => null);
+    return r?.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.state) ? r.body : null;
+  }, 240_000, 'the campaign to finish');
+  t.is(done.state, 'completed', JSON.stringify(done.logs));
+  t.is(done.executed_count, 200);
+  t.is(carrier.state.dials.length, 200, 'no number dialed twice');
+  t.deepEqual(carrier.state.dials.map((d) => d.to).sort(), [...numbers].sort(), 'every contact dialed');
+  t.true(carrier.state.maxLive <= 10, `max live ${carrier.state.maxLive}`);
+  const attempts = await db2.any(sql.type(z.object({ phone_number: z.string(), attempt: z.number(), ended_at: z.string().nullable(), call_id: z.string().nullable(), connection_status: z.string().nullable() }))`
+    SELECT c.phone_number, a.attempt, a.ended_at, a.call_id::text, a.connection_status
+    FROM campaign_attempts a JOIN campaign_contacts c ON c.id = a.contact_id WHERE a.campaign_id = ${id}`);
+  t.is(attempts.length, 200);
+  t.true(attempts.every((r) => r.attempt === 1 && r.ended_at !== null && r.call_id !== null), JSON.stringify(attempts.filter((r) => r.ended_at === null || r.call_id === null)));
+  t.log(`attempts: ${JSON.stringify(tally(attempts.map((r) => String(r.connection_status))))}; dials at the restart ${atRestart}`);
+  // carrier status callbacks that reached the api while the database was down were refused 503 (never a 500)
+  t.log(`status callbacks refused: ${JSON.stringify(tally(carrier.state.errors.map((e) => e.slice(0, 20))))}`);
+  t.false(carrier.state.errors.some((e) => e.startsWith('status callback 500')), JSON.stringify(carrier.state.errors));
+  const stuck = await db2.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
+  t.is(stuck, 0, 'no call row left pending/active');
+  const callIds = attempts.map((r) => r.call_id!);
+  t.is(new Set(callIds).size, 200);
+  // these calls never connect (the carrier ends them with no media stream): no debit; call.completed at most once
+  await until(async () => (await db2.oneFirst(sql.type(count)`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(callIds, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 200 || null, 120_000, 'post-call of all 200 calls');
+  let completed = 0;
+  for (const cid of callIds) {
+    const n = byCall(receiver, cid, 'call.completed');
+    t.true(n <= 1, `call.completed of ${cid} sent ${n} times`);
+    completed += n;
+    t.is(await debits(db2, cid), 0);
+  }
+  t.log(`call.completed received for ${completed} of 200 unconnected calls (all post-processed)`);
+  const missing = callIds.filter((cid) => byCall(receiver, cid, 'call.completed') === 0);
+  if (missing.length) {
+    t.log(`without call.completed: ${JSON.stringify(await db2.any(sql.type(z.object({ id: z.string(), status: z.string(), ended_reason: z.string().nullable(), connection_status: z.string().nullable(), claimed: z.string().nullable(), post_call: z.string().nullable(), webhooks: z.unknown() }))`
+      SELECT id::text, status, ended_reason, connection_status, completed_event_claimed_at AS claimed, post_call_completed_at AS post_call, logs->'webhooks' AS webhooks
+      FROM calls WHERE id = ANY(${sql.array(missing, 'uuid')})`))}`);
+  }
+  t.deepEqual([...api.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
+});
+
+test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: every call processed, one debit each, never two call.completed', async (t) => {
+  t.timeout(240_000);
+  const began = Date.now();
+  const queue = 'pgkill-post-call';
+  const { db, org, receiver, env } = await setup(queue);
+  t.teardown(() => receiver.close());
+  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
+  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
+  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
+  const temporal = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
+  t.teardown(() => temporal.close());
+  const cfg = loadConfig({ ...env });
+  const logger = createLogger({ level: 'silent' });
+  for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
+  await db.end();
+
+  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  t.teardown(() => stopAll([worker]));
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  const atKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
+  await crashAndRestart(t);
+  t.log(`${atKill} of 20 call.completed sent when PostgreSQL was killed`);
+  const db2 = await freshPool(env.DATABASE_URL!);
+  t.teardown(() => db2.end());
+  await until(async () => (await retrying(() => db2.oneFirst(sql.type(count)`
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`))) === 20 || null, 180_000, 'post-call of all 20 calls');
+  let lost = 0;
+  for (const id of calls) {
+    const sent = byCall(receiver, id, 'call.completed');
+    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
+    if (sent === 0) lost++;
+    t.is(await debits(db2, id), 1, `debit of ${id}`);
+  }
+  t.log(`call.completed lost to the crash: ${lost} of 20`);
+  t.deepEqual(worker.exits, [], 'the worker did not exit');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
+});
+
+test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document ends completed with no duplicate chunks', async (t) => {
+  t.timeout(240_000);
+  const began = Date.now();
+  let delayMs = 250;
+  const embed = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      const body = JSON.parse(raw) as { model: string; input: string[] };
+      setTimeout(() => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ object: 'list', model: body.model, data: body.input.map((_s, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 16 }, (_v, i) => (i === index % 16 ? 1 : 0)) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+      }, delayMs);
+    });
+  });
+  await new Promise<void>((r) => embed.listen(0, '127.0.0.1', r));
+  t.teardown(() => { embed.closeAllConnections(); embed.close(); });
+  const { db, key, receiver, env } = await setup('pgkill-documents', {
+    EMBEDDING_BASE_URL: `http://127.0.0.1:${(embed.address() as AddressInfo).port}/v1`, EMBEDDING_MODEL: 'fake-embed',
+  });
+  await receiver.close();
+  const api = await startProcess('api', 'api/main.ts', env);
+  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  t.teardown(() => stopAll([api, worker]));
+  const sections = Array.from({ length: 300 }, (_, i) => `## Section ${i}\n\nItem ${i} costs ${i + 1} euros and ships in ${(i % 5) + 1} days.`);
+  const res = await fetch(`${api.origin}/api/v1/knowledge-base/create-from-text`, {
+    method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'catalogue.md', text: sections.join('\n\n') }),
+  });
+  t.is(res.status, 201);
+  const id = ((await res.json()) as { id: string }).id;
+  const chunks = (d: Db) => d.one(sql.type(z.object({ n: z.number(), distinct_idx: z.number(), with_vec: z.number() }))`
+    SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx, count(embedding)::int AS with_vec FROM document_chunks WHERE document_id = ${id}`);
+  await until(async () => (await chunks(db)).n >= 50 || null, 120_000, 'the first chunks written');
+  await db.end();
+  await crashAndRestart(t, async () => {
+    // a request while the database is down: 503 with a retry hint, not a 500
+    const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } });
+    t.is(r.status, 503);
+    t.is(r.headers.get('retry-after'), '1');
+    t.is(((await r.json()) as { detail: string }).detail, 'Database unavailable; retry shortly');
+  });
+  delayMs = 0;
+  const done = await poll(async () => {
+    const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } }).catch(() => null);
+    if (r?.status !== 200) return null;
+    const b = (await r.json()) as { status: string; error?: string | null; totalChunks?: number };
+    return b.status === 'completed' || b.status === 'failed' ? b : null;
+  }, 180_000, 'the document to be processed');
+  t.is(done.status, 'completed', JSON.stringify(done));
+  t.is(done.totalChunks, 300);
+  const db2 = await freshPool(env.DATABASE_URL!);
+  t.teardown(() => db2.end());
+  t.deepEqual(await chunks(db2), { n: 300, distinct_idx: 300, with_vec: 300 });
+  t.deepEqual([...api.exits, ...worker.exits], [], 'no process exited');
+  t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);
+});
