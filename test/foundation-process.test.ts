@@ -95,7 +95,7 @@ test('SIGTERM drains: an in-flight request finishes, new connections are refused
     stdio: 'ignore',
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitForPort(port, 30_000);
+  await waitForPort(port, 180_000); // a loaded CI machine can take long to start a process
   // Start a request whose body arrives after the signal.
   const pending = new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/v1/user/api-keys', headers: { 'content-type': 'application/json', 'x-api-key': 'vak_unknown' } }, (res) => {

@@ -128,7 +128,7 @@ async function startProcess(name: string, entry: string, env: Record<string, str
   const entryRec = { name, child, exits: [] as string[] };
   child.once('exit', (code, signal) => entryRec.exits.push(`${name} exited (${signal ?? code})`));
   children.push(entryRec);
-  if (http) await waitForPort(port, 60_000);
+  if (http) await waitForPort(port, 180_000);
   return { child, origin: `http://127.0.0.1:${port}`, exits: entryRec.exits };
 }
 

@@ -26,7 +26,7 @@ async function startProcess(entry: string, env: Record<string, string>): Promise
     stdio: 'ignore',
   });
   children.push(child);
-  await waitForPort(port, 60_000);
+  await waitForPort(port, 180_000);
   return { child, port, origin: `http://127.0.0.1:${port}` };
 }
 
