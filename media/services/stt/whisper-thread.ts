@@ -20,7 +20,7 @@ const { modelPath, threads } = poolData<{ modelPath: string; threads: number }>(
 
 void serveThread<WhisperRequest, string>(poolPort, async () => {
   const whisper = new Whisper(modelPath, { useGpu: false });
-  return async ({ samples, prompt }) => {
+  const decode = async ({ samples, prompt }: WhisperRequest): Promise<{ result: string }> => {
     const p = new WhisperFullParams(WhisperSamplingStrategy.Greedy);
     p.language = 'en';
     p.nThreads = threads;
@@ -44,4 +44,7 @@ void serveThread<WhisperRequest, string>(poolPort, async () => {
     if (prompt) p.initialPrompt = prompt;
     return { result: whisper.full(p, samples) };
   };
+  // warm: the first decode (buffers allocated, weights paged in) happens here, before the helper says it is loaded
+  await decode({ samples: new Float32Array(16000 * 1.1), prompt: '' });
+  return decode;
 });
