@@ -65,8 +65,8 @@ export function splitClauses(text: string): string[] {
 /**
  * A lead piece of at most LEAD_MAX characters off the front of a text, and the rest; null when the text is short
  * enough already. Cut at the last clause boundary (. ! ? , ; : dashes) between LEAD_MIN and LEAD_MAX (or the first
- * one up to LEAD_CLAUSE_MAX), else before the last word that starts a phrase (and, with, for, on, ...), else at the
- * last space; a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
+ * one up to LEAD_CLAUSE_MAX), else, in a text longer than LEAD_CLAUSE_MAX, before the last word that starts a phrase
+ * (and, with, for, on, ...), else at the last space; a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
  * sentence.
  */
 export function leadPiece(text: string): [string, string] | null {
@@ -76,6 +76,8 @@ export function leadPiece(text: string): [string, string] | null {
   for (const m of t.matchAll(/[,;:.!?](?= )| (?=—|–|- )/g))
     if (m.index + 1 >= LEAD_MIN && m.index + 1 <= LEAD_CLAUSE_MAX && (clause < 0 || m.index + 1 <= LEAD_MAX)) clause = m.index + 1;
   if (clause > 0) return [t.slice(0, clause).trim(), t.slice(clause).trim()];
+  // inside a clause only when the text is long (a short sentence keeps its words together)
+  if (t.length <= LEAD_CLAUSE_MAX) return null;
   let space = -1;
   let phrase = -1;
   for (const m of t.matchAll(/ (\S+)/g)) {
@@ -112,17 +114,20 @@ export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: numb
         r.catch(() => {}); // awaited below; an abandoned one must not be an unhandled rejection
         return r;
       };
-      let next = start(0);
+      // the piece after a lead piece is started with it (on another helper when there is one): the lead piece's
+      // audio is short, its successor must not leave a gap after it
+      const runs = [start(0)];
+      if (lead && pieces.length > 1) runs.push(start(1));
       for (let i = 0; i < pieces.length; i++) {
         let pcm: Int16Array;
         try {
-          pcm = await next;
+          pcm = await runs[i]!;
         } catch (err) {
           if (signal.aborted) return;
           throw engineError(`Piper voice failed: ${(err as Error).message}`, true, false);
         }
         if (signal.aborted) return;
-        if (i + 1 < pieces.length) next = start(i + 1);
+        if (runs.length === i + 1 && runs.length < pieces.length) runs.push(start(i + 1));
         const out = resampler.process(pcm);
         if (out.length) yield out;
         if (signal.aborted) return;

@@ -127,7 +127,8 @@ test('Piper TTS: the first chunk of an utterance starts with a short lead piece,
   t.deepEqual(leadPiece('I am sorry, I did not catch that, could you say it again?'), ['I am sorry,', 'I did not catch that, could you say it again?']);
   t.deepEqual(leadPiece('Your appointment for a teeth cleaning with Doctor Patel is booked for Friday'), ['Your appointment,', 'for a teeth cleaning with Doctor Patel is booked for Friday']);
   t.deepEqual(leadPiece('Let me see whether the doctor has any time left next week'), ['Let me see whether the doctor,', 'has any time left next week'], 'else at the last space');
-  t.is(leadPiece('Supercalifragilisticexpialidociousness is a word.'), null, 'no word boundary early enough: not cut');
+  t.is(leadPiece('Supercalifragilisticexpialidociousness is a word, really.'), null, 'no word boundary early enough: not cut');
+  t.is(leadPiece('Thanks for calling Bright Smile Dental.'), null, 'a short sentence is not cut inside its clause');
 });
 
 withPiper('Piper TTS: non-silent 24 kHz speech of plausible length, in order, clause by clause', async (t) => {
