@@ -11,7 +11,7 @@
 // else the agent's first language mapped to its eSpeak voice (en → en-us, zh → cmn, others by their code).
 import { spawn } from 'node:child_process';
 import { Resampler } from '../../audio/resample.ts';
-import type { TtsService } from '../types.ts';
+import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import { engineError } from '../llm/openai.ts';
 import { sharedEspeakPool } from './espeak-pool.ts';
 import { createPiperTts, piperPool, PIPER_MODEL, PIPER_VOICE } from './piper.ts';
@@ -59,7 +59,7 @@ export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
     model: PIPER_MODEL,
     voice: PIPER_VOICE,
     lookahead: 1,
-    async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+    async *synthesize(text: string, signal: AbortSignal, o?: TtsSynthesizeOptions): AsyncIterable<Int16Array> {
       if (!use) {
         try {
           await piperPool(opts.modelsDir ? { modelsDir: opts.modelsDir } : {});
@@ -75,7 +75,7 @@ export function createLocalTts(opts: LocalTtsOptions = {}): TtsService {
           service.voice = espeak.voice;
         }
       }
-      yield* use.synthesize(text, signal);
+      yield* use.synthesize(text, signal, o);
     },
   };
   return service;

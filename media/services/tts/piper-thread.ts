@@ -1,9 +1,15 @@
-// The Piper voice on a worker thread of the pool in piper.ts: eSpeak NG turns text into IPA phonemes (`espeak-ng
-// --ipa`, spawned from this thread so a fork never stalls the event loop), the voice's phoneme_id_map turns them
-// into ids, the VITS model (onnxruntime-node, whose run() blocks its thread) turns ids into 22 050 Hz audio.
-// Request: one clause or sentence of text. Reply: its 16-bit samples at the voice's rate.
-import { execFile } from 'node:child_process';
+// The Piper voice in a helper process of the pool in piper.ts: eSpeak NG turns text into IPA phonemes, the voice's
+// phoneme_id_map turns them into ids, the VITS model (onnxruntime-node, whose run() blocks its thread) turns ids into
+// 22 050 Hz audio. Request: one clause or sentence of text. Reply: its 16-bit samples at the voice's rate.
+//
+// Phonemes come from a resident libespeak-ng process (espeak_phonemes.py, espeak_TextToPhonemes as Piper's own
+// phonemizer, same IPA as `espeak-ng --ipa`) started with the helper; where it cannot run (no python3 or no
+// libespeak-ng) an `espeak-ng --ipa` process per clause, as before (measured by bench/local-tts-latency.ts: that
+// process costs tens of ms per clause, over a hundred on a loaded machine). The helper speaks one sentence while it
+// loads, so that the first caller does not pay for onnxruntime's first run.
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { poolData, poolPort, serveThread } from '../thread-pool.ts';
 
@@ -21,18 +27,104 @@ interface VoiceConfig {
 }
 
 const { modelPath, configPath, espeak } = poolData<{ modelPath: string; configPath: string; espeak: string }>();
+const PHONEMIZER = fileURLToPath(new URL('./espeak_phonemes.py', import.meta.url));
+const PHONEMIZER_START_MS = 10_000;
 
-/** IPA phonemes of a text, clause by clause (eSpeak prints one line per clause), punctuation put back as Piper does. */
-function phonemize(text: string, voice: string, binary: string): Promise<string> {
+/** The clauses' IPA phonemes joined, each clause's punctuation put back from the text as Piper does. */
+function withMarks(text: string, clauses: string[]): string {
+  const marks = [...text.matchAll(/([,.;:!?]+)(?=\s|$)/g)].map((m) => m[1]!.slice(-1));
+  if (marks.length < clauses.length) marks.push(...Array<string>(clauses.length - marks.length).fill(clauses.length > 1 ? ',' : '.'));
+  return clauses.map((l, i) => l + (marks.length === clauses.length || i < clauses.length - 1 ? marks[i]! : marks.at(-1)!)).join(' ');
+}
+
+/** IPA phonemes of a text from an `espeak-ng --ipa` process of its own (one line per clause). */
+function phonemizeOnce(text: string, voice: string, binary: string): Promise<string[]> {
   return new Promise((ok, fail) => {
     execFile(binary, ['-q', '--ipa', '-v', voice, '--stdin'], { timeout: 10_000 }, (err, stdout) => {
       if (err) return fail(new Error(`espeak-ng --ipa failed: ${err.message}`));
-      const lines = stdout.split('\n').map((l) => l.trim()).filter(Boolean);
-      const marks = [...text.matchAll(/([,.;:!?]+)(?=\s|$)/g)].map((m) => m[1]!.slice(-1));
-      if (marks.length < lines.length) marks.push(...Array<string>(lines.length - marks.length).fill(lines.length > 1 ? ',' : '.'));
-      ok(lines.map((l, i) => l + (marks.length === lines.length || i < lines.length - 1 ? marks[i]! : marks.at(-1)!)).join(' '));
+      ok(stdout.split('\n').map((l) => l.trim()).filter(Boolean));
     }).stdin!.end(text.replace(/\s+/g, ' ') + '\n');
   });
+}
+
+/** The resident phonemizer: one JSON line per request and per answer, answered in order. */
+class ResidentPhonemizer {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting: Array<{ ok(c: string[]): void; fail(e: Error): void }> = [];
+  private buffered = '';
+  private stderr = '';
+  dead = false;
+  readonly ready: Promise<void>;
+
+  constructor(python: string) {
+    this.child = spawn(python, [PHONEMIZER], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child.stdin.on('error', () => {}); // EPIPE after an exit is reported through 'exit'
+    this.child.stderr.on('data', (d: Buffer) => {
+      if (this.stderr.length < 2000) this.stderr += d.toString();
+    });
+    let started: () => void = () => {};
+    this.ready = new Promise<void>((ok, fail) => {
+      const timer = setTimeout(() => {
+        fail(new Error('eSpeak NG phonemizer did not start'));
+        this.child.kill('SIGKILL');
+      }, PHONEMIZER_START_MS);
+      started = () => {
+        clearTimeout(timer);
+        ok();
+      };
+      this.child.once('error', (err) => {
+        clearTimeout(timer);
+        fail(err);
+      });
+      this.child.once('exit', (code) => {
+        clearTimeout(timer);
+        fail(new Error(`eSpeak NG phonemizer exited (${code}): ${this.stderr.trim().slice(-300)}`));
+      });
+    });
+    this.ready.catch(() => {});
+    this.child.once('exit', () => {
+      this.dead = true;
+      for (const w of this.waiting.splice(0)) w.fail(new Error('eSpeak NG phonemizer exited'));
+    });
+    this.child.stdout.on('data', (d: Buffer) => {
+      this.buffered += d.toString();
+      for (let nl = this.buffered.indexOf('\n'); nl >= 0; nl = this.buffered.indexOf('\n')) {
+        const line = this.buffered.slice(0, nl);
+        this.buffered = this.buffered.slice(nl + 1);
+        const m = JSON.parse(line) as { ready?: boolean; clauses?: string[]; error?: string };
+        if (m.ready) started();
+        else if (m.clauses) this.waiting.shift()?.ok(m.clauses);
+        else this.waiting.shift()?.fail(new Error(`eSpeak NG phonemizer: ${m.error}`));
+      }
+    });
+  }
+
+  clauses(text: string, voice: string): Promise<string[]> {
+    if (this.dead) return Promise.reject(new Error('eSpeak NG phonemizer exited'));
+    return new Promise((ok, fail) => {
+      this.waiting.push({ ok, fail });
+      this.child.stdin.write(`${JSON.stringify({ text: text.replace(/\s+/g, ' '), voice })}\n`);
+    });
+  }
+}
+
+let resident: ResidentPhonemizer | null = null;
+/** false once the resident phonemizer could not start: then a process per clause, for good */
+let residentWorks = true;
+
+/** IPA phonemes of a text, clause by clause, punctuation put back. */
+async function phonemize(text: string, voice: string): Promise<string> {
+  if (residentWorks) {
+    if (!resident || resident.dead) resident = new ResidentPhonemizer(process.env.LOCAL_TTS_PYTHON || 'python3');
+    const r = resident;
+    try {
+      await r.ready;
+    } catch {
+      residentWorks = false;
+    }
+    if (residentWorks) return withMarks(text, await r.clauses(text, voice));
+  }
+  return withMarks(text, await phonemizeOnce(text, voice, espeak));
 }
 
 void serveThread<PiperRequest, Int16Array>(poolPort, async () => {
@@ -48,8 +140,8 @@ void serveThread<PiperRequest, Int16Array>(poolPort, async () => {
     out.push(...map['$']!);
     return out;
   };
-  return async ({ text, lengthScale }) => {
-    const phonemeIds = ids(await phonemize(text, cfg.espeak.voice, espeak));
+  const speak = async ({ text, lengthScale }: PiperRequest): Promise<{ result: Int16Array; transfer: ArrayBuffer[] }> => {
+    const phonemeIds = ids(await phonemize(text, cfg.espeak.voice));
     const inf = cfg.inference;
     const out = await session.run({
       input: new ort.Tensor('int64', BigInt64Array.from(phonemeIds, (n) => BigInt(n)), [1, phonemeIds.length]),
@@ -65,4 +157,8 @@ void serveThread<PiperRequest, Int16Array>(poolPort, async () => {
     for (let i = 0; i < f.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(f[i]! * gain)));
     return { result: pcm, transfer: [pcm.buffer] };
   };
+  // warm: the phonemizer started and onnxruntime's first run (several times slower than the next ones) done here,
+  // before the helper says it is loaded
+  await speak({ text: 'Hello, how can I help you today?' });
+  return speak;
 });

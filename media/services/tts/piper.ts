@@ -3,14 +3,15 @@
 // one per core), the model files verified by media/services/model-files.ts before they are loaded.
 //
 // Each chunk the pipeline hands over (a sentence, or the first clause of a reply) is split further at clause
-// boundaries when it is long (so the first audio comes after one short clause, not a whole long sentence); the
+// boundaries when it is long, and the first chunk of an utterance starts with a lead piece of at most LEAD_MAX
+// characters (so the first audio comes after one short piece, not a whole long sentence); the
 // pieces are synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's
 // 24 kHz. An abort stops after the piece in flight (a clause: tens of ms of compute) and yields nothing more.
 import { Resampler } from '../../audio/resample.ts';
 import { engineError } from '../llm/openai.ts';
 import { verifiedModel } from '../model-files.ts';
 import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';
-import type { TtsService } from '../types.ts';
+import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import type { PiperRequest } from './piper-thread.ts';
 
 export const PIPER_MODEL = 'piper';
@@ -20,6 +21,18 @@ export const PIPER_RATE = 22050;
 const LONG = 90;
 /** ... into pieces of at least this many characters */
 const MIN_PIECE = 24;
+/**
+ * The first chunk of an utterance longer than this (characters) starts with a shorter lead piece: its first audio
+ * comes after that piece's synthesis, ~0.12 s per second of speech on one core (~20 characters per second), so
+ * 32 characters keep it near 200 ms on an idle core.
+ */
+const LEAD_MAX = 32;
+/** the lead piece is at least this long (a lone "Well," or "You said:" gains little) */
+const LEAD_MIN = 10;
+/** a clause boundary up to here is taken rather than a cut inside the clause (a name is not broken in two) */
+const LEAD_CLAUSE_MAX = 44;
+/** words a phrase starts with: where a lead piece is cut when the first clause has no punctuation early enough */
+const PHRASE_START = new Set(['and', 'but', 'or', 'so', 'because', 'with', 'without', 'for', 'at', 'on', 'in', 'from', 'until', 'which', 'who', 'when', 'where', 'if', 'about', 'after', 'before', 'by', 'while']);
 
 const pool = new SharedPool<PiperRequest, Int16Array>();
 
@@ -49,16 +62,50 @@ export function splitClauses(text: string): string[] {
   return out;
 }
 
+/**
+ * A lead piece of at most LEAD_MAX characters off the front of a text, and the rest; null when the text is short
+ * enough already. Cut at the last clause boundary (. ! ? , ; : dashes) between LEAD_MIN and LEAD_MAX (or the first
+ * one up to LEAD_CLAUSE_MAX), else, in a text longer than LEAD_CLAUSE_MAX, before the last word that starts a phrase
+ * (and, with, for, on, ...), else at the last space; a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
+ * sentence.
+ */
+export function leadPiece(text: string): [string, string] | null {
+  const t = text.replace(/\s+/g, ' ').trim();
+  if (t.length <= LEAD_MAX) return null;
+  let clause = -1;
+  for (const m of t.matchAll(/[,;:.!?](?= )| (?=—|–|- )/g))
+    if (m.index + 1 >= LEAD_MIN && m.index + 1 <= LEAD_CLAUSE_MAX && (clause < 0 || m.index + 1 <= LEAD_MAX)) clause = m.index + 1;
+  if (clause > 0) return [t.slice(0, clause).trim(), t.slice(clause).trim()];
+  // inside a clause only when the text is long (a short sentence keeps its words together)
+  if (t.length <= LEAD_CLAUSE_MAX) return null;
+  let space = -1;
+  let phrase = -1;
+  for (const m of t.matchAll(/ (\S+)/g)) {
+    if (m.index > LEAD_MAX) break;
+    if (m.index < LEAD_MIN) continue;
+    space = m.index;
+    if (PHRASE_START.has(m[1]!.toLowerCase())) phrase = m.index;
+  }
+  const cut = phrase > 0 ? phrase : space;
+  if (cut <= 0) return null;
+  return [`${t.slice(0, cut).replace(/[,;:]$/, '')},`, t.slice(cut + 1)];
+}
+
 export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: number; pool?: () => Promise<ThreadPool<PiperRequest, Int16Array>> } = {}): TtsService {
   const lengthScale = opts.wordsPerMinute ? 175 / opts.wordsPerMinute : 1;
   const getPool = opts.pool ?? (() => piperPool(opts.modelsDir ? { modelsDir: opts.modelsDir } : {}));
+  const utterances = new WeakSet<object>();
   return {
     provider: 'local',
     model: PIPER_MODEL,
     voice: PIPER_VOICE,
     lookahead: 1,
-    async *synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
-      const pieces = splitClauses(text).filter((p) => /[\p{L}\p{N}]/u.test(p));
+    async *synthesize(text: string, signal: AbortSignal, o?: TtsSynthesizeOptions): AsyncIterable<Int16Array> {
+      // the first chunk of an utterance (a chunk without one is its own) starts with a short lead piece
+      const first = !o?.utterance || !utterances.has(o.utterance);
+      if (o?.utterance) utterances.add(o.utterance);
+      const lead = first ? leadPiece(text) : null;
+      const pieces = (lead ? [lead[0], ...splitClauses(lead[1])] : splitClauses(text)).filter((p) => /[\p{L}\p{N}]/u.test(p));
       if (signal.aborted || pieces.length === 0) return;
       const p = await getPool();
       const resampler = new Resampler(PIPER_RATE, 24000);
@@ -67,17 +114,20 @@ export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: numb
         r.catch(() => {}); // awaited below; an abandoned one must not be an unhandled rejection
         return r;
       };
-      let next = start(0);
+      // the piece after a lead piece is started with it (on another helper when there is one): the lead piece's
+      // audio is short, its successor must not leave a gap after it
+      const runs = [start(0)];
+      if (lead && pieces.length > 1) runs.push(start(1));
       for (let i = 0; i < pieces.length; i++) {
         let pcm: Int16Array;
         try {
-          pcm = await next;
+          pcm = await runs[i]!;
         } catch (err) {
           if (signal.aborted) return;
           throw engineError(`Piper voice failed: ${(err as Error).message}`, true, false);
         }
         if (signal.aborted) return;
-        if (i + 1 < pieces.length) next = start(i + 1);
+        if (runs.length === i + 1 && runs.length < pieces.length) runs.push(start(i + 1));
         const out = resampler.process(pcm);
         if (out.length) yield out;
         if (signal.aborted) return;

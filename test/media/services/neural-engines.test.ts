@@ -10,7 +10,7 @@ import { MODELS, ModelFileError, modelInstalled, verifiedModelFile } from '../..
 import { createLocalStt } from '../../../media/services/stt/local.ts';
 import { closeWhisper } from '../../../media/services/stt/whisper.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
-import { closePiper, splitClauses } from '../../../media/services/tts/piper.ts';
+import { closePiper, leadPiece, splitClauses } from '../../../media/services/tts/piper.ts';
 import { createLocalLlm } from '../../../media/services/llm/local.ts';
 import { callInText, closeLocalModel, toHistory } from '../../../media/services/llm/llama.ts';
 import { resample } from '../../../media/audio/resample.ts';
@@ -119,6 +119,16 @@ test.serial('Whisper STT falls back to PocketSphinx when its model file is missi
     t.true(told.length <= 1); // reported once per process and reason
     if (told.length) t.regex(told[0]!, /Whisper cannot run .*using PocketSphinx/);
   }
+});
+
+test('Piper TTS: the first chunk of an utterance starts with a short lead piece, cut at a clause boundary, else before a phrase', (t) => {
+  t.is(leadPiece('Hello! How can I help you today?'), null, 'short enough already');
+  t.deepEqual(leadPiece('Thanks for calling Bright Smile Dental, how can I help you today?'), ['Thanks for calling Bright Smile Dental,', 'how can I help you today?']);
+  t.deepEqual(leadPiece('I am sorry, I did not catch that, could you say it again?'), ['I am sorry,', 'I did not catch that, could you say it again?']);
+  t.deepEqual(leadPiece('Your appointment for a teeth cleaning with Doctor Patel is booked for Friday'), ['Your appointment,', 'for a teeth cleaning with Doctor Patel is booked for Friday']);
+  t.deepEqual(leadPiece('Let me see whether the doctor has any time left next week'), ['Let me see whether the doctor,', 'has any time left next week'], 'else at the last space');
+  t.is(leadPiece('Supercalifragilisticexpialidociousness is a word, really.'), null, 'no word boundary early enough: not cut');
+  t.is(leadPiece('Thanks for calling Bright Smile Dental.'), null, 'a short sentence is not cut inside its clause');
 });
 
 withPiper('Piper TTS: non-silent 24 kHz speech of plausible length, in order, clause by clause', async (t) => {
