@@ -1,6 +1,10 @@
 // The one error middleware at the top of the stack: every error body is {detail: ...}.
 import type { Middleware } from 'koa';
 import { HttpError } from '../../core/http-error.ts';
+import { isTemporalUnreachable } from '../../core/temporal.ts';
+
+/** A route that needs Temporal while it is unreachable (restarting, down): retryable, nothing was changed. */
+export const TEMPORAL_UNREACHABLE = 'Temporal is temporarily unavailable: try again shortly';
 
 export function errorMiddleware(): Middleware {
   return async (ctx, next) => {
@@ -22,6 +26,12 @@ export function errorMiddleware(): Middleware {
         // Errors thrown by Koa itself (405 from allowedMethods, 413 ...): keep the status, never a stack.
         ctx.status = e.status;
         ctx.body = { detail: e.expose && e.message ? e.message : statusText(e.status) };
+        return;
+      }
+      if (isTemporalUnreachable(err)) {
+        ctx.state.log?.warn({ err, requestId: ctx.state.requestId }, 'Temporal unreachable');
+        ctx.status = 503;
+        ctx.body = { detail: TEMPORAL_UNREACHABLE };
         return;
       }
       ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'unhandled error');
