@@ -31,7 +31,8 @@ const children: ChildProcess[] = [];
 const servers: TemporalDev[] = [];
 test.after.always(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const s of servers) await s.stop();
+  // a killed server's stop() would wait for an exit that already happened
+  for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) await s.stop();
 });
 
 const count = z.object({ n: z.number() });
@@ -97,6 +98,18 @@ async function setup(name: string, extra: Record<string, string> = {}) {
     OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: dir, TEMPORAL_ADDRESS: temporal.address, ...extra,
   };
   return { db, org, key, receiver, env, temporal, dbFile };
+}
+
+/** Resolves once a worker polls `env`'s workflow task queue on its Temporal server (the worker process is up). */
+async function workerPolling(env: Record<string, string>): Promise<void> {
+  const client = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
+  try {
+    await until(async () => (await client.connection.workflowService.describeTaskQueue({
+      namespace: 'default', taskQueue: { name: env.TEMPORAL_TASK_QUEUE! }, taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
+    })).pollers?.length || null, 120_000, 'the worker to poll its task queue');
+  } finally {
+    await client.close();
+  }
 }
 
 function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
@@ -236,6 +249,7 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
   const mediaLogs: Array<{ msg?: string; callId?: string }> = [];
   const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env, true, undefined, mediaLogs)]);
   const worker = await startProcess('activities/worker.ts', env, false);
+  await workerPolling(env);
   const post = async (p: string, body: unknown) => {
     const res = await fetch(`${api.origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -284,7 +298,19 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
   const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
-  await until(async () => (await postCallDone(db, calls)) === calls.length || null, 180_000, 'post-call of every call');
+  await until(async () => (await postCallDone(db, calls)) === calls.length || null, 180_000, 'post-call of every call').catch(async (err: unknown) => {
+    // where each unfinished post-call stands, for the failure message
+    const client = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
+    const open = await db.anyFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id::text FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NULL`);
+    const where = await Promise.all(open.map(async (id) => {
+      const wf = await client.client.workflow.getHandle(`postCall-${id}`).describe().then((d) => d.status.name, (e: unknown) => String(e).slice(0, 80));
+      const tries = mediaLogs.filter((l) => l.callId === id).map((l) => l.msg);
+      return { id, wf, tries };
+    }));
+    await client.close();
+    throw new Error(`${(err as Error).message}: ${JSON.stringify(where)}; worker alive ${alive(worker.child)}, media alive ${alive(media.child)}`);
+  });
   t.log(`post-call of all ${calls.length} done ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
   await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
   for (const id of calls) {
