@@ -23,7 +23,7 @@ export async function createWorker(parts: { config: Config; db: Db; logger: Logg
       // Already installed by an earlier worker in this process.
     }
   }
-  const connection = await NativeConnection.connect({ address: parts.config.TEMPORAL_ADDRESS });
+  const connection = await connectWorker(parts.config.TEMPORAL_ADDRESS, parts.logger);
   const worker = await Worker.create({
     // traces: workflow and activity spans continue the caller's context (only when tracing is on)
     ...(await temporalWorkerTracing()),
@@ -34,6 +34,23 @@ export async function createWorker(parts: { config: Config; db: Db; logger: Logg
     activities: parts.activities ?? createActivities({ config: parts.config, db: parts.db, logger: parts.logger, storage: parts.storage ?? createStorage(parts.config) }),
   });
   return { worker, connection };
+}
+
+/**
+ * The worker's connection, retried like the api's and media's (core/boot.ts openTemporal: 30 tries, 1 s apart): a
+ * worker that boots while the Temporal server restarts waits for it instead of exiting. Once running, the worker's
+ * core retries its polls and task completions itself across an outage.
+ */
+async function connectWorker(address: string | undefined, logger: Logger): Promise<NativeConnection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await NativeConnection.connect({ ...(address ? { address } : {}) });
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      logger.warn({ err, attempt }, `Temporal at ${address} unreachable: retrying`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);

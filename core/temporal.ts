@@ -1,5 +1,5 @@
 // One Temporal client per process, created at boot.
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { temporalClientInterceptors } from './tracing.ts';
 
 export interface TemporalHandle {
@@ -28,4 +28,18 @@ export async function connectTemporal(address: string, namespace: string): Promi
       await connection.close();
     },
   };
+}
+
+/** gRPC UNAVAILABLE and DEADLINE_EXCEEDED: the Temporal frontend cannot be reached right now (down, restarting). */
+const UNREACHABLE_CODES = new Set([14, 4]);
+
+/**
+ * True when `err` (or one of its causes) says the Temporal server could not be reached — the client's own retries
+ * (about 20 s) ran out while it was down. The api answers those 503 instead of 500 (api/middleware/errors.ts).
+ */
+export function isTemporalUnreachable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (isGrpcServiceError(e) && UNREACHABLE_CODES.has(e.code)) return true;
+  }
+  return false;
 }

@@ -2,6 +2,10 @@
 import type { Middleware } from 'koa';
 import { HttpError } from '../../core/http-error.ts';
 import { isDatabaseUnavailable } from '../../core/db/pool.ts';
+import { isTemporalUnreachable } from '../../core/temporal.ts';
+
+/** A route that needs Temporal while it is unreachable (restarting, down): retryable, nothing was changed. */
+export const TEMPORAL_UNREACHABLE = 'Temporal is temporarily unavailable: try again shortly';
 
 export function errorMiddleware(): Middleware {
   return async (ctx, next) => {
@@ -31,6 +35,13 @@ export function errorMiddleware(): Middleware {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
         ctx.body = { detail: 'Database unavailable; retry shortly', request_id: ctx.state.requestId };
+        return;
+      }
+      if (isTemporalUnreachable(err)) {
+        ctx.state.log?.warn({ err, requestId: ctx.state.requestId }, 'Temporal unreachable');
+        ctx.status = 503;
+        ctx.set('Retry-After', '1');
+        ctx.body = { detail: TEMPORAL_UNREACHABLE };
         return;
       }
       ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'unhandled error');

@@ -38,7 +38,10 @@ const campaign = {
 };
 const transition = (what: string) => ({
   tags: ['Campaigns'], summary: what, parameters: idParam,
-  responses: { 200: ok(campaign), 400: err("Illegal transition: \"Cannot <action> a campaign in state '<state>'\""), 404: err("'Campaign not found'") },
+  responses: {
+    200: ok(campaign), 400: err("Illegal transition: \"Cannot <action> a campaign in state '<state>'\""), 404: err("'Campaign not found'"),
+    503: err("'Campaign dialing is unavailable: Temporal is not configured', or 'Temporal is temporarily unavailable: try again shortly' (the Temporal server is unreachable, e.g. restarting; nothing changed: retry)"),
+  },
 });
 
 registerOpenApiPaths({

@@ -7,8 +7,10 @@
 // status=<live> won (so exactly one caller announces). Pre-pipeline refusals (rejected rows) are not calls that
 // ended: they get no webhook at all, the HTTP error is their answer.
 import type { Client as TemporalClient } from '@temporalio/client';
+import pRetry from 'p-retry';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
+import { isTemporalUnreachable } from '../temporal.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
@@ -69,19 +71,31 @@ export async function handOffPostCall(
     return;
   }
   const temporal = deps.temporal;
+  const signal = () => temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
+    workflowId: postCallWorkflowId(row.id),
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [{ callId: row.id }],
+    signal: CALL_ENDED_SIGNAL,
+    signalArgs: [{ callId: row.id }],
+    typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
+  });
   try {
-    await attempt(() => temporal.workflow.signalWithStart(POST_CALL_WORKFLOW_TYPE, {
-      workflowId: postCallWorkflowId(row.id),
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [{ callId: row.id }],
-      signal: CALL_ENDED_SIGNAL,
-      signalArgs: [{ callId: row.id }],
-      typedSearchAttributes: callSearchAttributes({ organizationId: row.organization_id, agentId: row.agent_uuid, callId: row.id }),
-    }));
+    await attempt(signal);
   } catch (err) {
+    if (isTemporalUnreachable(err)) {
+      // Temporal down or restarting: the hand-off goes on in the background (the caller — a carrier webhook, a
+      // sweeper — is not held up) until the server answers, so the call still gets its post-call once it is back.
+      deps.logger.warn({ err, callId: row.id }, `post-call hand-off of a ${what}: Temporal unreachable, retrying until it is back`);
+      void pRetry(signal, { ...UNREACHABLE_RETRY, shouldRetry: ({ error }) => isTemporalUnreachable(error) })
+        .catch((e: unknown) => deps.logger.error({ err: e, callId: row.id }, `post-call hand-off of a ${what} failed`));
+      return;
+    }
     deps.logger.error({ err, callId: row.id }, `post-call hand-off of a ${what} failed`);
   }
 }
+
+/** Backoff of a hand-off while Temporal is unreachable: 1 s doubling to 15 s, for as long as the process lives. */
+const UNREACHABLE_RETRY = { retries: Number.POSITIVE_INFINITY, factor: 2, minTimeout: 1000, maxTimeout: 15_000, randomize: true } as const;
 
 /** Step 2 of the rule: the post-call hand-off of a never-connected call. */
 export const handOffNeverConnected = (deps: UnconnectedDeps, row: Pick<NeverConnected, 'id' | 'organization_id' | 'agent_uuid'>) =>
