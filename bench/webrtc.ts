@@ -53,6 +53,8 @@ interface ClientResult {
 
 /** a frame arriving more than this after its playout time counts as late (issue 24) */
 const LATE_MS = 40;
+/** V8's sampling profiler thread (the bench's breakdown; its CPU is left out of the server's) */
+const PROFILER_THREAD = 'v8:ProfEvntProc';
 
 /** One stream's arrival times → inter-arrival jitter |Δ − 20 ms| after the first 10 frames (connection set-up
  * settles) into `r.jitter`; frames past their playout time (the client plays frame n at first + n·20 ms) into
@@ -215,9 +217,69 @@ function isDatachannelThread(name: string): boolean {
   return ['RTC worker', 'RTC poll', 'juice poll', 'SCTP iterator', 'SCTP timer'].includes(name);
 }
 
+/** The main thread's sampled CPU by stage: V8's sampling profiler (node:inspector) takes a stack every 1 ms of the
+ * thread's run time (a thread that is not running gets no sample: signals sent meanwhile coalesce), so the shares are
+ * shares of CPU even on a loaded machine, unlike stage wall times. Each sample goes to the innermost frame that
+ * names a stage (walking from the leaf to the root). */
+function stageOfFrame(fn: string, url: string): string | null {
+  if (fn === '(garbage collector)') return 'garbage collection (on the main thread)';
+  if (url.includes('/core/audio/opus.ts') || url.includes('/media/webrtc/call-codec.ts') || url.includes('@evan/opus')) {
+    if (/encode/i.test(fn)) return 'webrtc: opus encode';
+    if (/decode|conceal|packet|silence/i.test(fn)) return 'webrtc: opus decode';
+  }
+  // node-datachannel's native send (packetizer chain, SRTP, UDP) is charged to the JS frame that calls it
+  if (url.includes('/media/transports/webrtc.ts') && fn === 'sendPackets') return 'webrtc: rtp send (packetize, SRTP, UDP)';
+  if (url.includes('/media/transports/webrtc.ts') && fn === 'onRtp') return 'webrtc: rtp receive (parse, jitter buffer)';
+  if (url.includes('/media/webrtc/jitter.ts')) return 'webrtc: rtp receive (parse, jitter buffer)';
+  if (url.includes('/media/transports/carrier-stream.ts') || url.includes('/media/audio/mulaw')) return 'carrier: framing (JSON, base64, µ-law)';
+  if (url.includes('/media/transports/ws.ts')) return 'websocket: framing';
+  if (url.includes('/media/vad/')) return 'VAD (main-thread part: windows, batching)';
+  if (url.includes('/media/pipeline/') || url.includes('/media/session/')) return 'pipeline (pacer, mixer, recorder, stages)';
+  return null;
+}
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string }; children?: number[] }>;
+  samples?: number[];
+}
+
+async function startProfile(): Promise<() => Promise<Map<string, number>>> {
+  const inspector = await import('node:inspector/promises');
+  const session = new inspector.Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 1000 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
+    session.disconnect();
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const stageOf = new Map<number, string>();
+    const resolve = (id: number): string => {
+      const known = stageOf.get(id);
+      if (known) return known;
+      const n = byId.get(id)!;
+      const fn = n.callFrame.functionName;
+      const own = fn === '(idle)' ? '(idle)' : stageOfFrame(fn, n.callFrame.url);
+      const p = parent.get(id);
+      const st = own ?? (p !== undefined ? resolve(p) : 'everything else (event loop, timers, HTTP, node internals)');
+      stageOf.set(id, st);
+      return st;
+    };
+    const counts = new Map<string, number>();
+    for (const id of profile.samples ?? []) {
+      const st = resolve(id);
+      counts.set(st, (counts.get(st) ?? 0) + 1);
+    }
+    return counts;
+  };
+}
+
 /** Where the server's CPU went in one run, per call (% of one core): `perKind` are the connected calls of each
  * transport in the run; a stage labelled with a transport is divided by that transport's calls, the rest by all. */
-function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<Kind, number>>): string[] {
+function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<Kind, number>>, profile: Map<string, number>): string[] {
   const all = Object.values(perKind).reduce((a, b) => a + b, 0) || 1;
   const kindOf = (stage: string): Kind | null => {
     if (/^webrtc:|\(webrtc\)/.test(stage)) return 'webrtc';
@@ -227,21 +289,31 @@ function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<
   };
   const share = (us: number, calls: number) => `${((us / 1000 / wallMs) * 100 / Math.max(1, calls)).toFixed(3)} %`;
   const lines: string[] = [];
+  // the main thread's CPU split by the profile's samples (its total is exact: getrusage over the window)
+  const busy = [...profile].filter(([k]) => k !== '(idle)');
+  const samples = busy.reduce((a, [, n]) => a + n, 0);
+  lines.push(`  main thread CPU ${share(d.mainUs, all)} per call, by stage (CPU profile, ${samples} samples):`);
+  for (const [stage, n] of busy.sort((x, y) => y[1] - x[1])) {
+    const k = kindOf(stage) ?? (stage.startsWith('carrier:') ? 'carrier' : null);
+    const calls = k ? (perKind[k] ?? 0) : all;
+    lines.push(`    ${stage}: ${share((d.mainUs * n) / Math.max(1, samples), calls)} per ${k ? KIND_NAMES[k] : 'any'} call (${((n / Math.max(1, samples)) * 100).toFixed(1)} % of samples)`);
+  }
+  lines.push(`  main-thread time inside timed stages (media/stage-cpu.ts; wall time: preemption inflates it on a loaded machine):`);
   let staged = 0;
   for (const [stage, v] of Object.entries(d.stages).sort((x, y) => y[1].us - x[1].us)) {
     if (v.n === 0) continue;
     staged += v.us;
     const k = kindOf(stage);
     const calls = k ? (perKind[k] ?? 0) : all;
-    lines.push(`  main thread, ${stage}: ${share(v.us, calls)} per ${k ? KIND_NAMES[k] : 'any'} call (${(v.us / v.n).toFixed(1)} µs per run, ${v.n} runs)`);
+    lines.push(`    ${stage}: ${share(v.us, calls)} per ${k ? KIND_NAMES[k] : 'any'} call (${(v.us / v.n).toFixed(1)} µs per run, ${v.n} runs)`);
   }
-  lines.push(`  main thread, everything else (event loop, timers, frame clock, pacers, GC pauses, HTTP): ${share(d.mainUs - staged, all)} per call` +
-    ` (main thread CPU ${share(d.mainUs, all)} per call; stages timed ${share(staged, all)}${staged > d.mainUs ? ': more than the CPU, so the main thread was preempted inside stages and they read high' : ''})`);
+  if (staged > d.mainUs) lines.push(`    (stages sum to ${share(staged, all)} per call, more than the main thread's CPU: it was preempted inside them)`);
+  lines.push(`  other threads (CPU from /proc/self/task):`);
   const threads = Object.entries(d.threads).filter(([, us]) => us > 0);
   const dc = threads.filter(([n]) => isDatachannelThread(n)).reduce((a, [, us]) => a + us, 0);
-  if (dc > 0) lines.push(`  node-datachannel threads (ICE, DTLS, SRTP, SCTP, UDP): ${share(dc, perKind.webrtc ?? all)} per WebRTC call (${threads.filter(([n]) => isDatachannelThread(n)).map(([n, us]) => `${n} ${share(us, perKind.webrtc ?? all)}`).join(', ')})`);
-  for (const [name, us] of threads.filter(([n]) => !isDatachannelThread(n)).sort((x, y) => y[1] - x[1])) {
-    lines.push(`  thread ${name}${name === 'vad-silero' ? ' (Silero VAD inference)' : name === 'V8Worker' ? ' (V8: GC, compiler)' : ''}: ${share(us, all)} per call`);
+  if (dc > 0) lines.push(`    node-datachannel threads (ICE, DTLS, SRTP, SCTP, UDP): ${share(dc, perKind.webrtc ?? all)} per WebRTC call (${threads.filter(([n]) => isDatachannelThread(n)).map(([n, us]) => `${n} ${share(us, perKind.webrtc ?? all)}`).join(', ')})`);
+  for (const [name, us] of threads.filter(([n]) => !isDatachannelThread(n) && n !== PROFILER_THREAD).sort((x, y) => y[1] - x[1])) {
+    lines.push(`    thread ${name}${name === 'vad-silero' ? ' (Silero VAD inference)' : name === 'V8Worker' ? ' (V8: GC, compiler)' : ''}: ${share(us, all)} per call`);
   }
   return lines;
 }
@@ -249,9 +321,9 @@ function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<
 async function main(): Promise<void> {
   // per-stage CPU accounting in the media process (media/stage-cpu.ts); set before the media modules load, so the
   // VAD worker thread inherits it and names itself
-  process.env.MEDIA_STAGE_CPU = '1';
+  if (process.env.STAGES !== '0') process.env.MEDIA_STAGE_CPU = '1';
   const { enableStageCpu, stageCpuSnapshot, stageCpuDelta } = await import('../media/stage-cpu.ts');
-  enableStageCpu();
+  if (process.env.STAGES !== '0') enableStageCpu();
   const { createDb, sql } = await import('../core/db/pool.ts');
   const { z } = await import('zod');
   const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
@@ -271,6 +343,8 @@ async function main(): Promise<void> {
   const bad = KINDS.filter((k) => !(k in KIND_NAMES));
   if (bad.length) throw new Error(`KINDS: unknown ${bad.join(', ')} (websocket, webrtc, carrier)`);
   const silero = process.env.VAD !== 'fake';
+  // STAGES=0: no CPU profile and no stage timers (their small overhead out of the CPU figures)
+  const STAGES = process.env.STAGES !== '0';
   const scratch = await startScratchDatabase({ prefix: 'vas-bench-webrtc-' });
   let exit = 0;
   try {
@@ -322,6 +396,7 @@ async function main(): Promise<void> {
     const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>) => {
       const sent0 = await rtpSent();
       const kids0 = codecCpuMs();
+      const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
       const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
@@ -329,13 +404,16 @@ async function main(): Promise<void> {
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
+      const profile = await stopProfile();
       const codecMs = codecCpuMs() - kids0;
       const serverSent = (await rtpSent()) - sent0;
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
-      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
+      // the sampling profiler's own thread is the bench's, not the server's
+      const profilerMs = (stages.threads[PROFILER_THREAD] ?? 0) / 1000;
+      const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind };
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile };
     };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); ` +
@@ -350,7 +428,7 @@ async function main(): Promise<void> {
         const cpuPerCall = m.cpuPct / Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99) });
         log(`${transportLine(kind, n, r, m.serverSent)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it)`);
-        for (const l of breakdown(m.stages, m.wall, m.perKind)) log(l);
+        if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
     // MIXED=N (issue 24 goal 3): N WebSocket + N WebRTC (+ CARRIER=M carrier stream) calls at the same time on the
@@ -366,7 +444,7 @@ async function main(): Promise<void> {
       log(`mixed ${jobs.map((j) => `${j.callIds.length} ${KIND_NAMES[j.kind]}`).join(' + ')} calls, ${SECONDS} s: server CPU ${f1(m.cpuPct)} % of one core ` +
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
       jobs.forEach((j, i) => log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent)}`));
-      for (const l of breakdown(m.stages, m.wall, m.perKind)) log(l);
+      if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
       const at = solo.filter((x) => x.n === n);
@@ -375,7 +453,7 @@ async function main(): Promise<void> {
         `jitter p99 ${at.map((x) => `${KIND_NAMES[x.kind]} ${f1(x.jitter99)} ms`).join(', ')}`);
     }
     log(`VAD: ${silero ? 'Silero (callers silent: windows below the silence gate skip inference)' : 'fake'}; codecs: ${process.env.WEBRTC_CODEC_THREADS && process.env.WEBRTC_CODEC_THREADS !== '0' ? `pool of ${process.env.WEBRTC_CODEC_THREADS}` : 'inline'}; ` +
-      `stages are main-thread time (performance.now(), media/stage-cpu.ts): their CPU on a machine with cores to spare, inflated by preemption on a loaded one`);
+      (STAGES ? 'breakdown on (CPU profile + stage timers: the profiler thread is left out of the server CPU, its sampling and the timers are in it; STAGES=0 for the cleanest CPU figures)' : 'breakdown off (STAGES=0)'));
     log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
     await combined.close();
     await db.end();
