@@ -1,7 +1,7 @@
 // Placing an outbound phone call — the one path POST /call type=outbound and campaign dials share:
 // resolve the agent and freeze its snapshot (built-ins user_number / agent_number known), run the call-start gates,
 // insert the pending row (exactly once per dialKey), dial the carrier with answer / status / stream URLs built from
-// PUBLIC_URL, store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
+// PUBLIC_URL (the stream's from the assigned media node's own address when it has one), store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
 import { z } from 'zod';
 import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
