@@ -10,7 +10,7 @@
 //   - where the CPU goes per call (media/stage-cpu.ts, on for the bench): main-thread time per stage (Opus encode /
 //     decode, RTP send / receive, carrier and WebSocket framing, pipeline in / out), the rest of the main thread,
 //     and every other thread by name (node-datachannel's ICE/DTLS/SRTP/SCTP threads, the Silero VAD thread, GC)
-// Solo runs at CALLS_SMALL (default 5) and CALLS (default 40; 150 is issue 24's target; 0 skips a size), per
+// After a one-call warm-up per transport (not reported), solo runs at CALLS_SMALL (default 5) and CALLS (default 40; 150 is issue 24's target; 0 skips a size), per
 // transport (KINDS, default websocket,webrtc,carrier). MIXED=N then runs N WebSocket + N WebRTC calls at once, and
 // CARRIER=M adds M carrier streams to that run (issue 24 goal 3: MIXED=50 CARRIER=50). Clients run in child
 // processes, so the server's CPU is its own; it includes the codec worker processes' CPU
@@ -393,14 +393,14 @@ async function main(): Promise<void> {
       return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}) };
     };
     /** the jobs at once, each in its own client process; server CPU over the window and per-stage breakdown */
-    const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>) => {
+    const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>, seconds = SECONDS) => {
       const sent0 = await rtpSent();
       const kids0 = codecCpuMs();
       const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
       const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const rs = await Promise.all(jobs.map((job) => forkRole<ClientResult>(import.meta.url, 'client', { ...job, seconds: SECONDS } satisfies ClientJob).result));
+      const rs = await Promise.all(jobs.map((job) => forkRole<ClientResult>(import.meta.url, 'client', { ...job, seconds } satisfies ClientJob).result));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
@@ -420,6 +420,11 @@ async function main(): Promise<void> {
       `inter-arrival jitter p50 ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
       (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}` : '');
 
+    // warm-up, not reported: one call per transport (JIT, Silero's model, node-datachannel's threads), so the first
+    // measured run does not carry the process's start-up
+    const warm = [];
+    for (const kind of new Set<Kind>([...KINDS, ...(Number(process.env.MIXED ?? 0) > 0 ? ['websocket', 'webrtc'] as const : []), ...(Number(process.env.CARRIER ?? 0) > 0 ? ['carrier'] as const : [])])) warm.push(await pendingCalls(kind, 1));
+    await measure(warm, 3);
     const solo: Array<{ kind: Kind; n: number; cpuPerCall: number; jitter99: number }> = [];
     for (const n of [SMALL, CALLS].filter((x) => x > 0)) {
       for (const kind of KINDS) {
