@@ -1,48 +1,72 @@
-// bench/webrtc: N simultaneous WebRTC calls against the same N WebSocket calls, in one run, on one server.
-// Each call plays a long agent monologue (scripted fake engines) while the caller streams silence in real time:
-// WebSocket callers send s16le PCM, WebRTC callers (node-datachannel) send 20 ms Opus RTP. Figures per transport:
+// bench/webrtc: N simultaneous calls per transport — WebRTC, WebSocket and carrier media streams (Twilio Media
+// Streams: JSON frames of 8 kHz µ-law) — each alone, then mixed, on one server. Each call plays a long agent
+// monologue (scripted fake engines, Silero VAD) while the caller streams silence in real time: WebSocket callers
+// send s16le PCM, WebRTC callers (node-datachannel) 20 ms Opus RTP, carrier callers (test/fakes/twilio-media.ts,
+// the fake Twilio's stream side) 20 ms µ-law `media` messages. Figures per transport:
 //   - server CPU per call (% of one core, process.cpuUsage of the server process, all its threads, over the window)
 //   - output pacing jitter at the clients: inter-arrival |Δ − 20 ms| of agent audio frames/packets, p50/p99
-//   - frames received per call per second (50 expected)
-// Run at a small N (CALLS_SMALL, default 5) and the default N (CALLS, default 40; 150 is issue 24's target). Clients
-// run in a child process, so the server's CPU is its own; it includes the codec worker processes' CPU
+//   - frames later than their playout time by more than 40 ms (playout clock started by the first frame)
+//   - frames received per call per second (50 expected); WebRTC also the RTP packets the server sent (/metrics)
+//   - where the CPU goes per call (media/stage-cpu.ts, on for the bench): main-thread time per stage (Opus encode /
+//     decode, RTP send / receive, carrier and WebSocket framing, pipeline in / out), the rest of the main thread,
+//     and every other thread by name (node-datachannel's ICE/DTLS/SRTP/SCTP threads, the Silero VAD thread, GC)
+// After a one-call warm-up per transport (not reported), solo runs at CALLS_SMALL (default 5) and CALLS (default 40; 150 is issue 24's target; 0 skips a size), per
+// transport (KINDS, default websocket,webrtc,carrier). MIXED=N then runs N WebSocket + N WebRTC calls at once, and
+// CARRIER=M adds M carrier streams to that run (issue 24 goal 3: MIXED=50 CARRIER=50). Clients run in child
+// processes, so the server's CPU is its own; it includes the codec worker processes' CPU
 // (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
-// never refuses a bench call. The codecs run inline (the default); WEBRTC_CODEC_THREADS=2 runs them in the codec pool. MIXED=N adds a run
-// of N WebSocket + N WebRTC calls at once (no carrier streams yet).
+// never refuses a bench call. The codecs run inline (the default); WEBRTC_CODEC_THREADS=2 runs them in the codec
+// pool. VAD=fake replaces Silero by the fake energy VAD. Server-added latency per turn is bench/pipeline's (here the
+// callers are silent: no turns).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
+//   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
 import { forkRole, wsCaller } from './_callers.ts';
+import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
-type Kind = 'websocket' | 'webrtc';
+type Kind = 'websocket' | 'webrtc' | 'carrier';
+const KIND_NAMES: Record<Kind, string> = { websocket: 'WebSocket', webrtc: 'WebRTC', carrier: 'carrier' };
 interface ClientJob {
   kind: Kind;
   origin: string;
   key: string;
   callIds: string[];
+  /** carrier: each call's signed stream token (the <Parameter> our TwiML would carry) */
+  tokens?: string[];
   seconds: number;
 }
 interface ClientResult {
   jitter: number[];
+  /** frames later than their playout time by more than LATE_MS */
+  late: number;
   frames: number;
   connected: number;
   windowMs: number;
 }
 
-/** Inter-arrival jitter of one stream: |Δ − 20 ms| after the first 10 frames (connection set-up settles). */
-function jitterOf(times: number[], out: number[]): void {
-  for (let i = 11; i < times.length; i++) out.push(Math.abs(times[i]! - times[i - 1]! - 20));
+/** a frame arriving more than this after its playout time counts as late (issue 24) */
+const LATE_MS = 40;
+/** V8's sampling profiler thread (the bench's breakdown; its CPU is left out of the server's) */
+const PROFILER_THREAD = 'v8:ProfEvntProc';
+
+/** One stream's arrival times → inter-arrival jitter |Δ − 20 ms| after the first 10 frames (connection set-up
+ * settles) into `r.jitter`; frames past their playout time (the client plays frame n at first + n·20 ms) into
+ * `r.late`; the frame count into `r.frames`. */
+function addStream(times: readonly number[], r: Pick<ClientResult, 'jitter' | 'late' | 'frames'>): void {
+  for (let i = 11; i < times.length; i++) r.jitter.push(Math.abs(times[i]! - times[i - 1]! - 20));
+  for (let n = 0; n < times.length; n++) if (times[n]! > times[0]! + n * 20 + LATE_MS) r.late++;
+  r.frames += times.length;
 }
 
 async function runWsClients(job: ClientJob): Promise<ClientResult> {
-  const jitter: number[] = [];
-  let frames = 0;
+  const r = { jitter: [] as number[], late: 0, frames: 0 };
   let connected = 0;
   const silence = Buffer.alloc(640); // 20 ms at 16 kHz
   const t0 = performance.now();
@@ -57,13 +81,41 @@ async function runWsClients(job: ClientJob): Promise<ClientResult> {
       frame: () => silence,
       onOpen: () => connected++,
       onAudio: (now) => times.push(now),
-      onClose: () => {
-        frames += times.length;
-        jitterOf(times, jitter);
-      },
+      onClose: () => addStream(times, r),
     });
   }));
-  return { jitter, frames, connected, windowMs: performance.now() - t0 };
+  return { ...r, connected, windowMs: performance.now() - t0 };
+}
+
+async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
+  const { FakeCarrierStream } = await import('../test/fakes/twilio-media.ts');
+  const r = { jitter: [] as number[], late: 0, frames: 0 };
+  let connected = 0;
+  const failures: string[] = [];
+  const t0 = performance.now();
+  const url = `${job.origin.replace(/^http/, 'ws')}/api/v1/telephony/twilio/stream`;
+  await Promise.all(job.callIds.map(async (id, i) => {
+    // what Twilio does on <Connect><Stream url=…><Parameter name="token" …/>: connected, start, then µ-law media
+    const m = FakeCarrierStream.connect(`${url}/${id}`, {
+      callSid: `CA${id.replace(/-/g, '').slice(0, 32).padEnd(32, '0')}`,
+      customParameters: { token: job.tokens![i]! },
+    });
+    m.arrivals = [];
+    try {
+      await m.opened;
+    } catch (err) {
+      failures.push((err as Error).message);
+      return;
+    }
+    connected++;
+    const ended = await Promise.race([m.closed.then((c) => c), new Promise<null>((res) => setTimeout(() => res(null), job.seconds * 1000))]);
+    if (ended) failures.push(`closed by the server early: ${ended.code} ${ended.reason}`);
+    m.hangup();
+    addStream(m.arrivals, r);
+    await Promise.race([m.closed, new Promise((res) => setTimeout(res, 2000))]);
+  }));
+  if (failures.length) process.stderr.write(`carrier client: ${failures.length} of ${job.callIds.length} streams failed: ${[...new Set(failures)].join('; ')}\n`);
+  return { ...r, connected, windowMs: performance.now() - t0 };
 }
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
@@ -71,8 +123,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const { OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
   const silence = new OpusEncoder48().encode(new Int16Array(FRAME_SAMPLES));
-  const jitter: number[] = [];
-  let frames = 0;
+  const r = { jitter: [] as number[], late: 0, frames: 0 };
   const t0 = performance.now();
   const failures: string[] = [];
   const settled = await Promise.all(job.callIds.map(async (id, index) => {
@@ -121,19 +172,18 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   });
   for (const c of callers) {
     c.hangup();
-    frames += c.arrivals!.length;
-    jitterOf(c.arrivals!, jitter);
+    addStream(c.arrivals!, r);
   }
   await new Promise((r) => setTimeout(r, 300));
   for (const c of callers) c.close();
   await new Promise((r) => setTimeout(r, 300));
   nodeDataChannel.cleanup();
-  return { jitter, frames, connected: callers.length, windowMs: performance.now() - t0 };
+  return { ...r, connected: callers.length, windowMs: performance.now() - t0 };
 }
 
 if (ROLE === 'client') {
   process.once('message', (job: ClientJob) => {
-    void (job.kind === 'webrtc' ? runRtcClients(job) : runWsClients(job)).then(
+    void (job.kind === 'webrtc' ? runRtcClients(job) : job.kind === 'carrier' ? runCarrierClients(job) : runWsClients(job)).then(
       (r) => process.send!(r, () => process.exit(0)),
       (err: unknown) => {
         process.stderr.write(`client failed: ${(err as Error).stack ?? String(err)}\n`);
@@ -162,19 +212,139 @@ function codecCpuMs(): number {
   return ms;
 }
 
+/** Thread names of node-datachannel (libdatachannel, libjuice, usrsctp): ICE, DTLS, SRTP decryption, SCTP, UDP. */
+function isDatachannelThread(name: string): boolean {
+  return ['RTC worker', 'RTC poll', 'juice poll', 'SCTP iterator', 'SCTP timer'].includes(name);
+}
+
+/** The main thread's sampled CPU by stage: V8's sampling profiler (node:inspector) takes a stack every 1 ms of the
+ * thread's run time (a thread that is not running gets no sample: signals sent meanwhile coalesce), so the shares are
+ * shares of CPU even on a loaded machine, unlike stage wall times. Each sample goes to the innermost frame that
+ * names a stage (walking from the leaf to the root). */
+function stageOfFrame(fn: string, url: string): string | null {
+  if (fn === '(garbage collector)') return 'garbage collection (on the main thread)';
+  if (url.includes('/core/audio/opus.ts') || url.includes('/media/webrtc/call-codec.ts') || url.includes('@evan/opus')) {
+    if (/encode/i.test(fn)) return 'webrtc: opus encode';
+    if (/decode|conceal|packet|silence/i.test(fn)) return 'webrtc: opus decode';
+  }
+  // node-datachannel's native send (packetizer chain, SRTP, UDP) is charged to the JS frame that calls it
+  if (url.includes('/media/transports/webrtc.ts') && fn === 'sendPackets') return 'webrtc: rtp send (packetize, SRTP, UDP)';
+  if (url.includes('/media/transports/webrtc.ts') && fn === 'onRtp') return 'webrtc: rtp receive (parse, jitter buffer)';
+  if (url.includes('/media/webrtc/jitter.ts')) return 'webrtc: rtp receive (parse, jitter buffer)';
+  if (url.includes('/media/transports/carrier-stream.ts') || url.includes('/media/audio/mulaw')) return 'carrier: framing (JSON, base64, µ-law)';
+  if (url.includes('/media/transports/ws.ts')) return 'websocket: framing';
+  if (url.includes('/media/vad/')) return 'VAD (main-thread part: windows, batching)';
+  if (url.includes('/media/pipeline/') || url.includes('/media/session/')) return 'pipeline (pacer, mixer, recorder, stages)';
+  return null;
+}
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string }; children?: number[] }>;
+  samples?: number[];
+}
+
+async function startProfile(): Promise<() => Promise<Map<string, number>>> {
+  const inspector = await import('node:inspector/promises');
+  const session = new inspector.Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 1000 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
+    session.disconnect();
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const stageOf = new Map<number, string>();
+    const resolve = (id: number): string => {
+      const known = stageOf.get(id);
+      if (known) return known;
+      const n = byId.get(id)!;
+      const fn = n.callFrame.functionName;
+      const own = fn === '(idle)' ? '(idle)' : stageOfFrame(fn, n.callFrame.url);
+      const p = parent.get(id);
+      const st = own ?? (p !== undefined ? resolve(p) : 'everything else (event loop, timers, HTTP, node internals)');
+      stageOf.set(id, st);
+      return st;
+    };
+    const counts = new Map<string, number>();
+    for (const id of profile.samples ?? []) {
+      const st = resolve(id);
+      counts.set(st, (counts.get(st) ?? 0) + 1);
+    }
+    return counts;
+  };
+}
+
+/** Where the server's CPU went in one run, per call (% of one core): `perKind` are the connected calls of each
+ * transport in the run; a stage labelled with a transport is divided by that transport's calls, the rest by all. */
+function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<Kind, number>>, profile: Map<string, number>): string[] {
+  const all = Object.values(perKind).reduce((a, b) => a + b, 0) || 1;
+  const kindOf = (stage: string): Kind | null => {
+    if (/^webrtc:|\(webrtc\)/.test(stage)) return 'webrtc';
+    if (/^websocket:|\(websocket\)/.test(stage)) return 'websocket';
+    if (/^twilio:|\(twilio\)/.test(stage)) return 'carrier';
+    return null;
+  };
+  const share = (us: number, calls: number) => `${((us / 1000 / wallMs) * 100 / Math.max(1, calls)).toFixed(3)} %`;
+  const lines: string[] = [];
+  // the main thread's CPU split by the profile's samples (its total is exact: getrusage over the window)
+  const busy = [...profile].filter(([k]) => k !== '(idle)');
+  const samples = busy.reduce((a, [, n]) => a + n, 0);
+  lines.push(`  main thread CPU ${share(d.mainUs, all)} per call, by stage (CPU profile, ${samples} samples):`);
+  for (const [stage, n] of busy.sort((x, y) => y[1] - x[1])) {
+    const k = kindOf(stage) ?? (stage.startsWith('carrier:') ? 'carrier' : null);
+    const calls = k ? (perKind[k] ?? 0) : all;
+    lines.push(`    ${stage}: ${share((d.mainUs * n) / Math.max(1, samples), calls)} per ${k ? KIND_NAMES[k] : 'any'} call (${((n / Math.max(1, samples)) * 100).toFixed(1)} % of samples)`);
+  }
+  lines.push(`  main-thread time inside timed stages (media/stage-cpu.ts; wall time: preemption inflates it on a loaded machine):`);
+  let staged = 0;
+  for (const [stage, v] of Object.entries(d.stages).sort((x, y) => y[1].us - x[1].us)) {
+    if (v.n === 0) continue;
+    staged += v.us;
+    const k = kindOf(stage);
+    const calls = k ? (perKind[k] ?? 0) : all;
+    lines.push(`    ${stage}: ${share(v.us, calls)} per ${k ? KIND_NAMES[k] : 'any'} call (${(v.us / v.n).toFixed(1)} µs per run, ${v.n} runs)`);
+  }
+  if (staged > d.mainUs) lines.push(`    (stages sum to ${share(staged, all)} per call, more than the main thread's CPU: it was preempted inside them)`);
+  lines.push(`  other threads (CPU from /proc/self/task):`);
+  const threads = Object.entries(d.threads).filter(([, us]) => us > 0);
+  const dc = threads.filter(([n]) => isDatachannelThread(n)).reduce((a, [, us]) => a + us, 0);
+  if (dc > 0) lines.push(`    node-datachannel threads (ICE, DTLS, SRTP, SCTP, UDP): ${share(dc, perKind.webrtc ?? all)} per WebRTC call (${threads.filter(([n]) => isDatachannelThread(n)).map(([n, us]) => `${n} ${share(us, perKind.webrtc ?? all)}`).join(', ')})`);
+  for (const [name, us] of threads.filter(([n]) => !isDatachannelThread(n) && n !== PROFILER_THREAD).sort((x, y) => y[1] - x[1])) {
+    lines.push(`    thread ${name}${name === 'vad-silero' ? ' (Silero VAD inference)' : name === 'V8Worker' ? ' (V8: GC, compiler)' : ''}: ${share(us, all)} per call`);
+  }
+  return lines;
+}
+
 async function main(): Promise<void> {
-  const { createDb } = await import('../core/db/pool.ts');
+  // per-stage CPU accounting in the media process (media/stage-cpu.ts); set before the media modules load, so the
+  // VAD worker thread inherits it and names itself
+  if (process.env.STAGES !== '0') process.env.MEDIA_STAGE_CPU = '1';
+  const { enableStageCpu, stageCpuSnapshot, stageCpuDelta } = await import('../media/stage-cpu.ts');
+  if (process.env.STAGES !== '0') enableStageCpu();
+  const { createDb, sql } = await import('../core/db/pool.ts');
+  const { z } = await import('zod');
   const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
   const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
   const { startCombined } = await import('../scripts/server.ts');
   const { loadConfig } = await import('../core/config.ts');
   const { createLogger } = await import('../core/logger.ts');
   const { fakeEngines } = await import('../test/fakes/engines.ts');
+  const { createVad } = await import('../media/vad/index.ts');
+  const { streamToken } = await import('../core/telephony/signing.ts');
   const { agentConfig, insertPendingCall, until } = await import('../test/helpers/calls.ts');
 
   const CALLS = Number(process.env.CALLS ?? 40);
   const SMALL = Number(process.env.CALLS_SMALL ?? 5);
   const SECONDS = Number(process.env.SECONDS ?? 15);
+  const KINDS = (process.env.KINDS ?? 'websocket,webrtc,carrier').split(',').map((k) => k.trim()) as Kind[];
+  const bad = KINDS.filter((k) => !(k in KIND_NAMES));
+  if (bad.length) throw new Error(`KINDS: unknown ${bad.join(', ')} (websocket, webrtc, carrier)`);
+  const silero = process.env.VAD !== 'fake';
+  // STAGES=0: no CPU profile and no stage timers (their small overhead out of the CPU figures)
+  const STAGES = process.env.STAGES !== '0';
   const scratch = await startScratchDatabase({ prefix: 'vas-bench-webrtc-' });
   let exit = 0;
   try {
@@ -187,7 +357,12 @@ async function main(): Promise<void> {
     });
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
-      media: { engines: async () => fakeEngines({ tts: { firstByteMs: 80, msPerChar: 60 } }) },
+      media: {
+        engines: async () => {
+          const e = fakeEngines({ tts: { firstByteMs: 80, msPerChar: 60 } });
+          return silero ? { ...e, vad: await createVad() } : e;
+        },
+      },
     }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;
     const org = await createOrganization(db, { name: 'bench', balanceUsd: 1000 });
@@ -202,76 +377,88 @@ async function main(): Promise<void> {
     };
     const sentence = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. ';
     const long = sentence.repeat(Math.ceil(((SECONDS + 10) * 1000) / 60 / sentence.length));
-    const run = async (kind: Kind, n: number) => {
-      const ids: string[] = [];
+    let made = 0;
+    /** n pending calls of one transport; a carrier call is an outbound Twilio call whose dial was answered */
+    const pendingCalls = async (kind: Kind, n: number): Promise<Omit<ClientJob, 'seconds'>> => {
+      const callIds: string[] = [];
       for (let i = 0; i < n; i++) {
-        ids.push(await insertPendingCall(db, {
+        const id = await insertPendingCall(db, {
           orgId: org.id,
-          transport: kind === 'webrtc' ? 'webrtc' : 'websocket',
-          config: agentConfig({ name: `${kind}-${i}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25 }),
-        }));
+          transport: kind === 'carrier' ? 'outbound' : kind,
+          config: agentConfig({ name: `${kind}-${++made}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25, voicemailDetection: false }),
+        });
+        if (kind === 'carrier') await db.query(sql.type(z.object({}))`UPDATE calls SET telephony_provider = 'twilio' WHERE id = ${id}`);
+        callIds.push(id);
       }
+      return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}) };
+    };
+    /** the jobs at once, each in its own client process; server CPU over the window and per-stage breakdown */
+    const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>, seconds = SECONDS) => {
       const sent0 = await rtpSent();
       const kids0 = codecCpuMs();
+      const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
+      const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const r = await forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids, seconds: SECONDS } satisfies ClientJob).result;
+      const rs = await Promise.all(jobs.map((job) => forkRole<ClientResult>(import.meta.url, 'client', { ...job, seconds } satisfies ClientJob).result));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      const stages = stageCpuDelta(st0, stageCpuSnapshot());
+      const profile = await stopProfile();
       const codecMs = codecCpuMs() - kids0;
       const serverSent = (await rtpSent()) - sent0;
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
-      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
-      const codecPct = (codecMs / wall) * 100;
-      const live = Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
-      return { kind, n, r, cpuPct, codecPct, cpuPerCall: cpuPct / live, framesPerCallPerS: r.frames / live / SECONDS, serverSent };
+      // the sampling profiler's own thread is the bench's, not the server's
+      const profilerMs = (stages.threads[PROFILER_THREAD] ?? 0) / 1000;
+      const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
+      const perKind: Partial<Record<Kind, number>> = {};
+      jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile };
     };
-    const results = [];
-    for (const n of [SMALL, CALLS]) {
-      results.push(await run('websocket', n));
-      results.push(await run('webrtc', n));
-    }
-    for (const x of results) {
-      log(
-        `${x.kind.padEnd(9)} ${String(x.n).padStart(3)} calls, ${SECONDS} s: ${x.r.connected} connected; server CPU ${f1(x.cpuPct)} % of one core ` +
-          `= ${f2(x.cpuPerCall)} % per connected call (codec workers ${f1(x.codecPct)} % of it); agent frames ${f1(x.framesPerCallPerS)}/s per connected call (50 expected); ` +
-          `inter-arrival jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms` +
-          (x.kind === 'webrtc' ? `; server sent ${x.serverSent} RTP packets (${f1(x.serverSent / Math.max(1, x.r.connected) / SECONDS)}/s per connected call), client received ${x.r.frames}` : ''),
-      );
-    }
-    // MIXED=N (issue 24 goal 3, partly): N WebSocket and N WebRTC calls at the same time on the one server (carrier
-    // streams are not in this bench yet); jitter per transport, CPU for all together
-    const MIXED = Number(process.env.MIXED ?? 0);
-    if (MIXED > 0) {
-      const ids = { websocket: [] as string[], webrtc: [] as string[] };
-      for (const kind of ['websocket', 'webrtc'] as const) {
-        for (let i = 0; i < MIXED; i++) {
-          ids[kind].push(await insertPendingCall(db, {
-            orgId: org.id, transport: kind,
-            config: agentConfig({ name: `mixed-${kind}-${i}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25 }),
-          }));
-        }
+    const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number) =>
+      `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); ` +
+      `inter-arrival jitter p50 ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
+      (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}` : '');
+
+    // warm-up, not reported: one call per transport (JIT, Silero's model, node-datachannel's threads), so the first
+    // measured run does not carry the process's start-up
+    const warm = [];
+    for (const kind of new Set<Kind>([...KINDS, ...(Number(process.env.MIXED ?? 0) > 0 ? ['websocket', 'webrtc'] as const : []), ...(Number(process.env.CARRIER ?? 0) > 0 ? ['carrier'] as const : [])])) warm.push(await pendingCalls(kind, 1));
+    await measure(warm, 3);
+    const solo: Array<{ kind: Kind; n: number; cpuPerCall: number; jitter99: number }> = [];
+    for (const n of [SMALL, CALLS].filter((x) => x > 0)) {
+      for (const kind of KINDS) {
+        const m = await measure([await pendingCalls(kind, n)]);
+        const r = m.rs[0]!;
+        const cpuPerCall = m.cpuPct / Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
+        solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99) });
+        log(`${transportLine(kind, n, r, m.serverSent)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it)`);
+        if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
-      const kids0 = codecCpuMs();
-      const cpu0 = process.cpuUsage();
-      const t0 = performance.now();
-      const [ws, rtc] = await Promise.all((['websocket', 'webrtc'] as const).map((kind) =>
-        forkRole<ClientResult>(import.meta.url, 'client', { kind, origin, key, callIds: ids[kind], seconds: SECONDS } satisfies ClientJob).result));
-      const wall = performance.now() - t0;
-      const cpu = process.cpuUsage(cpu0);
-      const codecMs = codecCpuMs() - kids0;
-      await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
-      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100 + (codecMs / wall) * 100;
-      const live = ws!.connected + rtc!.connected;
-      log(`mixed ${MIXED} WebSocket + ${MIXED} WebRTC calls, ${SECONDS} s: ${ws!.connected} + ${rtc!.connected} connected; server CPU ${f1(cpuPct)} % of one core ` +
-        `(${f2(cpuPct / Math.max(1, live))} % per call, codec workers ${f1((codecMs / wall) * 100)} %); jitter p99 WebSocket ${f1(pct(ws!.jitter, 99))} ms, ` +
-        `WebRTC ${f1(pct(rtc!.jitter, 99))} ms; frames per call per s ${f1(ws!.frames / Math.max(1, ws!.connected) / SECONDS)} / ${f1(rtc!.frames / Math.max(1, rtc!.connected) / SECONDS)}`);
     }
-    for (let i = 0; i < results.length; i += 2) {
-      const ws = results[i]!;
-      const rtc = results[i + 1]!;
-      log(`ratio at ${ws.n} calls: WebRTC / WebSocket CPU per call = ${f2(rtc.cpuPerCall / ws.cpuPerCall)}; jitter p99 ${f1(pct(rtc.r.jitter, 99))} vs ${f1(pct(ws.r.jitter, 99))} ms`);
+    // MIXED=N (issue 24 goal 3): N WebSocket + N WebRTC (+ CARRIER=M carrier stream) calls at the same time on the
+    // one server; pacing per transport, CPU for all together and, by stage, per transport
+    const MIXED = Number(process.env.MIXED ?? 0);
+    const CARRIER = Number(process.env.CARRIER ?? 0);
+    if (MIXED > 0 || CARRIER > 0) {
+      const sizes: Array<[Kind, number]> = [['websocket', MIXED], ['webrtc', MIXED], ['carrier', CARRIER]];
+      const jobs = [];
+      for (const [kind, n] of sizes) if (n > 0) jobs.push(await pendingCalls(kind, n));
+      const m = await measure(jobs);
+      const live = m.rs.reduce((a, r) => a + r.connected, 0);
+      log(`mixed ${jobs.map((j) => `${j.callIds.length} ${KIND_NAMES[j.kind]}`).join(' + ')} calls, ${SECONDS} s: server CPU ${f1(m.cpuPct)} % of one core ` +
+        `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
+      jobs.forEach((j, i) => log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent)}`));
+      if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
+    for (const n of [...new Set(solo.map((x) => x.n))]) {
+      const at = solo.filter((x) => x.n === n);
+      const ws = at.find((x) => x.kind === 'websocket');
+      log(`CPU per call at ${n} calls, side by side: ${at.map((x) => `${KIND_NAMES[x.kind]} ${f2(x.cpuPerCall)} %${ws && x !== ws ? ` (${f2(x.cpuPerCall / ws.cpuPerCall)}× WebSocket)` : ''}`).join(', ')}; ` +
+        `jitter p99 ${at.map((x) => `${KIND_NAMES[x.kind]} ${f1(x.jitter99)} ms`).join(', ')}`);
+    }
+    log(`VAD: ${silero ? 'Silero (callers silent: windows below the silence gate skip inference)' : 'fake'}; codecs: ${process.env.WEBRTC_CODEC_THREADS && process.env.WEBRTC_CODEC_THREADS !== '0' ? `pool of ${process.env.WEBRTC_CODEC_THREADS}` : 'inline'}; ` +
+      (STAGES ? 'breakdown on (CPU profile + stage timers: the profiler thread is left out of the server CPU, its sampling and the timers are in it; STAGES=0 for the cleanest CPU figures)' : 'breakdown off (STAGES=0)'));
     log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
     await combined.close();
     await db.end();

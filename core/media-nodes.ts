@@ -106,8 +106,16 @@ export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live:
 const assigned = z.object({ node_id: z.string(), public_url: z.string().nullable(), load: z.number(), capacity: z.number() });
 export type AssignedNode = z.infer<typeof assigned>;
 
+/** The own address (`public_url`, an origin) of the media node a call was assigned to; null when it has none or
+ * the call was not assigned (the shared PUBLIC_URL then). */
+export async function assignedNodeUrl(db: Db, callId: string): Promise<string | null> {
+  const url = await db.maybeOneFirst(sql.type(z.object({ public_url: z.string().nullable() }))`
+    SELECT n.public_url FROM calls c JOIN media_nodes n ON n.node_id = c.assigned_node WHERE c.id = ${callId}`);
+  return url ?? null;
+}
+
 /**
- * Steer a pending call (POST /call, test calls) to the least loaded live media node by weight, and record it on the
+ * Steer a pending call (POST /call, test calls, outbound phone calls' media streams) to the least loaded live media node by weight, and record it on the
  * row (calls.assigned_node). A node's load here = its reported weighted_load + the joining weight of every pending
  * call already assigned to it (those are not in its own figure until they join): so calls created between two
  * reports spread instead of all going to the node that looked emptiest. Eligible: fresh heartbeat, accepting, not

@@ -7,6 +7,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
+import { assignedNodeUrl } from '../../core/media-nodes.ts';
 import { admitInbound, refusalMessage, twilioRoutes } from '../../core/telephony/inbound.ts';
 import { toE164 } from '../../core/telephony/numbers.ts';
 import { streamToken } from '../../core/telephony/signing.ts';
@@ -71,7 +72,9 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
       await db.query(sql.unsafe`UPDATE calls SET carrier_call_id = COALESCE(carrier_call_id, ${params.CallSid}), updated_at = now() WHERE id = ${call.callId}`);
     }
     if (call.status !== 'pending') return twiml(ctx, hangupTwiml());
-    twiml(ctx, streamTwiml(twilioStreamUrl(config, call.callId), { token: streamToken(config, call.callId), callId: call.callId }));
+    // the media node the dial assigned the call to, when it has its own address (core/telephony/outbound.ts)
+    const own = await assignedNodeUrl(db, call.callId).catch(() => null);
+    twiml(ctx, streamTwiml(twilioStreamUrl(own ? { baseUrl: `${own}/api/v1` } : config, call.callId), { token: streamToken(config, call.callId), callId: call.callId }));
   });
 
   router.post('/telephony/twilio/status/:callId', async (ctx) => {

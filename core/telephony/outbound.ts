@@ -1,14 +1,16 @@
 // Placing an outbound phone call — the one path POST /call type=outbound and campaign dials share:
 // resolve the agent and freeze its snapshot (built-ins user_number / agent_number known), run the call-start gates,
 // insert the pending row (exactly once per dialKey), dial the carrier with answer / status / stream URLs built from
-// PUBLIC_URL, store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
+// PUBLIC_URL (the stream's from the assigned media node's own address when it has one), store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
 import { z } from 'zod';
 import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
 import { neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
+import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
+import { assignMediaNode } from '../media-nodes.ts';
 import { checkAgentProviders } from '../providers.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ended.ts';
@@ -165,6 +167,12 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
   if (!admission.ok) throw new GateRefused(admission.rejection.status, admission.rejection.detail, admission.rejection.reason);
   const callId = admission.callId;
 
+  // Steering (issue 24): the media stream is handed to the least loaded media node by weight when that node has its
+  // own address (MEDIA_PUBLIC_URL), else to the shared PUBLIC_URL (the proxy picks). Smartflo's stream URL is the
+  // static one pasted into its portal: not steerable. Twilio's comes in the answer TwiML (carrier-webhooks.ts reads
+  // the same assignment).
+  const media = await steeredConfig(deps, callId);
+
   // Dial.
   const amd = (adapter.carrierAmd ?? adapter.id === 'twilio') && (amdEnabled || agentWantsVoicemailDetection(checked.config));
   // Carriers on the generic routes get /telephony/{id}/… URLs (signed when the carrier signs nothing).
@@ -177,7 +185,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
       answerUrl: hook('answer', twilioAnswerUrl(config, callId)),
       statusCallbackUrl: hook('status', twilioStatusUrl(config, callId)),
       streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId)
-        : adapter.hooks ? carrierStreamUrl(config, adapter.id, callId) : twilioStreamUrl(config, callId),
+        : adapter.hooks ? carrierStreamUrl(media, adapter.id, callId) : twilioStreamUrl(media, callId),
       streamParameters: { token: streamToken(config, callId), callId },
       amd: amd ? { callbackUrl: hook('amd', twilioAmdUrl(config, callId)) } : null,
       timeoutS: req.ringTimeoutS ?? 30,
@@ -209,6 +217,18 @@ function agentWantsVoicemailDetection(config: AgentConfig): boolean {
 const failedRow = neverConnectedRow.extend({ campaign_id: z.number().nullable() });
 
 /** The dial never left: status error, connectionStatus dial_failed, logs.dial_error; call.ended then call.completed (core/calls/unconnected.ts); the end hook. */
+/** The config whose URLs name the media node this call is assigned to (its own address), or the shared one. The row
+ * exists by now: a failed assignment (database hiccup) must not fail the dial, the shared URL works. */
+async function steeredConfig(deps: OutboundDeps, callId: string): Promise<Config> {
+  try {
+    const node = await assignMediaNode(deps.db, callId, 'carrier', deps.config.MEDIA_NODE_DEAD_AFTER_S);
+    return node?.public_url ? { ...deps.config, baseUrl: `${node.public_url}/api/v1` } : deps.config;
+  } catch (err) {
+    deps.logger.warn({ err, callId }, 'media node assignment failed: the media stream gets the shared PUBLIC_URL');
+    return deps.config;
+  }
+}
+
 async function markDialFailed(deps: OutboundDeps, callId: string, providerStatus: number, message: string, carrierCode?: number | string): Promise<void> {
   const dialError = { message, providerStatus, ...(carrierCode !== undefined ? { carrierCode } : {}) };
   const row = await deps.db.maybeOne(sql.type(failedRow)`

@@ -32,7 +32,8 @@ export type EndedReason =
   | 'cancelled'
   | 'unknown';
 
-import type { Transport, TransportEvent } from '../transports/types.ts';
+import type { LiveTransport, Transport, TransportEvent } from '../transports/types.ts';
+import { timed } from '../stage-cpu.ts';
 export type { Transport } from '../transports/types.ts';
 
 export type TranscriptEntry =
@@ -215,6 +216,8 @@ export class CallSession {
     );
     this.input = new Pipeline(inputStages, onError);
 
+    // per-stage CPU label (media/stage-cpu.ts) only: live transports name their kind, the session does not use it
+    const outStage = `pipeline: agent audio out (${(o.transport as Partial<LiveTransport>).kind ?? 'other'})`;
     this.pacer = new Pacer({
       clock: this.clock,
       mixer: this.mixer,
@@ -222,8 +225,10 @@ export class CallSession {
       ...(o.transport.playedMs ? { playedMs: () => o.transport.playedMs!() } : {}),
       send: (pcm, at) => {
         if (this.ended) return;
-        this.recorder.addAgent(pcm, at);
-        this.o.transport.sendAudio(pcm);
+        timed(outStage, () => {
+          this.recorder.addAgent(pcm, at);
+          this.o.transport.sendAudio(pcm);
+        });
       },
       onSpeechStart: (s, now) => this.onSpeechStart(s, now),
       onChunkStart: (s, i) => {

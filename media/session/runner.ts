@@ -18,6 +18,7 @@ import { buildToolSet, type ToolRunContext } from '../tools/runtime.ts';
 import { storedCredentialAuth } from '../tools/http-auth.ts';
 import { RecordingLibrary } from '../tools/recordings.ts';
 import type { LiveTransport, TransportEvent } from '../transports/types.ts';
+import { timed } from '../stage-cpu.ts';
 import { createVad } from '../vad/index.ts';
 import { withSpan } from '../../core/tracing.ts';
 import { endSessionSpan, startSessionSpan } from './call-trace.ts';
@@ -103,9 +104,12 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     const early: Int16Array[] = [];
     let session: CallSession | null = null;
     let clientGone = false;
+    const inStage = `pipeline: caller audio in (${transport.kind})`;
     transport.onAudio((pcm) => {
-      if (session) session.pushAudio(pcm);
-      else if (early.length < 500) early.push(pcm);
+      if (session) {
+        const s = session;
+        timed(inStage, () => s.pushAudio(pcm));
+      } else if (early.length < 500) early.push(pcm);
     });
     transport.onClose(() => {
       clientGone = true;

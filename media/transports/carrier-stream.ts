@@ -10,6 +10,7 @@
 // forgotten at the clear and their echoes ignored.
 import type { WebSocket } from 'ws';
 import { MulawDecoder, MulawEncoder, MULAW_FRAME_BYTES } from '../audio/mulaw-stream.ts';
+import { timed } from '../stage-cpu.ts';
 import type { CloseKind, LiveTransport, TransportEvent } from './types.ts';
 
 export interface CarrierStart {
@@ -54,6 +55,8 @@ const MAX_EARLY = 500;
 
 export class CarrierStreamTransport implements LiveTransport {
   readonly kind: string;
+  /** stage names of media/stage-cpu.ts */
+  private readonly sendStage: string;
   start: CarrierStart | null = null;
   /** why the carrier stopped the stream (Smartflo `stop.reason`), for the logs */
   stopReason: string | null = null;
@@ -84,12 +87,14 @@ export class CarrierStreamTransport implements LiveTransport {
     opts: CarrierStreamOptions,
   ) {
     this.kind = opts.kind;
+    this.sendStage = `${opts.kind}: send (µ-law encode, JSON)`;
+    const receiveStage = `${opts.kind}: receive (JSON, µ-law decode)`;
     const { codec, ...rest } = opts;
     this.opts = { frameBytes: MULAW_FRAME_BYTES, sequenceNumbers: false, sendConnected: false, drainMs: 2000, maxPendingMarks: 3000, markSupportMs: 3000, marks: true, ...rest };
     this.decoder = codec?.decoder ?? new MulawDecoder(16000);
     this.encoder = codec?.encoder ?? new MulawEncoder(24000, this.opts.frameBytes);
     this.bytesPerMs = codec?.bytesPerMs ?? 8;
-    ws.on('message', (data, isBinary) => {
+    ws.on('message', (data, isBinary) => timed(receiveStage, () => {
       if (isBinary) return this.onBinary(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer)); // Twilio-family protocols are JSON text only
       let msg: unknown;
       try {
@@ -98,7 +103,7 @@ export class CarrierStreamTransport implements LiveTransport {
         return;
       }
       if (msg && typeof msg === 'object') this.onMessage(msg as Record<string, unknown>);
-    });
+    }));
     ws.on('close', () => this.fireClose());
     if (this.opts.sendConnected) this.send({ event: 'connected' });
   }
@@ -235,9 +240,11 @@ export class CarrierStreamTransport implements LiveTransport {
   /** Agent audio (24 kHz) → 8 kHz µ-law payloads, each followed by a mark. */
   sendAudio(pcm24k: Int16Array): void {
     if (!this.open || this.gone || this.closing) return;
-    const frames = this.encoder.push(pcm24k);
-    let pos = this.encoder.produced - frames.length * this.encoder.frameBytes;
-    for (const frame of frames) this.sendFrame(frame, (pos += frame.length));
+    timed(this.sendStage, () => {
+      const frames = this.encoder.push(pcm24k);
+      let pos = this.encoder.produced - frames.length * this.encoder.frameBytes;
+      for (const frame of frames) this.sendFrame(frame, (pos += frame.length));
+    });
   }
 
   /** Carriers have no text channel: the WebSocket protocol's events have nowhere to go. */

@@ -16,6 +16,7 @@ import { rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
 import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
+import { timed } from '../stage-cpu.ts';
 import type { CloseKind, LiveTransport } from './types.ts';
 
 const { Audio, PeerConnection: Pc, RtcpNackResponder, RtcpReceivingSession, RtcpSrReporter, RtpPacketizationConfig: RtpConfig, RtpPacketizer } = nodeDataChannel;
@@ -174,7 +175,8 @@ export class WebRtcTransport implements LiveTransport {
       try {
         if (this.phase === 'connected' && this.track?.isOpen() && this.rtpConfig) {
           this.rtpConfig.timestamp = this.rtpTs;
-          this.track.sendMessageBinary(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength));
+          const track = this.track;
+          timed('webrtc: rtp send (packetize, SRTP, UDP)', () => track.sendMessageBinary(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)));
           this.framesSent++;
           sent++;
         } else {
@@ -243,7 +245,7 @@ export class WebRtcTransport implements LiveTransport {
     packetizer.addToChain(new RtcpNackResponder());
     packetizer.addToChain(new RtcpReceivingSession());
     track.setMediaHandler(packetizer);
-    track.onMessage((msg) => this.onRtp(msg));
+    track.onMessage((msg) => timed('webrtc: rtp receive (parse, jitter buffer)', () => this.onRtp(msg)));
     track.onError((err) => this.log.debug({ err }, 'audio track error'));
     this.track = track;
     this.rtpConfig = cfg;

@@ -1,6 +1,7 @@
 // WebSocket audio transport (spec "WebSocket audio protocol"): binary s16le 16 kHz mono in, binary s16le 24 kHz
 // mono out (already paced), JSON text events out.
 import type { WebSocket } from 'ws';
+import { timed } from '../stage-cpu.ts';
 import type { CloseKind, LiveTransport } from './types.ts';
 
 export class WsTransport implements LiveTransport {
@@ -17,12 +18,12 @@ export class WsTransport implements LiveTransport {
     private readonly maxBufferedBytes = 256 * 1024,
   ) {
     // listen from the first moment, so audio sent while the call is being claimed is not lost
-    ws.on('message', (data, isBinary) => {
+    ws.on('message', (data, isBinary) => timed('websocket: receive', () => {
       if (!isBinary) return; // the protocol has no client text messages
       const pcm = this.decode(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer));
       if (this.audioCb) this.audioCb(pcm);
       else if (this.early && this.early.length < 500) this.early.push(pcm);
-    });
+    }));
   }
 
   get open(): boolean {
@@ -35,7 +36,7 @@ export class WsTransport implements LiveTransport {
       this.dropped++;
       return;
     }
-    this.ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength), { binary: true });
+    timed('websocket: send', () => this.ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength), { binary: true }));
   }
 
   sendEvent(event: Record<string, unknown>): void {

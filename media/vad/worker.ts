@@ -3,6 +3,7 @@
 // would stop every call's audio for milliseconds. Here it blocks only this thread. One request at a time, in order:
 // { id, batch, input [batch·512], h, c [2·batch·64] } in (buffers transferred) → { id, p [batch], hn, cn } or
 // { id, error } out.
+import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 
@@ -16,6 +17,12 @@ export interface InferRequest {
 export type InferReply = { id: number; p: Float32Array; hn: Float32Array; cn: Float32Array } | { id: number; error: string };
 
 const port = parentPort!;
+// per-stage CPU accounting (media/stage-cpu.ts) tells this thread's CPU apart by its name
+if (process.env.MEDIA_STAGE_CPU === '1') {
+  try {
+    writeFileSync('/proc/thread-self/comm', 'vad-silero');
+  } catch { /* not Linux */ }
+}
 const SR = new ort.Tensor('int64', BigInt64Array.from([16000n]));
 const session = ort.InferenceSession.create((workerData as { modelPath: string }).modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
 session.catch(() => {}); // reported per request

@@ -28,6 +28,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../core/logger.ts';
+import { timed } from '../stage-cpu.ts';
 import { CallCodec, CONCEAL, concat, type DecodeOp } from './call-codec.ts';
 import type { BatchIn, BatchOut, Hello } from './codec-thread.ts';
 import type { FrameSink } from './jitter.ts';
@@ -79,7 +80,8 @@ class Channel implements CodecChannel {
     const op = (o: DecodeOp) => {
       if (this.closed) return;
       if (this.inline) {
-        const r = this.inline.decode([o]);
+        const inline = this.inline;
+        const r = timed('webrtc: opus decode', () => inline.decode([o]));
         return this.h.pcm(r.pcm, r.corrupt, 0);
       }
       this.queue().ops.push(o);
@@ -99,7 +101,8 @@ class Channel implements CodecChannel {
 
   encode(pcm24k: Int16Array, tag = 0): void {
     if (this.closed) return;
-    if (this.inline) return this.h.packets(this.inline.encode(pcm24k), 0, tag);
+    const inline = this.inline;
+    if (inline) return this.h.packets(timed('webrtc: opus encode', () => inline.encode(pcm24k)), 0, tag);
     const q = this.queue();
     q.pcm.push(pcm24k.slice());
     q.tag += tag;

@@ -43,6 +43,8 @@ export class FakeCarrierStream {
   readonly received: Array<Record<string, unknown>> = [];
   /** sizes (bytes) of each received media payload */
   readonly payloadSizes: number[] = [];
+  /** set to [] to record when each agent `media` message arrived (performance.now(); bench/webrtc's jitter) */
+  arrivals: number[] | null = null;
   /** agent audio played out to the "caller" (µ-law bytes, in playout order) */
   private heard: Uint8Array[] = [];
   heardBytes = 0;
@@ -147,6 +149,7 @@ export class FakeCarrierStream {
         const payload = String((m.media as { payload?: unknown } | undefined)?.payload ?? '');
         const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
         this.payloadSizes.push(bytes.length);
+        this.arrivals?.push(performance.now());
         this.queue.push({ kind: 'audio', bytes, at: performance.now() });
         return;
       }

@@ -1,0 +1,108 @@
+// Where the media process's CPU goes, per stage of a call (issue 24): opt-in accounting of the main thread's time
+// inside the stages of the audio path (Opus encode/decode, RTP send/receive, carrier µ-law + JSON, WebSocket
+// framing, the pipeline's caller-audio and agent-audio paths), the main thread's whole CPU time, and every other
+// thread of the process by name from /proc/self/task (node-datachannel's `RTC worker` / `RTC poll` / `juice poll` /
+// `SCTP *` threads do ICE, DTLS, SRTP decryption and UDP; `vad-silero` is the Silero VAD worker; `V8Worker` is the
+// garbage collector).
+//
+// Off unless `MEDIA_STAGE_CPU=1` (or `enableStageCpu()`, which bench/webrtc calls). A stage is timed with
+// performance.now(), i.e. the main thread's wall time inside it: the stages are synchronous, so that is their CPU
+// time on a node whose main thread is not preempted (not short of cores); on an overloaded machine preemption
+// inflates it — compare the stages' sum with the main thread's CPU time (`mainUs`, exact over a window). Not
+// process.threadCpuUsage() per stage: Linux's getrusage(RUSAGE_THREAD) only brings a running thread's runtime up
+// to date at scheduler ticks and wake-ups, so a stage that wakes another thread (an RTP send wakes node-datachannel's
+// thread, a socket write the peer) is charged the CPU of everything since the last update (measured: 150 µs "per RTP
+// send"). Time is exclusive: a stage nested in another (the Opus decode inside the RTP receive handler, the
+// transport's send inside the pacer's) is counted once, in the inner stage. Figures are in /metrics
+// (`voice_media_stage_seconds_total{stage}`) and from `stageCpuSnapshot()`.
+import { readdirSync, readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { prom, registry } from '../core/metrics.ts';
+
+let enabled = process.env.MEDIA_STAGE_CPU === '1';
+const totals = new Map<string, { us: number; n: number }>();
+/** µs of the stages nested in the one being timed (subtracted from it) */
+let nestedUs = 0;
+
+export function enableStageCpu(): void {
+  enabled = true;
+}
+
+export function stageCpuEnabled(): boolean {
+  return enabled;
+}
+
+/** Run `fn`, adding the time it took (minus nested stages) to `stage` when accounting is on. */
+export function timed<T>(stage: string, fn: () => T): T {
+  if (!enabled) return fn();
+  const outer = nestedUs;
+  nestedUs = 0;
+  const t0 = performance.now();
+  try {
+    return fn();
+  } finally {
+    const us = (performance.now() - t0) * 1000;
+    const t = totals.get(stage) ?? { us: 0, n: 0 };
+    t.us += Math.max(0, us - nestedUs);
+    t.n++;
+    totals.set(stage, t);
+    nestedUs = outer + us;
+  }
+}
+
+export interface StageCpuSnapshot {
+  /** exclusive main-thread µs and number of timed runs, per stage */
+  stages: Record<string, { us: number; n: number }>;
+  /** the main thread's whole CPU µs (what the stages leave is the rest of the event loop) */
+  mainUs: number;
+  /** CPU µs of every other thread of the process, summed by thread name */
+  threads: Record<string, number>;
+}
+
+const TICK_US = 1e6 / 100; // /proc stat times are in clock ticks (USER_HZ = 100 on Linux)
+
+/** Cumulative figures so far; subtract two snapshots (`stageCpuDelta`) for a window. */
+export function stageCpuSnapshot(): StageCpuSnapshot {
+  const stages: StageCpuSnapshot['stages'] = {};
+  for (const [k, v] of totals) stages[k] = { ...v };
+  const main = process.threadCpuUsage();
+  const threads: Record<string, number> = {};
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync('/proc/self/task');
+  } catch { /* not Linux */ }
+  for (const tid of tasks) {
+    if (Number(tid) === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      threads[name] = (threads[name] ?? 0) + (Number(f[11]) + Number(f[12])) * TICK_US;
+    } catch { /* the thread ended */ }
+  }
+  return { stages, mainUs: main.user + main.system, threads };
+}
+
+export function stageCpuDelta(a: StageCpuSnapshot, b: StageCpuSnapshot): StageCpuSnapshot {
+  const stages: StageCpuSnapshot['stages'] = {};
+  for (const [k, v] of Object.entries(b.stages)) stages[k] = { us: v.us - (a.stages[k]?.us ?? 0), n: v.n - (a.stages[k]?.n ?? 0) };
+  const threads: Record<string, number> = {};
+  // a thread that ended in between is gone from b: its CPU in the window is unknown, the rest is exact
+  for (const [k, v] of Object.entries(b.threads)) threads[k] = Math.max(0, v - (a.threads[k] ?? 0));
+  return { stages, mainUs: b.mainUs - a.mainUs, threads };
+}
+
+const reported = new Map<string, number>();
+new prom.Counter({
+  name: 'voice_media_stage_seconds_total',
+  help: 'Main-thread seconds per stage of the audio path (exclusive; only with MEDIA_STAGE_CPU=1)',
+  labelNames: ['stage'] as const,
+  registers: [registry],
+  collect() {
+    for (const [stage, t] of totals) {
+      const d = t.us - (reported.get(stage) ?? 0);
+      if (d > 0) this.inc({ stage }, d / 1e6);
+      reported.set(stage, t.us);
+    }
+  },
+});
