@@ -18,7 +18,7 @@ import {
   summaryUserPrompt,
   type TranscriptEntry,
 } from '../core/summary.ts';
-import { recordWebhookResult, sendWebhook } from '../core/webhook.ts';
+import { deliverWebhook, prepareWebhook, recordWebhookResult } from '../core/webhook.ts';
 import { spoolRecordingKey } from '../workflows/post-call/messages.ts';
 
 export interface PostCallDeps {
@@ -303,21 +303,24 @@ export function createPostCallActivities(deps: PostCallDeps) {
 
     /**
      * call.completed, at most once: the claim (completed_event_claimed_at) is committed before the POST, so a
-     * retry after a crash finds it claimed and does not send again (delivery is at-most-once by the spec).
+     * retry after a crash finds it claimed and does not send again (delivery is at-most-once by the spec). Every
+     * read and preparation (secret, payload, signature, target check) happens before the claim, so a worker killed
+     * after it loses the event only while the request itself is being written.
      */
     async sendCallCompleted({ callId }: { callId: string }): Promise<{ outcome: 'sent' | 'failed' | 'no_webhook' | 'already_sent'; status?: number }> {
       const row = await mustLoad(callId);
-      const webhook = webhookOf(row.config_snapshot);
+      const webhook = row.completed_event_claimed_at === null ? webhookOf(row.config_snapshot) : null;
+      const secret = webhook === null || row.agent_id === null
+        ? null
+        : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
+            SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
+      const prepared = webhook === null ? null : await prepareWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger }, true);
       const claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
         UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
         WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
       if (!claimed) return { outcome: 'already_sent' };
-      if (!webhook) return { outcome: 'no_webhook' };
-      const secret = row.agent_id === null
-        ? null
-        : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
-            SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
-      const result = await sendWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger });
+      if (!prepared) return { outcome: 'no_webhook' };
+      const result = await deliverWebhook(prepared);
       await recordWebhookResult(db, callId, 'call.completed', result);
       return { outcome: result.ok ? 'sent' : 'failed', status: result.status };
     },
