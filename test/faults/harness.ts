@@ -88,3 +88,14 @@ export async function count(db: Db, query: ReturnType<typeof sql.fragment>): Pro
 export async function debits(db: Db, callId: string): Promise<number> {
   return count(db, sql.fragment`SELECT 1 FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
 }
+
+/** Poll `fn` every `everyMs` until it returns something truthy (the fault tests wait minutes: no need to poll at 25 ms). */
+export async function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
