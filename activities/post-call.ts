@@ -259,7 +259,11 @@ export function createPostCallActivities(deps: PostCallDeps) {
     /** Cost in USD from the usage media wrote and the price table (core/pricing.ts). */
     async computeUsageCost({ callId }: { callId: string }): Promise<{ cost: number; unpriced: string[] }> {
       const row = await mustLoad(callId);
-      const breakdown = computeCost(row.usage, { fallbackSttSeconds: row.duration_seconds });
+      // A call whose process died mid-call (ended by a reconcile) has no usage: its recogniser still ran for the
+      // call's duration, so it is priced as an STT entry with only provider and model (spec "usage" shape), by duration.
+      const stt = (row.config_snapshot as { stt?: { provider?: unknown; model?: unknown } } | null)?.stt;
+      const usage = row.usage ?? (row.ended_reason !== null && stt?.provider ? { stt: { provider: stt.provider, model: stt.model ?? null } } : null);
+      const breakdown = computeCost(usage, { fallbackSttSeconds: row.duration_seconds });
       if (breakdown.unpriced.length) logger.warn({ callId, unpriced: breakdown.unpriced }, 'services missing from the price table were priced at 0');
       await db.query(sql.unsafe`UPDATE calls SET cost = ${breakdown.total}, updated_at = now() WHERE id = ${callId}`);
       return { cost: breakdown.total, unpriced: breakdown.unpriced };

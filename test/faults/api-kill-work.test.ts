@@ -24,8 +24,7 @@ import { apiClient, byCall, count, debits, kill, killChildren, setup, startProce
 test.after.always(killChildren);
 
 test.serial('api SIGKILLed during post-call of 20 calls: every call processed, one call.completed and one debit each; a new api serves them', async (t) => {
-  const { db, org, key, receiver, env } = await setup('faults-api-kill-post-call');
-  t.teardown(() => receiver.close());
+  const { db, org, key, receiver, env } = await setup(t, 'faults-api-kill-post-call');
   const procs = { api: await startProcess('api/main.ts', env) };
   await startProcess('activities/worker.ts', env, false);
   const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
@@ -51,7 +50,6 @@ test.serial('api SIGKILLed during post-call of 20 calls: every call processed, o
   const row = await api('GET', `/calls/${calls[0]}`);
   t.is(row.status, 200);
   t.log(`${doneAtKill} of 20 call.completed sent when the api was killed; all 20 processed with no api running`);
-  await db.end();
 });
 
 /** An OpenAI-compatible /embeddings server that answers slowly (the document takes seconds to ingest). */
@@ -80,7 +78,7 @@ const docRow = z.object({ id: z.string(), status: z.string(), error: z.string().
 test.serial('api SIGKILLed while a document ingests and uploads are in flight: every document completed or failed, nothing left pending, no duplicate chunks', async (t) => {
   const embed = await slowEmbeddings(150);
   t.teardown(() => embed.close());
-  const { db, org, key, env } = await setup('faults-api-kill-documents', { EMBEDDING_BASE_URL: embed.url, EMBEDDING_MODEL: 'fake-embed', EMBEDDING_API_KEY: 'k' });
+  const { db, org, key, env } = await setup(t, 'faults-api-kill-documents', { EMBEDDING_BASE_URL: embed.url, EMBEDDING_MODEL: 'fake-embed', EMBEDDING_API_KEY: 'k' });
   const procs = { api: await startProcess('api/main.ts', env) };
   await startProcess('activities/worker.ts', env, false);
   const api = apiClient(key, () => procs.api.origin);
@@ -156,5 +154,4 @@ test.serial('api SIGKILLed while a document ingests and uploads are in flight: e
   const unanswered = docs.filter((d) => d.id !== longId && d.id !== strandedId && !answeredIds.has(d.id)).length;
   const statuses = results.map((r) => `${r.kind}:${r.status}`).sort();
   t.log(`burst of 15 at the kill: ${JSON.stringify(statuses)}; ${docs.length - 2} documents registered by it (${unanswered} without a 201 reaching the client), all ${docs.every((d) => d.status === 'completed') ? 'completed' : 'final'}; long document ${c.n} chunks, no duplicates`);
-  await db.end();
 });

@@ -26,5 +26,4 @@ test.serial('api SIGKILLed while the campaign runs, a new api started: the campa
   const noStatus = await count(rig.db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${rig.campaignId} AND connection_status = 'telephony_no_status'`);
   t.log(`killed with ${liveAtKill} live streams after ${dialsAtKill} dials; ${dialsDown} dials while down; ${noStatus} calls ended telephony_no_status by the stale-call sweep`);
   t.log(JSON.stringify(figures));
-  await rig.db.end();
 });

@@ -25,7 +25,10 @@ test.serial('media SIGKILLed while campaign calls are live over the carrier stre
   const figures = await checkAfterwards(t, rig);
   const crashed = await count(rig.db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${rig.campaignId} AND ended_reason = 'pipeline_error'`);
   t.true(crashed >= 1, 'calls were live on the killed node');
+  // their usage died with the process: the recogniser's time is billed by duration, once
+  const billed = await count(rig.db, sql.fragment`SELECT 1 FROM calls c WHERE campaign_id = ${rig.campaignId} AND ended_reason = 'pipeline_error'
+    AND cost > 0 AND (SELECT count(*) FROM wallet_transactions w WHERE w.call_id = c.id AND w.kind = 'call_debit') = 1`);
+  t.is(billed, crashed, 'every call killed on the node debited once');
   t.log(`killed with ${liveAtKill} live streams after ${dialsAtKill} dials; rows ended by the sweep ${sweptAfterS.toFixed(1)} s after the kill; ${crashed} calls ended pipeline_error`);
   t.log(JSON.stringify(figures));
-  await rig.db.end();
 });

@@ -38,11 +38,10 @@ export async function campaignRig(t: ExecutionContext, queue: string) {
   const deepgram = await startDeepgramFake({ apiKey: 'faults-dg' });
   const eleven = await new FakeElevenLabs({ apiKey: 'faults-el' }).listen();
   t.teardown(async () => { await twilio.close(); await deepgram.close(); await eleven.server.close(); });
-  const { db, org, key, receiver, env } = await setup(queue, {
+  const { db, org, key, receiver, env } = await setup(t, queue, {
     PUBLIC_URL: PUBLIC, TWILIO_API_BASE_URL: twilio.origin, PHONE_PENDING_TIMEOUT_S: '30',
     DEEPGRAM_BASE_URL: deepgram.url, DEEPGRAM_API_KEY: 'faults-dg', ELEVENLABS_BASE_URL: eleven.server.baseUrl, ELEVENLABS_API_KEY: 'faults-el',
   });
-  t.teardown(() => receiver.close());
   // campaign ids (and so workflow ids campaign-<id>) must not repeat across test files sharing the Temporal server
   await db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${1_000_000 + Math.floor(Math.random() * 1_000_000_000)})`);
 

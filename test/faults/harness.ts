@@ -47,13 +47,18 @@ export async function kill(child: ChildProcess): Promise<void> {
   await gone;
 }
 
-/** A fresh database with an organization, its API key, a webhook receiver, and the environment every process shares. */
-export async function setup(queue: string, extraEnv: Record<string, string> = {}, limits: { concurrency?: number; balanceUsd?: number } = {}) {
+/**
+ * A fresh database with an organization, its API key, a webhook receiver, and the environment every process shares.
+ * The pool and the receiver close when the test ends, failed or not (an open pool keeps the test process alive).
+ */
+export async function setup(t: { teardown(fn: () => unknown): void }, queue: string, extraEnv: Record<string, string> = {}, limits: { concurrency?: number; balanceUsd?: number } = {}) {
   const { db, url } = await createTestDb();
+  t.teardown(() => db.end());
   const org = await createOrganization(db, { name: 'faults', balanceUsd: limits.balanceUsd ?? 500 });
   await setOrganizationLimits(db, org.id, { concurrency: limits.concurrency ?? 50 });
   const key = (await createApiKey(db, org.id, 'faults')).key;
   const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
   const env = {
     DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'faults-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
     OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'faults-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',

@@ -8,7 +8,7 @@
 //    exactly one debit per call, never two call.completed. The spec makes webhook delivery at-most-once
 //    (interface-spec "Delivery"): the send is claimed on the row before the POST, so a kill between the claim and
 //    the POST loses that call's call.completed rather than risk a duplicate; the test reports how many were lost.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -23,8 +23,8 @@ import { byCall, debits, kill, killChildren, setup, startProcess } from './harne
 test.after.always(killChildren);
 
 /** api + media + worker processes, an agent on the local engines with a webhook, and `n` live WebSocket calls. */
-async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown, b: unknown, m?: string): void }, queue: string, n: number) {
-  const { db, org, key, receiver, env } = await setup(queue);
+async function liveCalls(t: ExecutionContext, queue: string, n: number) {
+  const { db, org, key, receiver, env } = await setup(t, queue);
   const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env)]);
   await startProcess('activities/worker.ts', env, false);
   const post = async (p: string, body: unknown, origin = api.origin) => {
@@ -63,7 +63,6 @@ async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown,
 
 test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
   const { db, key, receiver, env, media, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
-  t.teardown(() => receiver.close());
   const killedAt = Date.now();
   await kill(media.child);
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -90,12 +89,10 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
   ws.on('error', () => {});
   await until(() => frames > 0 || null, 60_000, 'greeting audio on the restarted node');
   ws.close(1000);
-  await db.end();
 });
 
 test.serial('api SIGKILLed during 10 live calls: the calls go on and end normally, one call.ended + one call.completed each; a new api serves', async (t) => {
   const { db, receiver, env, api, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
-  t.teardown(() => receiver.close());
   await kill(api.child);
   for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -111,13 +108,11 @@ test.serial('api SIGKILLed during 10 live calls: the calls go on and end normall
   }
   const again = await startProcess('api/main.ts', env);
   t.is((await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }, again.origin)).status, 200);
-  await db.end();
 });
 
 test.serial('worker SIGKILLed during post-call of 20 calls, another started: every call processed, one debit each, no duplicate call.completed', async (t) => {
   const queue = 'faults-worker-kill';
-  const { db, org, receiver, env } = await setup(queue);
-  t.teardown(() => receiver.close());
+  const { db, org, receiver, env } = await setup(t, queue);
   const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
   const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
   const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
@@ -147,5 +142,4 @@ test.serial('worker SIGKILLed during post-call of 20 calls, another started: eve
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND completed_event_claimed_at IS NOT NULL`);
   t.is(claimedUnsent, 20);
   t.log(`call.completed lost to the kill (claimed, POST never arrived): ${lost} of 20`);
-  await db.end();
 });
