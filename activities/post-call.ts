@@ -319,12 +319,23 @@ export function createPostCallActivities(deps: PostCallDeps) {
         : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
             SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
       const prepared = webhook === null ? null : await prepareWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger }, true);
-      const claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
-        UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
-        WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
+      // the request is under way (connected, headers sent) while the claim commits; its body follows the claim
+      let settle: (claimed: boolean) => void = () => {};
+      const delivery = prepared === null ? null : deliverWebhook(prepared, new Promise<boolean>((r) => { settle = r; }));
+      let claimed: { id: string } | null;
+      try {
+        claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
+          UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
+          WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
+      } catch (err) {
+        settle(false);
+        await delivery;
+        throw err;
+      }
+      settle(claimed !== null);
+      const result = await delivery;
       if (!claimed) return { outcome: 'already_sent' };
-      if (!prepared) return { outcome: 'no_webhook' };
-      const result = await deliverWebhook(prepared);
+      if (!result) return { outcome: 'no_webhook' };
       await recordWebhookResult(db, callId, 'call.completed', result);
       return { outcome: result.ok ? 'sent' : 'failed', status: result.status };
     },

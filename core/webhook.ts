@@ -83,8 +83,18 @@ export async function prepareWebhook(opts: WebhookRequest, resolve = false): Pro
   };
 }
 
-/** One attempt at a prepared webhook; never throws. */
-export async function deliverWebhook(w: PreparedWebhook): Promise<WebhookResult> {
+/** The claim that gated a delivery was refused: the request is abandoned before its body (nothing delivered). */
+class NotClaimed extends Error {}
+
+/**
+ * One attempt at a prepared webhook; never throws. With `claim`, the connection is opened at once but the request
+ * (headers and body: the body is a stream, and undici writes the headers with its first chunk) is written only when
+ * `claim` resolves true — an at-most-once sender's claim committed; false abandons it, the receiver sees a connection
+ * close without a request, and the result is null. So only the socket write follows the claim, not the connection.
+ */
+export async function deliverWebhook(w: PreparedWebhook): Promise<WebhookResult>;
+export async function deliverWebhook(w: PreparedWebhook, claim: Promise<boolean>): Promise<WebhookResult | null>;
+export async function deliverWebhook(w: PreparedWebhook, claim?: Promise<boolean>): Promise<WebhookResult | null> {
   const { event } = w;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -94,11 +104,22 @@ export async function deliverWebhook(w: PreparedWebhook): Promise<WebhookResult>
     w.logger.warn({ url, event, error: w.refused }, 'webhook delivery failed');
     return { ok: false, error: w.refused, durationMs: 0, url };
   }
+  let refusedClaim = false;
+  const gated = claim
+    ? (async function* body() {
+        if (!(await claim)) {
+          refusedClaim = true;
+          throw new NotClaimed('delivery not claimed');
+        }
+        yield w.raw;
+      })()
+    : null;
   try {
     const res = await safeFetch(w.url, {
       method: 'POST',
-      headers: w.headers,
-      body: w.raw,
+      headers: gated ? { ...w.headers, 'Content-Length': String(w.raw.length) } : w.headers,
+      body: (gated ?? w.raw) as unknown as RequestInit['body'],
+      ...(gated ? { duplex: 'half' } : {}),
       redirect: 'manual',
       policy: w.policy,
       timeoutMs: w.timeoutMs,
@@ -117,6 +138,7 @@ export async function deliverWebhook(w: PreparedWebhook): Promise<WebhookResult>
     }
     return { ok: true, status: res.status, durationMs, url };
   } catch (err) {
+    if (refusedClaim) return null;
     const durationMs = elapsed();
     const e = err as Error & { cause?: unknown };
     // fetch wraps connection problems (refused target, DNS, reset) in a TypeError whose cause says what happened.
