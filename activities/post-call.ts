@@ -18,7 +18,7 @@ import {
   summaryUserPrompt,
   type TranscriptEntry,
 } from '../core/summary.ts';
-import { recordWebhookResult, sendWebhook } from '../core/webhook.ts';
+import { deliverWebhook, prepareWebhook, recordWebhookResult } from '../core/webhook.ts';
 import { spoolRecordingKey } from '../workflows/post-call/messages.ts';
 
 export interface PostCallDeps {
@@ -259,7 +259,11 @@ export function createPostCallActivities(deps: PostCallDeps) {
     /** Cost in USD from the usage media wrote and the price table (core/pricing.ts). */
     async computeUsageCost({ callId }: { callId: string }): Promise<{ cost: number; unpriced: string[] }> {
       const row = await mustLoad(callId);
-      const breakdown = computeCost(row.usage, { fallbackSttSeconds: row.duration_seconds });
+      // A call whose process died mid-call (ended by a reconcile) has no usage: its recogniser still ran for the
+      // call's duration, so it is priced as an STT entry with only provider and model (spec "usage" shape), by duration.
+      const stt = (row.config_snapshot as { stt?: { provider?: unknown; model?: unknown } } | null)?.stt;
+      const usage = row.usage ?? (row.ended_reason !== null && stt?.provider ? { stt: { provider: stt.provider, model: stt.model ?? null } } : null);
+      const breakdown = computeCost(usage, { fallbackSttSeconds: row.duration_seconds });
       if (breakdown.unpriced.length) logger.warn({ callId, unpriced: breakdown.unpriced }, 'services missing from the price table were priced at 0');
       await db.query(sql.unsafe`UPDATE calls SET cost = ${breakdown.total}, updated_at = now() WHERE id = ${callId}`);
       return { cost: breakdown.total, unpriced: breakdown.unpriced };
@@ -303,23 +307,35 @@ export function createPostCallActivities(deps: PostCallDeps) {
 
     /**
      * call.completed, at most once: the claim (completed_event_claimed_at) is committed before the POST, so a
-     * retry after a crash finds it claimed and does not send again (delivery is at-most-once by the spec).
+     * retry after a crash finds it claimed and does not send again (delivery is at-most-once by the spec). Every
+     * read and preparation (secret, payload, signature, target check) happens before the claim, so a worker killed
+     * after it loses the event only while the request itself is being written.
      */
     async sendCallCompleted({ callId }: { callId: string }): Promise<{ outcome: 'sent' | 'failed' | 'no_webhook' | 'already_sent'; status?: number }> {
       const row = await mustLoad(callId);
-      const webhook = webhookOf(row.config_snapshot);
-      // everything the POST needs is read before the claim: a database lost between the claim and the POST would
-      // lose the event (a PostgreSQL crash after the claim did, test/faults/postgres-kill.test.ts)
-      const secret = !webhook || row.agent_id === null
+      const webhook = row.completed_event_claimed_at === null ? webhookOf(row.config_snapshot) : null;
+      const secret = webhook === null || row.agent_id === null
         ? null
         : await db.maybeOneFirst(sql.type(z.object({ webhook_secret: z.string().nullable() }))`
             SELECT webhook_secret FROM agents WHERE id = ${row.agent_id} AND organization_id = ${row.organization_id}`);
-      const claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
-        UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
-        WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
+      const prepared = webhook === null ? null : await prepareWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger }, true);
+      // the request is under way (connected, headers sent) while the claim commits; its body follows the claim
+      let settle: (claimed: boolean) => void = () => {};
+      const delivery = prepared === null ? null : deliverWebhook(prepared, new Promise<boolean>((r) => { settle = r; }));
+      let claimed: { id: string } | null;
+      try {
+        claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
+          UPDATE calls SET completed_event_claimed_at = now(), updated_at = now()
+          WHERE id = ${callId} AND completed_event_claimed_at IS NULL RETURNING id`);
+      } catch (err) {
+        settle(false);
+        await delivery;
+        throw err;
+      }
+      settle(claimed !== null);
+      const result = await delivery;
       if (!claimed) return { outcome: 'already_sent' };
-      if (!webhook) return { outcome: 'no_webhook' };
-      const result = await sendWebhook({ url: webhook.url, headers: webhook.headers, secret, payload: callCompletedPayload(row), policy, logger });
+      if (!result) return { outcome: 'no_webhook' };
       await recordWebhookResult(db, callId, 'call.completed', result);
       return { outcome: result.ok ? 'sent' : 'failed', status: result.status };
     },

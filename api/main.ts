@@ -10,6 +10,8 @@ import { startExpirySweeper } from '../core/calls/expiry.ts';
 import { startStalePhoneCallSweeper } from '../core/telephony/ended.ts';
 import { startOrphanSweeper } from '../core/calls/orphans.ts';
 import { handOffPostCall } from '../core/calls/unconnected.ts';
+import { startMissedPostCallSweeper } from '../core/calls/missed-post-call.ts';
+import { startStalledDocumentSweeper } from './stalled-documents.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'api' });
@@ -31,11 +33,16 @@ const phoneSweeper = startStalePhoneCallSweeper({ config, db, logger, temporal: 
 // calls left active by a dead media node end even when no media node is left to reconcile them
 const orphanSweeper = startOrphanSweeper({ config, db, logger, temporal: temporal?.client ?? null }, (row) =>
   handOffPostCall({ config, logger, temporal: temporal?.client ?? null }, row));
+// work a killed process registered but never handed to Temporal: ended calls without post-call, pending documents
+const missedSweeper = startMissedPostCallSweeper({ config, db, logger, temporal: temporal?.client ?? null });
+const documentSweeper = startStalledDocumentSweeper({ config, db, logger, temporal: temporal?.client ?? null });
 onShutdown(logger, async () => {
   api.setDraining(true);
   await sweeper.stop();
   await phoneSweeper.stop();
   await orphanSweeper.stop();
+  await missedSweeper.stop();
+  await documentSweeper.stop();
   await running.close(config.SHUTDOWN_GRACE_MS);
   await temporal?.close();
   await db.end();

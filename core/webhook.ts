@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { sql, type Db } from './db/pool.ts';
 import type { Logger } from './logger.ts';
 import { prom, registry } from './metrics.ts';
-import { safeFetch, type OutboundPolicy } from './net/ssrf.ts';
+import { checkUrlLiteral, checkUrlResolved, safeFetch, type OutboundPolicy } from './net/ssrf.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -37,7 +37,7 @@ export interface WebhookResult {
   url?: string;
 }
 
-export async function sendWebhook(opts: {
+export interface WebhookRequest {
   url: string;
   headers?: Record<string, string>;
   secret?: string | null;
@@ -45,7 +45,27 @@ export async function sendWebhook(opts: {
   policy: OutboundPolicy;
   logger: Logger;
   timeoutMs?: number;
-}): Promise<WebhookResult> {
+}
+
+/** A webhook ready to go: body serialized, headers built and signed, target checked. Only the socket work is left. */
+export interface PreparedWebhook {
+  url: string;
+  raw: Buffer;
+  headers: Record<string, string>;
+  event: unknown;
+  policy: OutboundPolicy;
+  logger: Logger;
+  timeoutMs: number;
+  /** why the target is refused (scheme, private address, resolves to one), or null */
+  refused: string | null;
+}
+
+/**
+ * Everything before the POST: serialize, build and sign the headers, and check the target (its literal form, and,
+ * with `resolve`, where its name resolves now; the connect-time guard still checks every address it connects to).
+ * Senders that claim a delivery before sending (at-most-once) prepare first so that only deliverWebhook follows the claim.
+ */
+export async function prepareWebhook(opts: WebhookRequest, resolve = false): Promise<PreparedWebhook> {
   const raw = Buffer.from(JSON.stringify(opts.payload), 'utf8');
   const headers: Record<string, string> = {};
   const signing = !!opts.secret;
@@ -56,42 +76,82 @@ export async function sendWebhook(opts: {
   }
   headers['Content-Type'] = 'application/json';
   if (opts.secret) headers[SIGNATURE_HEADER] = signBody(opts.secret, raw);
-  const event = (opts.payload as { event?: unknown }).event;
+  const problem = resolve ? await checkUrlResolved(opts.url, opts.policy) : checkUrlLiteral(opts.url, opts.policy);
+  return {
+    url: opts.url, raw, headers, event: (opts.payload as { event?: unknown }).event, policy: opts.policy, logger: opts.logger,
+    timeoutMs: opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS, refused: problem ? `outbound request refused: ${problem}` : null,
+  };
+}
+
+/** The claim that gated a delivery was refused: the request is abandoned before its body (nothing delivered). */
+class NotClaimed extends Error {}
+
+/**
+ * One attempt at a prepared webhook; never throws. With `claim`, the connection is opened at once but the request
+ * (headers and body: the body is a stream, and undici writes the headers with its first chunk) is written only when
+ * `claim` resolves true — an at-most-once sender's claim committed; false abandons it, the receiver sees a connection
+ * close without a request, and the result is null. So only the socket write follows the claim, not the connection.
+ */
+export async function deliverWebhook(w: PreparedWebhook): Promise<WebhookResult>;
+export async function deliverWebhook(w: PreparedWebhook, claim: Promise<boolean>): Promise<WebhookResult | null>;
+export async function deliverWebhook(w: PreparedWebhook, claim?: Promise<boolean>): Promise<WebhookResult | null> {
+  const { event } = w;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const url = redact(opts.url);
+  const url = redact(w.url);
+  if (w.refused) {
+    deliveries.inc({ event: String(event), outcome: 'failed' });
+    w.logger.warn({ url, event, error: w.refused }, 'webhook delivery failed');
+    return { ok: false, error: w.refused, durationMs: 0, url };
+  }
+  let refusedClaim = false;
+  const gated = claim
+    ? (async function* body() {
+        if (!(await claim)) {
+          refusedClaim = true;
+          throw new NotClaimed('delivery not claimed');
+        }
+        yield w.raw;
+      })()
+    : null;
   try {
-    const res = await safeFetch(opts.url, {
+    const res = await safeFetch(w.url, {
       method: 'POST',
-      headers,
-      body: raw,
+      headers: gated ? { ...w.headers, 'Content-Length': String(w.raw.length) } : w.headers,
+      body: (gated ?? w.raw) as unknown as RequestInit['body'],
+      ...(gated ? { duplex: 'half' } : {}),
       redirect: 'manual',
-      policy: opts.policy,
-      timeoutMs: opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS,
+      policy: w.policy,
+      timeoutMs: w.timeoutMs,
     });
     // Drain the body so the connection is released; its content is of no interest.
     await res.arrayBuffer().catch(() => undefined);
     const durationMs = elapsed();
     deliveries.inc({ event: String(event), outcome: res.status >= 300 ? 'http_error' : 'ok' });
     if (res.status >= 400) {
-      opts.logger.warn({ url: redact(opts.url), event, status: res.status, durationMs }, 'webhook delivery rejected');
+      w.logger.warn({ url, event, status: res.status, durationMs }, 'webhook delivery rejected');
       return { ok: false, status: res.status, error: `HTTP ${res.status}`, durationMs, url };
     }
     if (res.status >= 300) {
-      opts.logger.warn({ url: redact(opts.url), event, status: res.status, durationMs }, 'webhook answered with a redirect (not followed)');
+      w.logger.warn({ url, event, status: res.status, durationMs }, 'webhook answered with a redirect (not followed)');
       return { ok: false, status: res.status, error: `HTTP ${res.status} (redirects are not followed)`, durationMs, url };
     }
     return { ok: true, status: res.status, durationMs, url };
   } catch (err) {
+    if (refusedClaim) return null;
     const durationMs = elapsed();
     const e = err as Error & { cause?: unknown };
     // fetch wraps connection problems (refused target, DNS, reset) in a TypeError whose cause says what happened.
     const cause = e.cause instanceof Error ? e.cause.message : null;
-    const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `timeout after ${opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS} ms` : (cause ?? e.message);
+    const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `timeout after ${w.timeoutMs} ms` : (cause ?? e.message);
     deliveries.inc({ event: String(event), outcome: 'failed' });
-    opts.logger.warn({ url: redact(opts.url), event, error, durationMs }, 'webhook delivery failed');
+    w.logger.warn({ url, event, error, durationMs }, 'webhook delivery failed');
     return { ok: false, error, durationMs, url };
   }
+}
+
+export async function sendWebhook(opts: WebhookRequest): Promise<WebhookResult> {
+  return deliverWebhook(await prepareWebhook(opts));
 }
 
 /** Query strings may carry tokens: log scheme://host/path only. */

@@ -4,6 +4,8 @@ import { createLogger } from '../core/logger.ts';
 import { initTracing } from '../core/tracing.ts';
 import { onShutdown, openDatabase, openTemporal } from '../core/boot.ts';
 import { startCombined } from './server.ts';
+import { startMissedPostCallSweeper } from '../core/calls/missed-post-call.ts';
+import { startStalledDocumentSweeper } from '../api/stalled-documents.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger({ level: config.LOG_LEVEL, name: 'server' });
@@ -12,7 +14,12 @@ const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 const combined = await startCombined({ config, db, logger, temporal });
 logger.info({ port: combined.running.port, baseUrl: config.baseUrl }, 'api + media listening');
+// work a killed process registered but never handed to Temporal (api/main.ts runs the same sweeps)
+const missedSweeper = startMissedPostCallSweeper({ config, db, logger, temporal: temporal?.client ?? null });
+const documentSweeper = startStalledDocumentSweeper({ config, db, logger, temporal: temporal?.client ?? null });
 onShutdown(logger, async () => {
+  await missedSweeper.stop();
+  await documentSweeper.stop();
   await combined.close();
   await temporal?.close();
   await db.end();

@@ -8,70 +8,23 @@
 //    exactly one debit per call, never two call.completed. The spec makes webhook delivery at-most-once
 //    (interface-spec "Delivery"): the send is claimed on the row before the POST, so a kill between the claim and
 //    the POST loses that call's call.completed rather than risk a duplicate; the test reports how many were lost.
-import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
-import { sql, type Db } from '../../core/db/pool.ts';
+import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
-import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { loadConfig } from '../../core/config.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
-import { freePort, waitForPort } from '../../scripts/infra.ts';
-import { createTestDb } from '../helpers/db.ts';
 import { until } from '../helpers/calls.ts';
-import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
+import { byCall, debits, kill, killChildren, setup, startProcess } from './harness.ts';
 
-const children: ChildProcess[] = [];
-test.after.always(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-async function startProcess(entry: string, env: Record<string, string>, http = true): Promise<{ child: ChildProcess; origin: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  if (http) await waitForPort(port, 60_000);
-  return { child, origin: `http://127.0.0.1:${port}` };
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await gone;
-}
-
-async function setup(queue: string) {
-  const { db, url } = await createTestDb();
-  const org = await createOrganization(db, { name: 'faults', balanceUsd: 500 });
-  await setOrganizationLimits(db, org.id, { concurrency: 50 });
-  const key = (await createApiKey(db, org.id, 'faults')).key;
-  const receiver = await startReceiver();
-  const env = {
-    DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'faults-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
-    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'faults-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
-  };
-  return { db, org, key, receiver, env };
-}
-
-function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
-  return receiver.events.filter((e) => e.json?.callId === callId && e.json.event === event).length;
-}
-
-async function debits(db: Db, callId: string): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
-}
+test.after.always(killChildren);
 
 /** api + media + worker processes, an agent on the local engines with a webhook, and `n` live WebSocket calls. */
-async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown, b: unknown, m?: string): void }, queue: string, n: number) {
-  const { db, org, key, receiver, env } = await setup(queue);
+async function liveCalls(t: ExecutionContext, queue: string, n: number) {
+  const { db, org, key, receiver, env } = await setup(t, queue);
   const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env)]);
   await startProcess('activities/worker.ts', env, false);
   const post = async (p: string, body: unknown, origin = api.origin) => {
@@ -110,7 +63,6 @@ async function liveCalls(t: { true(v: boolean, m?: string): void; is(a: unknown,
 
 test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
   const { db, key, receiver, env, media, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
-  t.teardown(() => receiver.close());
   const killedAt = Date.now();
   await kill(media.child);
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -137,12 +89,10 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
   ws.on('error', () => {});
   await until(() => frames > 0 || null, 60_000, 'greeting audio on the restarted node');
   ws.close(1000);
-  await db.end();
 });
 
 test.serial('api SIGKILLed during 10 live calls: the calls go on and end normally, one call.ended + one call.completed each; a new api serves', async (t) => {
   const { db, receiver, env, api, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
-  t.teardown(() => receiver.close());
   await kill(api.child);
   for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -158,13 +108,11 @@ test.serial('api SIGKILLed during 10 live calls: the calls go on and end normall
   }
   const again = await startProcess('api/main.ts', env);
   t.is((await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }, again.origin)).status, 200);
-  await db.end();
 });
 
 test.serial('worker SIGKILLed during post-call of 20 calls, another started: every call processed, one debit each, no duplicate call.completed', async (t) => {
   const queue = 'faults-worker-kill';
-  const { db, org, receiver, env } = await setup(queue);
-  t.teardown(() => receiver.close());
+  const { db, org, receiver, env } = await setup(t, queue);
   const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
   const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
   const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
@@ -194,5 +142,4 @@ test.serial('worker SIGKILLed during post-call of 20 calls, another started: eve
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND completed_event_claimed_at IS NOT NULL`);
   t.is(claimedUnsent, 20);
   t.log(`call.completed lost to the kill (claimed, POST never arrived): ${lost} of 20`);
-  await db.end();
 });

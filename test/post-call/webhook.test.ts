@@ -7,7 +7,7 @@ import { sql } from '../../core/db/pool.ts';
 import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { createOrganization } from '../../core/orgs.ts';
-import { recordWebhookResult, sendWebhook, signBody } from '../../core/webhook.ts';
+import { deliverWebhook, prepareWebhook, recordWebhookResult, sendWebhook, signBody } from '../../core/webhook.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { agentConfig, insertEndedCall, listen, startReceiver } from './helpers.ts';
 
@@ -122,4 +122,34 @@ test('recordWebhookResult appends outcomes to calls.logs.webhooks', async (t) =>
   t.is(logs.webhooks.length, 2);
   t.like(logs.webhooks[0], { event: 'call.started', ok: true, status: 200, error: null, durationMs: 12 });
   t.like(logs.webhooks[1], { event: 'call.ended', ok: false, status: null, error: 'timeout after 10000 ms' });
+});
+
+test('a claim-gated delivery: connected before the claim, written only once it is granted; a refused claim sends nothing', async (t) => {
+  const { logger, warnings } = captureLogger();
+  const payload = { event: 'call.completed', callId: 'c9' };
+  for (const granted of [false, true]) {
+    const r = await startReceiver(); // a receiver each: a fresh connection each
+    t.teardown(() => r.close());
+    let requests = 0; // request heads seen by the receiver (before any body is read)
+    r.server.on('request', () => requests++);
+    const connected = new Promise<void>((res) => r.server.once('connection', () => res()));
+    const prepared = await prepareWebhook({ url: `${r.url}/hook`, secret: 's3cret', payload, policy: allowLocal, logger }, true);
+    let settle: (v: boolean) => void = () => {};
+    const delivery = deliverWebhook(prepared, new Promise<boolean>((res) => { settle = res; }));
+    await connected; // the connection is made while the claim is pending...
+    t.is(requests, 0, '...but no request is written before the claim settles');
+    settle(granted);
+    const result = await delivery;
+    if (!granted) {
+      t.is(result, null);
+      t.is(requests, 0, 'a refused claim sends no request');
+      t.is(r.events.length, 0);
+    } else {
+      t.like(result, { ok: true, status: 200 });
+      t.is(r.events.length, 1);
+      t.deepEqual(r.events[0]!.json, payload);
+      t.is(r.events[0]!.headers['x-service-signature'], signBody('s3cret', r.events[0]!.raw));
+    }
+  }
+  t.is(warnings.length, 0);
 });
