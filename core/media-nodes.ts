@@ -47,7 +47,7 @@ export type WeightEngines = 'vendor' | 'local';
 export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
   websocket: { vendor: 0.25, local: 1 },
   webrtc: { vendor: 0.5, local: 1.25 },
-  carrier: { vendor: 0.25, local: 1 },
+  carrier: { vendor: 0.45, local: 1.2 },
 };
 
 /** The weight a joining call is held at: its transport's largest (its engines are not known yet). */
