@@ -43,7 +43,10 @@ test('a node at weighted capacity refuses on every transport; joining calls are 
   for (const tr of ALL) t.false(a.admit(tr).ok, `${tr} refused while the join is held`);
   if (ws.ok) ws.release();
   t.is(a.weighted(), 1);
-  t.true(a.admit('carrier').ok);
+  // 1 unit free: a carrier join is held at its local weight (1.2: JSON/base64/µ-law framing costs more than raw PCM)
+  t.true(CALL_WEIGHTS.carrier.local > 1);
+  t.false(a.admit('carrier').ok, 'a carrier join does not fit in 1 unit');
+  t.true(a.admit('websocket').ok, 'a WebSocket join (1 unit) does');
   // an idle node takes even a call heavier than its whole capacity
   const small = createAdmission({ capacity: 1, live: () => 0, draining: () => false });
   const rtc = small.admit('webrtc');
