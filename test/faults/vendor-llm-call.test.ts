@@ -64,7 +64,7 @@ async function callerTurn(caller: TestCaller, done: () => boolean, maxMs = 20_00
   return end;
 }
 
-test.serial('LLM 503 then 500 on every request, then recovers: each turn in the outage gets one error event and silence, the call goes on and the next turn is answered', async (t) => {
+test.serial('LLM 503 then 500 on every request, then recovers: each turn in the outage is sent three times (two retries), then gets one error event and silence; the call goes on and the next turn is answered', async (t) => {
   oa.outage = { status: 503, errorMessage: 'Service Unavailable' };
   t.teardown(() => (oa.outage = null));
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: 'fault-llm-5xx', ...vendors }) });
@@ -86,7 +86,7 @@ test.serial('LLM 503 then 500 on every request, then recovers: each turn in the 
   t.regex(errors(caller)[1]!.message ?? '', /openai LLM error 500: The server had an error/);
   await caller.silence(1000);
   const outageRequests = oa.requests.length - req0;
-  t.is(outageRequests, 2, 'one request per turn: no retry');
+  t.is(outageRequests, 6, 'three requests per turn: the first and two retries (media/services/llm/retry.ts)');
   t.is(caller.frameTimes.length, greetingFrames, 'nothing was spoken during the outage (silence, no apology)');
   t.true(caller.isOpen, 'the call was not ended by the outage');
 
@@ -111,7 +111,29 @@ test.serial('LLM 503 then 500 on every request, then recovers: each turn in the 
     'the refused turns left no assistant entry',
   );
   t.log(`LLM 503: caller's words → error event ${Math.round(errors(caller)[0]!.at - turn1)} ms`);
-  t.log(`LLM 5xx: ${outageRequests} chat-completions requests for 2 caller turns during the outage (no retry); once back, caller's words → reply audio ${Math.round(silenceMs)} ms`);
+  t.log(`LLM 5xx: ${outageRequests} chat-completions requests for 2 caller turns during the outage (each sent 3 times: 2 retries); once back, caller's words → reply audio ${Math.round(silenceMs)} ms`);
+});
+
+test.serial('LLM 503 on one request: the retry 300 ms later answers the turn, no error event', async (t) => {
+  const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: 'fault-llm-blip', ...vendors }) });
+  const caller = TestCaller.connect(s.origin, callId, org.apiKey);
+  await caller.waitOpen();
+  await caller.waitAgentQuiet(500);
+  const req0 = oa.requests.length;
+  oa.reply({ status: 503, errorMessage: 'Service Unavailable' });
+  oa.reply({ text: ['Here ', 'I am.'] });
+  const heard = caller.frameTimes.length;
+  const spokeAt = await callerTurn(caller, () => caller.frameTimes.length > heard);
+  t.true(caller.frameTimes.length > heard, 'the turn was answered');
+  const silenceMs = caller.frameTimes[heard]! - spokeAt;
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Here I am.');
+  await caller.waitAgentQuiet(500);
+  t.is(errors(caller).length, 0, 'no error event');
+  t.is(oa.requests.length - req0, 2, 'the refused request and its retry');
+  caller.close();
+  const row = await endedRow(s.db, callId);
+  t.is(row.ended_reason, 'user_hangup');
+  t.log(`LLM 503 once: caller's words → reply audio ${Math.round(silenceMs)} ms (one retry after 300 ms)`);
 });
 
 test.serial('LLM stream cut mid-reply: the words already streamed are spoken, one error event, the call goes on and the next turn is answered', async (t) => {
