@@ -3,7 +3,7 @@
 // idle, max duration), the transcript, the recording and the per-turn metrics. Every agent utterance is a
 // SpeechHandle, so barge-in, idle prompts, farewells and the duration cut all interrupt/await the same way.
 import type { Logger } from '../../core/logger.ts';
-import type { Engines, LlmChunk, LlmUsage, ToolCall } from '../services/types.ts';
+import type { Engines, LlmChunk, LlmService, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
 import { NoiseGateStage, SttStage, TurnManager, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
@@ -34,6 +34,7 @@ export type EndedReason =
 
 import type { LiveTransport, Transport, TransportEvent } from '../transports/types.ts';
 import { timed } from '../stage-cpu.ts';
+import { withLlmRetries } from '../services/llm/retry.ts';
 export type { Transport } from '../transports/types.ts';
 
 export type TranscriptEntry =
@@ -186,9 +187,12 @@ export class CallSession {
   private readonly toolsInFlight = new Map<Extract<TranscriptEntry, { role: 'tool' }>, string>();
   /** the TTS engine's early connect(): its failure, if any */
   private readonly ttsConnect: Promise<unknown>;
+  /** the call's LLM; a request the vendor refuses for a moment is sent again before the turn is lost (llm/retry.ts) */
+  private readonly llm: LlmService;
 
   constructor(private readonly o: SessionOptions) {
     this.cfg = o.config;
+    this.llm = withLlmRetries(o.engines.llm);
     this.clock = o.clock ?? sharedClock;
     this.t0 = this.clock.now();
     this.t0Wall = Date.now();
@@ -518,7 +522,7 @@ export class CallSession {
     this.speculation = { text: text.trim(), abort, tape, requestAt: this.clock.now() };
     void (async () => {
       try {
-        for await (const c of this.o.engines.llm.stream({
+        for await (const c of this.llm.stream({
           messages,
           tools: this.o.tools.specs,
           temperature: this.cfg.llm.temperature,
@@ -698,7 +702,7 @@ export class CallSession {
   }
 
   private async runLlm(s: SpeechHandle, prefetched: ChunkTape | null = null): Promise<void> {
-    const { llm } = this.o.engines;
+    const { llm } = this;
     const turn = this.turns.get(s);
     for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
       const msg = this.ctx.addAssistant();

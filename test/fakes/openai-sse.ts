@@ -40,13 +40,15 @@ export interface FakeOpenAi {
   reply(...r: FakeReply[]): void;
   /** number of streaming responses whose client went away before the end */
   clientAborts: number;
+  /** while set, every chat-completions request gets this reply (an outage), before the queue is consulted */
+  outage: FakeReply | null;
   close(): Promise<void>;
 }
 
 export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?: string } = {}): Promise<FakeOpenAi> {
   const queue: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
-  const state = { clientAborts: 0 };
+  const state: { clientAborts: number; outage: FakeReply | null } = { clientAborts: 0, outage: null };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await recordRequest(req, requests);
@@ -58,7 +60,7 @@ export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?:
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
       return;
     }
-    const r = queue.shift() ?? opts.defaultReply ?? { text: ['Hello', '!'] };
+    const r = state.outage ?? queue.shift() ?? opts.defaultReply ?? { text: ['Hello', '!'] };
     if (r.status && r.status >= 400) {
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: r.errorMessage ?? 'error', type: 'server_error' } }));
       return;
@@ -103,6 +105,12 @@ export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?:
     reply: (...r) => void queue.push(...r),
     get clientAborts() {
       return state.clientAborts;
+    },
+    get outage() {
+      return state.outage;
+    },
+    set outage(r: FakeReply | null) {
+      state.outage = r;
     },
     close: server.close,
   };

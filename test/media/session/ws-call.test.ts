@@ -333,16 +333,34 @@ test('an unhandled exception after connect: error event, close 1011, row status 
   t.is(row.connection_status, 'completed');
 });
 
-test('a transient LLM error is reported as an error event and the call goes on', async (t) => {
-  const name = book.add({ stt: { utterances: ['try again'] }, llm: [{ fail: 'transient' }, { text: 'Now it works.' }] });
+test('a transient LLM error is sent again (twice) before the caller loses the turn: then an error event, and the call goes on', async (t) => {
+  const name = book.add({ stt: { utterances: ['try again'] }, llm: [{ fail: 'transient' }, { fail: 'transient' }, { fail: 'transient' }, { text: 'Now it works.' }] });
   const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [] } }));
   await caller.waitEvent((e) => e.type === 'error');
   await caller.speak(400);
   await caller.silence(300);
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Now it works.');
+  t.is(caller.events.filter((e) => e.type === 'error').length, 1, 'one error event, after the third refusal');
   t.true(caller.isOpen);
   caller.close();
   t.is((await endedRow(s.db, callId)).ended_reason, 'user_hangup');
+});
+
+test('a transient LLM error on one request is retried: the caller is answered with no error event', async (t) => {
+  const name = book.add({ stt: { utterances: ['hello there'] }, llm: [{ fail: 'transient' }, { text: 'Answered after a retry.' }] });
+  const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [] } }));
+  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Answered after a retry.');
+  t.is(caller.events.filter((e) => e.type === 'error').length, 0);
+  caller.close();
+  t.is((await endedRow(s.db, callId)).ended_reason, 'user_hangup');
+});
+
+test('a fatal LLM error is never retried', async (t) => {
+  const name = book.add({ stt: { utterances: ['hello there'] }, llm: [{ fail: 'fatal' }, { text: 'must not be heard' }] });
+  const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [] } }));
+  await caller.closed;
+  t.false(caller.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'must not be heard'));
+  t.is((await endedRow(s.db, callId)).ended_reason, 'pipeline_error');
 });
 
 test('a call whose pipeline never starts: connectionStatus cancelled, endedReason null, nothing left pending', async (t) => {
