@@ -609,7 +609,9 @@ async function mainVendors(): Promise<void> {
       return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, loopP99: loop.percentile(99) / 1e6 };
     };
     const base = await runLoad(1);
+    const stopSampling = await startAllocationSampling();
     const load = await runLoad(CALLS);
+    await stopSampling();
     for (const x of [base, load]) {
       log(
         `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected${refusals(x.r.closedBadly)}, ${x.r.spoken} sentences spoken, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
@@ -630,4 +632,42 @@ async function mainVendors(): Promise<void> {
     await scratch.stop();
   }
   process.exit(exit);
+}
+
+/**
+ * ALLOC_PROFILE=<file>: V8's sampling heap profiler over the N-call run, counting objects the garbage collector
+ * already freed too (includeObjectsCollectedByMajorGC/MinorGC), i.e. where the main thread's allocation comes from
+ * (what drives scavenges). Writes a .heapprofile (Chrome DevTools) and prints the top allocating functions.
+ */
+async function startAllocationSampling(): Promise<() => Promise<void>> {
+  const file = process.env.ALLOC_PROFILE;
+  if (!file) return async () => {};
+  const { Session } = await import('node:inspector/promises');
+  const { writeFileSync } = await import('node:fs');
+  const s = new Session();
+  s.connect();
+  await s.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async () => {
+    const { profile } = (await s.post('HeapProfiler.stopSampling')) as { profile: { head: AllocNode } };
+    writeFileSync(file, JSON.stringify(profile));
+    const self = new Map<string, number>();
+    let total = 0;
+    const walk = (n: AllocNode) => {
+      const size = n.selfSize;
+      total += size;
+      const cf = n.callFrame;
+      const key = `${cf.functionName || '(anon)'} ${cf.url.replace(/^.*\/(node_modules|work\/main)\//, '')}:${cf.lineNumber + 1}`;
+      self.set(key, (self.get(key) ?? 0) + size);
+      for (const c of n.children) walk(c);
+    };
+    walk(profile.head);
+    log(`allocation sampling over the ${'N'}-call run: ${f1(total / 1024 / 1024)} MB sampled; top allocating functions (self):`);
+    for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) log(`  ${f1((v / total) * 100)} %  ${k}`);
+    s.disconnect();
+  };
+}
+interface AllocNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: AllocNode[];
 }

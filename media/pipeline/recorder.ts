@@ -183,9 +183,12 @@ export class Recorder {
 }
 
 function mix(block: Int16Array, off: number, pcm: Int16Array, from: number, n: number): void {
-  for (let k = 0; k < n; k++) {
-    const v = block[off + k]! + pcm[from + k]!; // saturating mix
-    block[off + k] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+  const end = off + n;
+  for (let k = off, j = from; k < end; k++, j++) {
+    let v = block[k]! + pcm[j]!; // saturating mix
+    if (v > 32767) v = 32767;
+    else if (v < -32768) v = -32768;
+    block[k] = v;
   }
 }
 

@@ -22,6 +22,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { sharedBatchFloats, sharedBatchViews } from './shared-batch.ts';
 import type { InferReply, InferRequest } from './worker.ts';
 
 export interface VadOptions {
@@ -86,6 +87,21 @@ class InferenceThread {
     });
   }
 
+  /**
+   * One inference over a batch laid out in shared memory (SharedBatch): nothing is allocated or transferred on this
+   * thread per request — the request is a small message, the windows, states and results stay in the one shared
+   * buffer. The caller must not touch the buffer until the promise settles.
+   */
+  runShared(shared: SharedBatch, b: number): Promise<void> {
+    const w = this.start();
+    const id = ++this.seq;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(id, { resolve: () => resolve(), reject });
+      if (this.pending.size === 1) w.ref();
+      w.postMessage({ id, batch: b, shared: shared.buffer, capacity: shared.capacity } satisfies InferRequest);
+    });
+  }
+
   /** The model loaded and one inference run (once; again after a failure). */
   ready(): Promise<void> {
     this.warm ??= this.run(1, new Float32Array(VAD_WINDOW), new Float32Array(STATE), new Float32Array(STATE)).then(() => undefined);
@@ -104,7 +120,7 @@ class InferenceThread {
       this.pending.delete(r.id);
       if (this.pending.size === 0) w.unref();
       if ('error' in r) p.reject(new Error(`Silero VAD inference failed: ${r.error}`));
-      else p.resolve(r);
+      else p.resolve(r as ModelOut);
     });
     const fail = (err: unknown) => {
       if (this.worker !== w) return;
@@ -144,7 +160,37 @@ interface Job {
   reject(err: unknown): void;
 }
 
-/** Runs queued windows of many streams as one batched inference. At most one window per stream is queued. */
+/**
+ * The batch's memory, shared with the inference thread and allocated once per process: input [capacity·512], h and c
+ * [2·capacity·64] in, p [capacity], hn and cn [2·capacity·64] out (a batch of b uses the first b rows of each; the
+ * state layout [2, b, 64] is packed for b). Why shared: the media process's major garbage collections at scale were
+ * started by "external memory pressure", i.e. by the rate of new ArrayBuffer memory on the main thread, and a copied
+ * or transferred batch (window copies, input, states and results) was most of it — about 6 KB per window, 18 MB/s
+ * at 200 calls. Each such collection stopped the event loop for 15–28 ms: the pacing tail.
+ */
+export class SharedBatch {
+  readonly buffer: SharedArrayBuffer;
+  readonly input: Float32Array;
+  readonly h: Float32Array;
+  readonly c: Float32Array;
+  readonly p: Float32Array;
+  readonly hn: Float32Array;
+  readonly cn: Float32Array;
+  constructor(readonly capacity: number) {
+    this.buffer = new SharedArrayBuffer(sharedBatchFloats(capacity) * 4);
+    const v = sharedBatchViews(this.buffer, capacity);
+    this.input = v.input;
+    this.h = v.h;
+    this.c = v.c;
+    this.p = v.p;
+    this.hn = v.hn;
+    this.cn = v.cn;
+  }
+}
+
+/** Runs queued windows of many streams as one batched inference. At most one window per stream is queued. A queued
+ * window is read when its batch runs (the stream does not touch it until its probability is back), so nothing is
+ * copied or allocated per window on the way in or out. */
 export class SileroBatcher {
   private queue: Job[] = [];
   private running = false;
@@ -180,11 +226,12 @@ export class SileroBatcher {
     }
   }
 
+  private shared: SharedBatch | null = null;
+
   private async run(jobs: Job[]): Promise<void> {
     const b = jobs.length;
-    const input = new Float32Array(b * VAD_WINDOW);
-    const h = new Float32Array(2 * b * 64);
-    const c = new Float32Array(2 * b * 64);
+    const sb = (this.shared ??= new SharedBatch(this.maxBatch));
+    const { input, h, c } = sb;
     // gather each stream's window and state into the batch (layout [2, b, 64]); plain loops, no views per stream
     for (let i = 0; i < b; i++) {
       const j = jobs[i]!;
@@ -195,7 +242,8 @@ export class SileroBatcher {
       }
     }
     try {
-      const { p, hn, cn } = await inference.run(b, input, h, c);
+      await inference.runShared(sb, b);
+      const { p, hn, cn } = sb;
       vadStats.runs++;
       vadStats.inferred += b;
       for (let i = 0; i < b; i++) {
@@ -287,7 +335,7 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
       return 0;
     }
     silentRun = 0;
-    return batched ? sharedBatcher.infer(state, win.slice()) : inferOne(state, win);
+    return batched ? sharedBatcher.infer(state, win) : inferOne(state, win);
   };
 
   const step = async (): Promise<{ start: boolean; end: boolean }> => {

@@ -6,15 +6,13 @@
 import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { sharedBatchViews } from './shared-batch.ts';
 
-export interface InferRequest {
-  id: number;
-  batch: number;
-  input: Float32Array;
-  h: Float32Array;
-  c: Float32Array;
-}
-export type InferReply = { id: number; p: Float32Array; hn: Float32Array; cn: Float32Array } | { id: number; error: string };
+export type InferRequest =
+  | { id: number; batch: number; input: Float32Array; h: Float32Array; c: Float32Array }
+  /** the batch lives in a SharedBatch (index.ts): results are written back into it and the reply is only { id } */
+  | { id: number; batch: number; shared: SharedArrayBuffer; capacity: number };
+export type InferReply = { id: number; p: Float32Array; hn: Float32Array; cn: Float32Array } | { id: number } | { id: number; error: string };
 
 const port = parentPort!;
 // per-stage CPU accounting (media/stage-cpu.ts) tells this thread's CPU apart by its name
@@ -30,7 +28,23 @@ session.catch(() => {}); // reported per request
 port.on('message', (req: InferRequest) => {
   void session.then(
     async (s) => {
-      const { id, batch: b, input, h, c } = req;
+      const { id, batch: b } = req;
+      if ('shared' in req) {
+        // copies on this thread (its garbage does not stop the event loop) so the runtime never sees shared memory
+        const v = sharedBatchViews(req.shared, req.capacity);
+        const out = await s.run({
+          input: new ort.Tensor('float32', v.input.slice(0, b * 512), [b, 512]),
+          sr: SR,
+          h: new ort.Tensor('float32', v.h.slice(0, 2 * b * 64), [2, b, 64]),
+          c: new ort.Tensor('float32', v.c.slice(0, 2 * b * 64), [2, b, 64]),
+        });
+        v.p.set(out.output!.data as Float32Array);
+        v.hn.set(out.hn!.data as Float32Array);
+        v.cn.set(out.cn!.data as Float32Array);
+        port.postMessage({ id } satisfies InferReply);
+        return;
+      }
+      const { input, h, c } = req;
       const out = await s.run({
         input: new ort.Tensor('float32', input, [b, 512]),
         sr: SR,

@@ -274,6 +274,27 @@ test('resampler keeps phase across blocks (16 kHz → 24 kHz gives 1.5× samples
   }
 });
 
+test('resampler is exact over any block sizes: output k is the linear interpolation at k·from/to, no drift', (t) => {
+  for (const [from, to] of [[16000, 24000], [24000, 16000], [8000, 24000], [48000, 16000], [22050, 24000]] as const) {
+    const r = new LinearResampler(from, to);
+    const all: number[] = [];
+    const got: number[] = [];
+    for (let b = 0; b < 300; b++) {
+      const block = new Int16Array(160 + ((b * 37) % 400)).map((_, k) => Math.round(Math.sin((all.length + k) / 7) * 20000));
+      all.push(...block);
+      got.push(...r.process(block));
+    }
+    let worst = 0;
+    for (let k = 0; k < got.length; k++) {
+      const i = Math.floor((k * from) / to);
+      const frac = (k * from - i * to) / to;
+      worst = Math.max(worst, Math.abs(Math.round(all[i]! + (all[i + 1]! - all[i]!) * frac) - got[k]!));
+    }
+    t.is(worst, 0, `${from} → ${to}`);
+    t.true(Math.abs(got.length - ((all.length - 1) * to) / from) <= 1, `${from} → ${to}: ${got.length} samples for ${all.length}`);
+  }
+});
+
 test('noise gate stage (RNNoise from media/noise): stationary noise on the caller audio is strongly reduced', async (t) => {
   const d = await createNoiseGate({ model: 'noise-suppression', enhancementLevel: 1 });
   const { pipeline, out: frames } = harness(new NoiseGateStage(d));
