@@ -64,13 +64,17 @@ export function splitClauses(text: string): string[] {
 
 /**
  * A lead piece of at most LEAD_MAX characters off the front of a text, and the rest; null when the text is short
- * enough already. Cut at the last clause boundary (. ! ? , ; : dashes) between LEAD_MIN and LEAD_MAX (or the first
+ * enough already and does not start with a short sentence of its own (that one is always the lead). Cut at the last clause boundary (. ! ? , ; : dashes) between LEAD_MIN and LEAD_MAX (or the first
  * one up to LEAD_CLAUSE_MAX), else, in a text longer than LEAD_CLAUSE_MAX, before the last word that starts a phrase
  * (and, with, for, on, ...), else at the last space; a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
  * sentence.
  */
 export function leadPiece(text: string): [string, string] | null {
   const t = text.replace(/\s+/g, ' ').trim();
+  // a short whole sentence first ("Hello!", "Sure.", "Of course.") is its own lead piece, however short the text:
+  // a sentence ends there anyway, so the voice loses nothing, and the rest is synthesized while it plays
+  const sentence = /^[^.!?]{2,}?[.!?](?= \S)/u.exec(t);
+  if (sentence && sentence[0].length <= LEAD_MAX && /\p{L}/u.test(sentence[0]) && !abbreviation(sentence[0])) return [sentence[0], t.slice(sentence[0].length).trim()];
   if (t.length <= LEAD_MAX) return null;
   let clause = -1;
   for (const m of t.matchAll(/[,;:.!?](?= )| (?=—|–|- )/g))
@@ -89,6 +93,16 @@ export function leadPiece(text: string): [string, string] | null {
   const cut = phrase > 0 ? phrase : space;
   if (cut <= 0) return null;
   return [`${t.slice(0, cut).replace(/[,;:]$/, '')},`, t.slice(cut + 1)];
+}
+
+/** words whose period does not end a sentence ("Mr. Smith", "Dr. Patel", "approx. 5") */
+const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'st', 'jr', 'sr', 'prof', 'vs', 'etc', 'no', 'inc', 'ltd', 'co', 'mt', 'ft', 'approx', 'dept', 'apt', 'ave', 'blvd', 'rd', 'fig', 'gen', 'gov', 'sen', 'rep', 'capt', 'sgt', 'lt', 'col']);
+
+/** "…Mr." or a number's decimal point: a period that does not end the sentence */
+function abbreviation(sentence: string): boolean {
+  if (!sentence.endsWith('.')) return false;
+  const last = /(\S+)\.$/u.exec(sentence)?.[1] ?? '';
+  return /\d$/u.test(last) || last.length === 1 || ABBREVIATIONS.has(last.toLowerCase());
 }
 
 export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: number; pool?: () => Promise<ThreadPool<PiperRequest, Int16Array>> } = {}): TtsService {

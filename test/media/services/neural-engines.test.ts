@@ -122,7 +122,11 @@ test.serial('Whisper STT falls back to PocketSphinx when its model file is missi
 });
 
 test('Piper TTS: the first chunk of an utterance starts with a short lead piece, cut at a clause boundary, else before a phrase', (t) => {
-  t.is(leadPiece('Hello! How can I help you today?'), null, 'short enough already');
+  t.deepEqual(leadPiece('Hello! How can I help you today?'), ['Hello!', 'How can I help you today?'], 'a short first sentence is the lead piece');
+  t.is(leadPiece('Sure, I can help with that.'), null, 'short enough already');
+  t.is(leadPiece('It is 10.5 degrees outside today.'), null, 'a decimal point does not end a sentence');
+  t.is(leadPiece('Goodbye!'), null, 'nothing after the sentence');
+  t.is(leadPiece('Mr. Smith will call you back.'), null, 'an abbreviation does not end a sentence');
   t.deepEqual(leadPiece('Thanks for calling Bright Smile Dental, how can I help you today?'), ['Thanks for calling Bright Smile Dental,', 'how can I help you today?']);
   t.deepEqual(leadPiece('I am sorry, I did not catch that, could you say it again?'), ['I am sorry,', 'I did not catch that, could you say it again?']);
   t.deepEqual(leadPiece('Your appointment for a teeth cleaning with Doctor Patel is booked for Friday'), ['Your appointment,', 'for a teeth cleaning with Doctor Patel is booked for Friday']);
