@@ -23,6 +23,8 @@ export interface VendorFakeUrls {
 /** The vendor fakes in a child process (so the server's CPU and RSS are its own); `kill` ends it. */
 export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): void } {
   const f = forkRole<VendorFakeUrls>(import.meta.url, 'fakes');
+  // awaited later (after other set-up); a fakes process that died is reported there, not as an unhandled rejection
+  f.result.catch(() => {});
   return { urls: f.result, kill: f.kill };
 }
 
