@@ -1,6 +1,7 @@
 // Pieces the call benchmarks share: a bench re-running itself in a child process under another role (clients,
-// vendor fakes) so the server's CPU and memory figures are its own, and a WebSocket caller on /api/v1/ws/audio
-// that streams caller audio in real time.
+// vendor fakes) so the server's CPU and memory figures are its own, a WebSocket caller on /api/v1/ws/audio
+// that streams caller audio in real time, and the turn taking of a caller that speaks and pauses (SpeakingCaller,
+// any transport: bench/pipeline MODE=vendors, bench/webrtc SPEAK=1).
 import { fork } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
