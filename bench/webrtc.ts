@@ -175,9 +175,10 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
     if (ended) failures.push(`closed by the server early: ${ended.code} ${ended.reason}`);
     if (turns) clearInterval(turns);
     m.hangup();
-    if (talker) hear();
-    else addStream(m.arrivals, r);
+    if (!talker) addStream(m.arrivals, r);
     await Promise.race([m.closed, new Promise((res) => setTimeout(res, 2000))]);
+    // speaking: frames that were on their way at the hang-up count too (their sum is compared with what was sent)
+    if (talker) hear();
   }));
   if (failures.length) process.stderr.write(`carrier client: ${failures.length} of ${job.callIds.length} streams failed: ${[...new Set(failures)].join('; ')}\n`);
   return speech ? talkResult(st, connected, performance.now() - t0) : { ...r, connected, windowMs: performance.now() - t0 };
@@ -259,12 +260,13 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
     };
     tick();
   });
-  callers.forEach((c, i) => {
+  callers.forEach((c) => {
     c.hangup();
-    if (talkers) hear(c, talkers[i]!);
-    else addStream(c.arrivals!, r);
+    if (!talkers) addStream(c.arrivals!, r);
   });
   await new Promise((r) => setTimeout(r, 300));
+  // speaking: packets that were on their way at the hang-up count too (compared with the RTP packets the server sent)
+  talkers?.forEach((t, i) => hear(callers[i]!, t));
   for (const c of callers) c.close();
   await new Promise((r) => setTimeout(r, 300));
   nodeDataChannel.cleanup();
