@@ -1,6 +1,7 @@
 // Pieces the call benchmarks share: a bench re-running itself in a child process under another role (clients,
-// vendor fakes) so the server's CPU and memory figures are its own, and a WebSocket caller on /api/v1/ws/audio
-// that streams caller audio in real time.
+// vendor fakes) so the server's CPU and memory figures are its own, a WebSocket caller on /api/v1/ws/audio
+// that streams caller audio in real time, and the turn taking of a caller that speaks and pauses (SpeakingCaller,
+// any transport: bench/pipeline MODE=vendors, bench/webrtc SPEAK=1).
 import { fork } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -65,4 +66,126 @@ export function wsCaller(c: WsCaller): Promise<void> {
     });
     ws.on('error', () => resolve());
   });
+}
+
+/** a frame arriving more than this after its playout time counts as late (issue 24) */
+export const LATE_MS = 40;
+
+/** What a bench's speaking callers measured, summed over its callers (one object shared by all of them). */
+export interface SpeakingStats {
+  /** reply pacing: inter-arrival |Δ − 20 ms| of agent frames within a burst, after its 6-frame lead */
+  jitter: number[];
+  /** per turn: end of the caller's speech → first agent audio of the reply (ms) */
+  replyMs: number[];
+  /** agent frames received */
+  frames: number;
+  /** agent frames that arrived more than LATE_MS after their playout time */
+  late: number;
+  /** sentences the callers spoke */
+  spoken: number;
+  /** sentences answered (reply audio arrived) */
+  turns: number;
+  /** sentences with no reply audio within 8 s (the caller then spoke again) */
+  unanswered: number;
+}
+
+export const speakingStats = (): SpeakingStats => ({ jitter: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
+
+/** The k-th frame of `frameSamples` samples of `speech`, zero-padded at the end of the sentence. */
+export function speechFrame(speech: Int16Array, k: number, frameSamples: number): Int16Array {
+  const f = new Int16Array(frameSamples);
+  f.set(speech.subarray(k * frameSamples, (k + 1) * frameSamples));
+  return f;
+}
+
+/**
+ * One caller's turn taking, whatever its transport: it speaks a sentence (`speechSamples` at 16 kHz, ending on its
+ * last loud frame: the end of the sentence is the end of speech), stays on the line in silence until the agent's
+ * reply is over (800 ms without agent audio after the reply started, or 8 s without any reply), waits 300 ms and
+ * speaks again. It times end of speech → first reply audio and judges the agent's frames:
+ *   - pacing: a gap of more than 100 ms starts a new burst, whose first 6 frames are the pacer's lead (frames 0..4
+ *     come at once, 100 ms ahead); after that |Δ − 20 ms| per frame
+ *   - playout: a client starts playing an utterance's first frame on arrival and frame k at first + k·20 ms; an
+ *     utterance runs from its first frame until the caller speaks again, so a gap inside it (an underrun, a late
+ *     tick) pushes every later frame past its time instead of being taken for a new utterance
+ * Frame-based transports call `frame(now)` once per caller frame; others call `startsSpeaking` and `spoke`.
+ */
+export class SpeakingCaller {
+  private lastAudio = 0;
+  private prev = 0;
+  private inBurst = 0;
+  private speaking = false;
+  /** frame mode: index of the next frame of the sentence */
+  private k = 0;
+  private endOfSpeech = 0;
+  private waitingReply = false;
+  private nextSpeakAt = Infinity;
+  /** the agent utterance being received (the greeting, then each reply): arrival of its first frame, frames so far */
+  private uttFirst = 0;
+  private uttN = -1; // -1: the next agent frame starts a new utterance
+
+  constructor(
+    private readonly s: SpeakingStats,
+    /** samples (16 kHz) per caller frame, and in the sentence */
+    private readonly o: { frameSamples: number; speechSamples: number },
+  ) {}
+
+  /** The line opened at `start`: the first sentence comes after the greeting, the callers staggered over 2 s. */
+  open(start: number, index: number): void {
+    this.nextSpeakAt = start + 2500 + (index % 40) * 50;
+  }
+
+  /** True when the caller starts its sentence at `now` (quiet, the last reply over, its time come). */
+  startsSpeaking(now: number): boolean {
+    if (this.waitingReply && this.endOfSpeech && ((this.lastAudio > this.endOfSpeech && now - this.lastAudio > 800) || now - this.endOfSpeech > 8000)) {
+      if (this.lastAudio < this.endOfSpeech) this.s.unanswered++;
+      this.waitingReply = false;
+      this.endOfSpeech = 0;
+      this.nextSpeakAt = now + 300;
+    }
+    if (this.speaking || this.waitingReply || now < this.nextSpeakAt) return false;
+    this.speaking = true;
+    this.uttN = -1; // the agent's next audio is the reply to this sentence
+    this.s.spoken++;
+    return true;
+  }
+
+  /** The sentence's audio ended at `at` (wall time): the caller now waits for the reply. */
+  spoke(at: number): void {
+    this.speaking = false;
+    this.waitingReply = true;
+    this.endOfSpeech = at;
+  }
+
+  /** Frame mode, once per caller frame sent at `now`: the index of the sentence's frame to send, or -1 (silence).
+   * A frame sent at `now` carries the audio of [now, now + frame length). */
+  frame(now: number): number {
+    if (!this.speaking && this.startsSpeaking(now)) this.k = 0;
+    if (!this.speaking) return -1;
+    const k = this.k++;
+    const pos = (k + 1) * this.o.frameSamples;
+    if (pos >= this.o.speechSamples) this.spoke(now + (this.o.frameSamples - (pos - this.o.speechSamples)) / 16);
+    return k;
+  }
+
+  /** An agent audio frame arrived at `now`. */
+  onAudio(now: number): void {
+    const s = this.s;
+    if (this.waitingReply && this.endOfSpeech && this.lastAudio < this.endOfSpeech) {
+      s.replyMs.push(now - this.endOfSpeech);
+      s.turns++;
+    }
+    if (this.uttN < 0) {
+      this.uttFirst = now;
+      this.uttN = 0;
+    }
+    if (now > this.uttFirst + this.uttN * 20 + LATE_MS) s.late++;
+    this.uttN++;
+    if (now - this.prev > 100) this.inBurst = 0;
+    if (this.inBurst >= 6) s.jitter.push(Math.abs(now - this.prev - 20));
+    this.inBurst++;
+    this.prev = now;
+    this.lastAudio = now;
+    s.frames++;
+  }
 }

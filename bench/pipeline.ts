@@ -28,16 +28,13 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { WebSocketServer } from 'ws';
 import { f1, pct } from './_stats.ts';
-import { forkRole, wsCaller } from './_callers.ts';
+import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
+import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 const FIXED = { vadStopMs: 300, sttFinalMs: 50, llmFirstTokenMs: 100, ttsFirstByteMs: 80 };
-/** MODE=vendors: the STT fakes' end-of-turn silence window (Flux EndOfTurn / Soniox <end>) */
-const STT_END_MS = 400;
-/** MODE=vendors: a frame arriving more than this after its playout time counts as late */
-const LATE_MS = 40;
 
 // ── client role: N concurrent callers, in a child process ───────────────────────────────────────────────
 interface ClientJob {
@@ -109,8 +106,6 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
       process.send!(r as object, () => process.exit(0));
     });
   });
-} else if (ROLE === 'fakes') {
-  await runFakes();
 } else if (process.env.MODE === 'vendors') {
   startNeighbour();
   await mainVendors();
@@ -318,50 +313,27 @@ interface SpeakingJob {
   /** the caller's sentence, 16 kHz s16le, base64 */
   speech: string;
 }
-interface SpeakingResult {
-  jitter: number[];
-  replyMs: number[];
-  frames: number;
-  /** frames that arrived more than LATE_MS after their playout time */
-  late: number;
-  /** sentences the callers spoke */
-  spoken: number;
+interface SpeakingResult extends SpeakingStats {
   opened: number;
   closedBadly: Record<number, number>;
-  turns: number;
   /** the client process's own event-loop delay p99 (ms): its timestamps are no better than this */
   loopP99: number;
 }
 
-/** Callers that speak a sentence, wait for the reply to end, and speak again; frames of 60 ms in real time. */
+/** Callers that speak a sentence, wait for the reply to end, and speak again (bench/_callers.ts SpeakingCaller);
+ * frames of 60 ms in real time. */
 async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
-  const speech = new Int16Array(new Uint8Array(Buffer.from(job.speech, 'base64')).buffer);
+  const speech = sentenceFromBase64(job.speech);
   const { monitorEventLoopDelay } = await import('node:perf_hooks');
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   const FRAME = 960; // 60 ms
-  const loudEnd = lastLoudSample(speech);
-  const jitter: number[] = [];
-  const replyMs: number[] = [];
-  let frames = 0;
-  let late = 0;
-  let spoken = 0;
+  const stats = speakingStats();
   let opened = 0;
   const closedBadly: Record<number, number> = {};
-  let turns = 0;
   await Promise.all(
     job.callIds.map((callId, idx) => {
-      let lastAudio = 0;
-      let prev = 0;
-      let inBurst = 0;
-      let speakingUntil = -1; // sample index while speaking, -1 when silent
-      let pos = 0;
-      let endOfSpeech = 0;
-      let waitingReply = false;
-      let nextSpeakAt = 0;
-      // the agent utterance being received (the greeting, then each reply): arrival of its first frame, frames so far
-      let uttFirst = 0;
-      let uttN = -1; // -1: the next agent frame starts a new utterance
+      const caller = new SpeakingCaller(stats, { frameSamples: FRAME, speechSamples: speech.length });
       return wsCaller({
         origin: job.origin,
         key: job.key,
@@ -371,64 +343,18 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
         onClose: (code) => countClose(closedBadly, code),
         onOpen: (start) => {
           opened++;
-          // stagger the callers' first sentences over 2 s, after the greeting
-          nextSpeakAt = start + 2500 + (idx % 40) * 50;
+          caller.open(start, idx);
         },
         frame: (now) => {
-          if (speakingUntil < 0 && !waitingReply && now >= nextSpeakAt) {
-            speakingUntil = speech.length;
-            pos = 0;
-            uttN = -1; // the agent's next audio is the reply to this sentence
-            spoken++;
-          }
-          let buf: Buffer;
-          if (speakingUntil >= 0) {
-            const chunk = new Int16Array(FRAME);
-            chunk.set(speech.subarray(pos, Math.min(speech.length, pos + FRAME)));
-            buf = Buffer.from(chunk.buffer);
-            pos += FRAME;
-            if (pos >= loudEnd && endOfSpeech === 0) endOfSpeech = now + 60 - (pos - loudEnd) / 16;
-            if (pos >= speakingUntil) {
-              speakingUntil = -1;
-              waitingReply = true;
-            }
-          } else buf = Buffer.alloc(FRAME * 2);
-          // the reply is over: 800 ms without agent audio after it started, or 8 s without any reply
-          if (waitingReply && endOfSpeech && ((lastAudio > endOfSpeech && now - lastAudio > 800) || now - endOfSpeech > 8000)) {
-            waitingReply = false;
-            endOfSpeech = 0;
-            nextSpeakAt = now + 300;
-          }
-          return buf;
+          const k = caller.frame(now);
+          return k < 0 ? Buffer.alloc(FRAME * 2) : Buffer.from(speechFrame(speech, k, FRAME).buffer);
         },
-        onAudio: (now) => {
-          if (waitingReply && endOfSpeech && lastAudio < endOfSpeech) {
-            replyMs.push(now - endOfSpeech);
-            turns++;
-          }
-          // Playout: a client starts playing an utterance's first frame on arrival and frame k at uttFirst + k·20 ms
-          // (frames 0..4 come at once: the pacer's 100 ms lead, then one per tick, ≈ 80–100 ms ahead of their time).
-          // An utterance runs from its first frame until the caller speaks again, so a gap inside it (an underrun, a
-          // late tick) pushes every later frame past its time instead of being taken for a new utterance.
-          if (uttN < 0) {
-            uttFirst = now;
-            uttN = 0;
-          }
-          if (now > uttFirst + uttN * 20 + LATE_MS) late++;
-          uttN++;
-          // a gap of more than 100 ms starts a new burst (reply); its first 6 frames are the lead burst
-          if (now - prev > 100) inBurst = 0;
-          if (inBurst >= 6) jitter.push(Math.abs(now - prev - 20));
-          inBurst++;
-          prev = now;
-          lastAudio = now;
-          frames++;
-        },
+        onAudio: (now) => caller.onAudio(now),
       });
     }),
   );
   loop.disable();
-  return { jitter, replyMs, frames, late, spoken, opened, closedBadly, turns, loopP99: loop.percentile(99) / 1e6 };
+  return { ...stats, opened, closedBadly, loopP99: loop.percentile(99) / 1e6 };
 }
 
 /** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
@@ -442,32 +368,6 @@ function refusals(closedBadly: Record<number, number>): string {
   return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';
 }
 
-/** The end of the last loud 20 ms granule (RMS > 800), granules counted from the start as the STT fakes count them:
- * a sentence cut there ends on a frame boundary with a loud frame, so the fakes' silence starts exactly at its end. */
-function lastLoudSample(pcm: Int16Array): number {
-  for (let end = Math.floor(pcm.length / 320) * 320; end >= 320; end -= 320) {
-    let s = 0;
-    for (let i = end - 320; i < end; i++) s += pcm[i]! * pcm[i]!;
-    if (Math.sqrt(s / 320) > 800) return end;
-  }
-  return pcm.length;
-}
-
-/** The vendor fakes in their own process: URLs back over IPC, then serve until killed. */
-async function runFakes(): Promise<void> {
-  const { startDeepgramFake } = await import('../test/fakes/stt/deepgram.ts');
-  const { startSonioxFake } = await import('../test/fakes/stt/soniox.ts');
-  const { startFakeOpenAi } = await import('../test/fakes/openai-sse.ts');
-  const { FakeElevenLabs } = await import('../test/fakes/tts/elevenlabs.ts');
-  const script = Array.from({ length: 200_000 }, () => 'tell me something');
-  const deepgram = await startDeepgramFake({ apiKey: 'bench', script, endMs: STT_END_MS });
-  const soniox = await startSonioxFake({ apiKey: 'bench', script, endpointMs: STT_END_MS });
-  const openai = await startFakeOpenAi({ apiKey: 'bench', defaultReply: { text: ['Sure. ', 'Here is a short answer that takes about three seconds to say out loud.'], usage: { prompt_tokens: 50, completion_tokens: 20 } } });
-  const eleven = await new FakeElevenLabs({ apiKey: 'bench' }).listen();
-  process.send!({ deepgram: deepgram.url, soniox: soniox.url, openai: openai.url, elevenlabs: eleven.server.baseUrl });
-  process.on('disconnect', () => process.exit(0));
-}
-
 async function mainVendors(): Promise<void> {
   const { loadConfig } = await import('../core/config.ts');
   const { createDb } = await import('../core/db/pool.ts');
@@ -476,16 +376,14 @@ async function mainVendors(): Promise<void> {
   const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
   const { startCombined } = await import('../scripts/server.ts');
   const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
-  const { createLocalTts } = await import('../media/services/tts/local.ts');
-  const { resample } = await import('../media/audio/index.ts');
   const { sharedClock } = await import('../media/pipeline/clock.ts');
 
   const CALLS = Number(process.env.CALLS ?? 200);
   const TURNS = Number(process.env.TURNS ?? 20);
   const SECONDS = Number(process.env.SECONDS ?? 20);
-  const STT = process.env.STT === 'soniox' ? 'soniox' : 'deepgram';
-  const fakes = forkRole<{ deepgram: string; soniox: string; openai: string; elevenlabs: string }>(import.meta.url, 'fakes');
-  const urls = await fakes.result;
+  const STT = benchStt();
+  const fakes = startVendorFakes();
+  const urls = await fakes.urls;
   const scratch = await startScratchDatabase({ prefix: 'vas-bench-pipeline-' });
   let exit = 0;
   try {
@@ -499,39 +397,15 @@ async function mainVendors(): Promise<void> {
       SIGNING_SECRET: 'bench-signing-secret-0123456789',
       // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
       MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
-      DEEPGRAM_BASE_URL: urls.deepgram,
-      DEEPGRAM_API_KEY: 'bench',
-      SONIOX_BASE_URL: urls.soniox,
-      SONIOX_API_KEY: 'bench',
-      OPENAI_BASE_URL: urls.openai,
-      OPENAI_API_KEY: 'bench',
-      ELEVENLABS_BASE_URL: urls.elevenlabs,
-      ELEVENLABS_API_KEY: 'bench',
+      ...vendorConfig(urls),
     });
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;
     const org = await createOrganization(db, { name: 'bench', balanceUsd: 1000 });
     const { key } = await createApiKey(db, org.id, 'bench');
-    const agent = (name: string) =>
-      agentConfig({
-        name,
-        greeting: { firstMessages: ['Hi, how can I help?'], interruptible: true, speakFirst: 'agent', agentDelayS: 0, userTimeoutS: 3 },
-        llm: { provider: 'openai', model: 'gpt-4o-mini', temperature: 0.5, maxTokens: 100, prewarm: false },
-        stt: { provider: STT, model: null, interruptionMinWords: 0 },
-        tts: { provider: 'elevenlabs', model: null, voice: null },
-        noiseGate: { enabled: false, model: 'voice-focus', enhancementLevel: 0.8 },
-        userIdleTimeoutS: 25,
-      });
-
-    // the caller's sentence (eSpeak, 16 kHz), trimmed after its last loud frame
-    const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 160 });
-    const parts: Int16Array[] = [];
-    for await (const p of tts.synthesize('tell me something about your opening hours', new AbortController().signal)) parts.push(p);
-    const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-    parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-    const speech16 = resample(all, 24000, 16000);
-    const sentence = speech16.slice(0, lastLoudSample(speech16));
+    const agent = (name: string) => vendorAgent(agentConfig, name, STT);
+    const sentence = await callerSentence();
 
     // ── (a) per-turn latency, one caller ─────────────────────────────────────────────────────────────
     const callId = await insertPendingCall(db, { orgId: org.id, config: agent('latency') });
@@ -571,7 +445,7 @@ async function mainVendors(): Promise<void> {
       const r = await getCallRow(db, callId);
       return r.status === 'completed' ? r : null;
     }, 15_000, 'latency call to end');
-    const fixed = STT_END_MS - 20;
+    const fixed = FIXED_TURN_MS;
     const serverAdded = clientMs.map((x) => x - fixed);
     // with the vendor's own end of turn the turn starts at that event (stt_ms is null) and the LLM request was
     // usually sent earlier on the eager end of turn, so the in-pipeline figure is end of turn → first agent frame
@@ -596,7 +470,7 @@ async function mainVendors(): Promise<void> {
       sharedClock.recordLateness = true;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: Buffer.from(sentence.buffer, sentence.byteOffset, sentence.byteLength).toString('base64') };
+      const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: sentenceToBase64(sentence) };
       const r = await forkRole<SpeakingResult>(import.meta.url, 'client', job).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);

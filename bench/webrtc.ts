@@ -17,19 +17,38 @@
 // (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
 // never refuses a bench call. The codecs run inline (the default); WEBRTC_CODEC_THREADS=2 runs them in the codec
 // pool. VAD=fake replaces Silero by the fake energy VAD. Server-added latency per turn is bench/pipeline's (here the
-// callers are silent: no turns).
+// callers are silent: no turns; SPEAK=1 has turns).
+//
+// SPEAK=1 (issue 24 goal 1's load): the vendor engines against their local fakes instead of the scripted fakes, with
+// callers speaking and pausing, as bench/pipeline MODE=vendors runs them (bench/_vendors.ts): the real Deepgram Flux
+// (STT=soniox: Soniox), OpenAI and ElevenLabs adapters, built the production way (createEngines + Silero VAD; VAD=fake
+// does not apply), each against its fake in a child process of its own; every caller speaks the same eSpeak sentence,
+// stays on the line in silence until the agent's reply is over, pauses 300 ms and speaks again for the whole window
+// (bench/_callers.ts SpeakingCaller), in 20 ms frames of its transport (WebRTC: the sentence pre-encoded to Opus
+// RTP at 48 kHz, WebSocket: 16 kHz PCM, carrier: 8 kHz µ-law). Per transport it then prints reply pacing jitter
+// p50/p99 (within each reply, after its 6-frame lead), frames later than playout by > 40 ms (per utterance: the
+// client plays an utterance's frame k at its first frame's arrival + k·20 ms), RTP packets sent vs received
+// (WebRTC), sentences spoken / answered / unanswered within 8 s, end of speech → first reply audio p50/p99, and
+// server-added latency per turn p50/p99: that figure minus the fixed fake end-of-turn window (the STT fake's 400 ms
+// of silence less the 20 ms frame judged on arrival = 380 ms; the LLM and TTS fakes answer at once), as
+// bench/pipeline defines it; then server CPU per call and the per-stage breakdown (vendor adapter work, under
+// media/services, is a stage of its own). The warm-up call runs 8 s (one turn).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
+//   issue 24 goal 1:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
-import { forkRole, wsCaller } from './_callers.ts';
+import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
+import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
+/** SPEAK=1: vendor engines against their fakes, callers speaking and pausing (see the header) */
+const SPEAK = process.env.SPEAK === '1';
 
 type Kind = 'websocket' | 'webrtc' | 'carrier';
 const KIND_NAMES: Record<Kind, string> = { websocket: 'WebSocket', webrtc: 'WebRTC', carrier: 'carrier' };
@@ -41,6 +60,8 @@ interface ClientJob {
   /** carrier: each call's signed stream token (the <Parameter> our TwiML would carry) */
   tokens?: string[];
   seconds: number;
+  /** SPEAK=1: the callers' sentence (16 kHz s16le, base64); without it they stream silence */
+  speech?: string;
 }
 interface ClientResult {
   jitter: number[];
@@ -49,10 +70,9 @@ interface ClientResult {
   frames: number;
   connected: number;
   windowMs: number;
+  /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
+  talk?: Pick<SpeakingStats, 'replyMs' | 'spoken' | 'turns' | 'unanswered'>;
 }
-
-/** a frame arriving more than this after its playout time counts as late (issue 24) */
-const LATE_MS = 40;
 /** V8's sampling profiler thread (the bench's breakdown; its CPU is left out of the server's) */
 const PROFILER_THREAD = 'v8:ProfEvntProc';
 
@@ -65,31 +85,59 @@ function addStream(times: readonly number[], r: Pick<ClientResult, 'jitter' | 'l
   r.frames += times.length;
 }
 
+/** Speaking callers' turns: answered or not, end of speech → first reply audio, and the server's part of it. */
+function turnsLine(t: NonNullable<ClientResult['talk']>): string {
+  const added = t.replyMs.map((x) => x - FIXED_TURN_MS);
+  return `turns: ${t.spoken} sentences spoken: ${t.turns} answered, ${t.unanswered} with no reply within 8 s, ${t.spoken - t.turns - t.unanswered} still waiting at hang-up; ` +
+    `end of speech → first reply audio p50 ${f1(pct(t.replyMs, 50))} ms, p99 ${f1(pct(t.replyMs, 99))} ms; ` +
+    `server-added per turn (that − ${FIXED_TURN_MS} ms fixed STT end-of-turn window) p50 ${f1(pct(added, 50))} ms, p99 ${f1(pct(added, 99))} ms`;
+}
+
+/** Speaking callers' result: their replies' pacing and their turns. */
+function talkResult(st: SpeakingStats, connected: number, windowMs: number): ClientResult {
+  const { jitter, late, frames, ...talk } = st;
+  return { jitter, late, frames, connected, windowMs, talk };
+}
+
+/** 20 ms frames at 16 kHz */
+const FRAME16 = 320;
+
 async function runWsClients(job: ClientJob): Promise<ClientResult> {
   const r = { jitter: [] as number[], late: 0, frames: 0 };
+  const speech = job.speech ? sentenceFromBase64(job.speech) : null;
+  const st = speakingStats();
   let connected = 0;
-  const silence = Buffer.alloc(640); // 20 ms at 16 kHz
+  const silence = Buffer.alloc(FRAME16 * 2);
   const t0 = performance.now();
-  await Promise.all(job.callIds.map((callId) => {
+  await Promise.all(job.callIds.map((callId, index) => {
     const times: number[] = [];
+    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length }) : null;
     return wsCaller({
       origin: job.origin,
       key: job.key,
       callId,
       frameMs: 20,
       seconds: job.seconds,
-      frame: () => silence,
-      onOpen: () => connected++,
-      onAudio: (now) => times.push(now),
-      onClose: () => addStream(times, r),
+      frame: (now) => {
+        const k = talker ? talker.frame(now) : -1;
+        return k < 0 ? silence : Buffer.from(speechFrame(speech!, k, FRAME16).buffer);
+      },
+      onOpen: (start) => {
+        connected++;
+        talker?.open(start, index);
+      },
+      onAudio: (now) => (talker ? talker.onAudio(now) : times.push(now)),
+      onClose: () => talker || addStream(times, r),
     });
   }));
-  return { ...r, connected, windowMs: performance.now() - t0 };
+  return speech ? talkResult(st, connected, performance.now() - t0) : { ...r, connected, windowMs: performance.now() - t0 };
 }
 
 async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
   const { FakeCarrierStream } = await import('../test/fakes/twilio-media.ts');
   const r = { jitter: [] as number[], late: 0, frames: 0 };
+  const speech = job.speech ? sentenceFromBase64(job.speech) : null;
+  const st = speakingStats();
   let connected = 0;
   const failures: string[] = [];
   const t0 = performance.now();
@@ -108,14 +156,32 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
       return;
     }
     connected++;
+    // speaking: the fake streams what `say` queued (silence otherwise) on its own 20 ms clock; every 20 ms the
+    // caller takes in the agent's frames (with their arrival times) and sees whether to speak
+    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length }) : null;
+    const hear = () => {
+      for (const t of m.arrivals!) talker!.onAudio(t);
+      m.arrivals!.length = 0;
+    };
+    talker?.open(performance.now(), i);
+    const turns = talker
+      ? setInterval(() => {
+          hear();
+          // resolves as the payload with the sentence's last samples goes out: its audio ends 20 ms later
+          if (talker.startsSpeaking(performance.now())) void m.say(speech!, 16_000).then(() => talker.spoke(performance.now() + 20));
+        }, 20)
+      : null;
     const ended = await Promise.race([m.closed.then((c) => c), new Promise<null>((res) => setTimeout(() => res(null), job.seconds * 1000))]);
     if (ended) failures.push(`closed by the server early: ${ended.code} ${ended.reason}`);
+    if (turns) clearInterval(turns);
     m.hangup();
-    addStream(m.arrivals, r);
+    if (!talker) addStream(m.arrivals, r);
     await Promise.race([m.closed, new Promise((res) => setTimeout(res, 2000))]);
+    // speaking: frames that were on their way at the hang-up count too (their sum is compared with what was sent)
+    if (talker) hear();
   }));
   if (failures.length) process.stderr.write(`carrier client: ${failures.length} of ${job.callIds.length} streams failed: ${[...new Set(failures)].join('; ')}\n`);
-  return { ...r, connected, windowMs: performance.now() - t0 };
+  return speech ? talkResult(st, connected, performance.now() - t0) : { ...r, connected, windowMs: performance.now() - t0 };
 }
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
@@ -123,6 +189,16 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const { OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
   const silence = new OpusEncoder48().encode(new Int16Array(FRAME_SAMPLES));
+  const speech = job.speech ? sentenceFromBase64(job.speech) : null;
+  // the sentence as a browser sends it: 48 kHz, one Opus packet per 20 ms (packet k = the sentence's frame k)
+  const packets: Uint8Array[] = [];
+  if (speech) {
+    const { resample } = await import('../media/audio/index.ts');
+    const s48 = resample(speech, 16_000, 48_000);
+    const enc = new OpusEncoder48();
+    for (let k = 0; k * FRAME_SAMPLES < s48.length; k++) packets.push(enc.encode(speechFrame(s48, k, FRAME_SAMPLES)));
+  }
+  const st = speakingStats();
   const r = { jitter: [] as number[], late: 0, frames: 0 };
   const t0 = performance.now();
   const failures: string[] = [];
@@ -158,27 +234,43 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   }));
   const callers = settled.filter((c) => c !== null);
   if (failures.length) process.stderr.write(`webrtc client: ${failures.length} of ${job.callIds.length} calls failed to connect: ${[...new Set(failures)].join('; ')}\n`);
-  // one 20 ms clock sends every caller's silence packet
+  // one 20 ms clock sends every caller's packet (silence, or its sentence's next one); a speaking caller first takes
+  // in the agent packets that arrived since the last tick (with their arrival times)
   const start = performance.now();
+  const talkers = speech ? callers.map(() => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length })) : null;
+  talkers?.forEach((t, i) => t.open(start, i));
+  const hear = (c: (typeof callers)[number], t: SpeakingCaller) => {
+    for (const at of c.arrivals!) t.onAudio(at);
+    c.arrivals!.length = 0;
+  };
   let k = 0;
   await new Promise<void>((resolve) => {
     const tick = () => {
-      for (const c of callers) c.sendPacket(silence);
+      if (!talkers) for (const c of callers) c.sendPacket(silence);
+      else {
+        callers.forEach((c, i) => {
+          hear(c, talkers[i]!);
+          const f = talkers[i]!.frame(performance.now());
+          c.sendPacket(f < 0 ? silence : packets[f]!);
+        });
+      }
       k++;
       if (performance.now() - start >= job.seconds * 1000) return resolve();
       setTimeout(tick, Math.max(0, start + k * 20 - performance.now()));
     };
     tick();
   });
-  for (const c of callers) {
+  callers.forEach((c) => {
     c.hangup();
-    addStream(c.arrivals!, r);
-  }
+    if (!talkers) addStream(c.arrivals!, r);
+  });
   await new Promise((r) => setTimeout(r, 300));
+  // speaking: packets that were on their way at the hang-up count too (compared with the RTP packets the server sent)
+  talkers?.forEach((t, i) => hear(callers[i]!, t));
   for (const c of callers) c.close();
   await new Promise((r) => setTimeout(r, 300));
   nodeDataChannel.cleanup();
-  return { ...r, connected: callers.length, windowMs: performance.now() - t0 };
+  return speech ? talkResult(st, callers.length, performance.now() - t0) : { ...r, connected: callers.length, windowMs: performance.now() - t0 };
 }
 
 if (ROLE === 'client') {
@@ -234,6 +326,7 @@ function stageOfFrame(fn: string, url: string): string | null {
   if (url.includes('/media/transports/carrier-stream.ts') || url.includes('/media/audio/mulaw')) return 'carrier: framing (JSON, base64, µ-law)';
   if (url.includes('/media/transports/ws.ts')) return 'websocket: framing';
   if (url.includes('/media/vad/')) return 'VAD (main-thread part: windows, batching)';
+  if (SPEAK && url.includes('/media/services/')) return 'vendor adapters (STT, LLM, TTS clients: media/services)';
   if (url.includes('/media/pipeline/') || url.includes('/media/session/')) return 'pipeline (pacer, mixer, recorder, stages)';
   return null;
 }
@@ -345,19 +438,26 @@ async function main(): Promise<void> {
   const silero = process.env.VAD !== 'fake';
   // STAGES=0: no CPU profile and no stage timers (their small overhead out of the CPU figures)
   const STAGES = process.env.STAGES !== '0';
+  const STT = benchStt();
+  // SPEAK=1: the vendor fakes in their own process, and the callers' sentence
+  const fakes = SPEAK ? startVendorFakes() : null;
   const scratch = await startScratchDatabase({ prefix: 'vas-bench-webrtc-' });
   let exit = 0;
   try {
+    const urls = fakes ? await fakes.urls : null;
+    const speech = SPEAK ? sentenceToBase64(await callerSentence()) : null;
     const db = await createDb(scratch.url, { maximumPoolSize: 20 });
     const port = await freePort();
     const config = loadConfig({
       DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: '100000',
       ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
+      ...(urls ? vendorConfig(urls) : {}),
     });
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
-      media: {
+      // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production
+      media: SPEAK ? {} : {
         engines: async () => {
           const e = fakeEngines({ tts: { firstByteMs: 80, msPerChar: 60 } });
           return silero ? { ...e, vad: await createVad() } : e;
@@ -382,15 +482,18 @@ async function main(): Promise<void> {
     const pendingCalls = async (kind: Kind, n: number): Promise<Omit<ClientJob, 'seconds'>> => {
       const callIds: string[] = [];
       for (let i = 0; i < n; i++) {
+        const name = `${kind}-${++made}`;
         const id = await insertPendingCall(db, {
           orgId: org.id,
           transport: kind === 'carrier' ? 'outbound' : kind,
-          config: agentConfig({ name: `${kind}-${++made}`, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25, voicemailDetection: false }),
+          config: SPEAK
+            ? vendorAgent(agentConfig, name, STT, { voicemailDetection: false })
+            : agentConfig({ name, greeting: { firstMessages: [long] }, noiseGate: { enabled: false }, userIdleTimeoutS: 25, voicemailDetection: false }),
         });
         if (kind === 'carrier') await db.query(sql.type(z.object({}))`UPDATE calls SET telephony_provider = 'twilio' WHERE id = ${id}`);
         callIds.push(id);
       }
-      return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}) };
+      return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}), ...(speech ? { speech } : {}) };
     };
     /** the jobs at once, each in its own client process; server CPU over the window and per-stage breakdown */
     const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>, seconds = SECONDS) => {
@@ -416,23 +519,25 @@ async function main(): Promise<void> {
       return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile };
     };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number) =>
-      `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); ` +
-      `inter-arrival jitter p50 ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
+      `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
+      (r.talk ? `${r.frames} agent frames (greetings and replies); reply pacing jitter p50` : `agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); inter-arrival jitter p50`) +
+      ` ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
       (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}` : '');
 
     // warm-up, not reported: one call per transport (JIT, Silero's model, node-datachannel's threads), so the first
     // measured run does not carry the process's start-up
     const warm = [];
     for (const kind of new Set<Kind>([...KINDS, ...(Number(process.env.MIXED ?? 0) > 0 ? ['websocket', 'webrtc'] as const : []), ...(Number(process.env.CARRIER ?? 0) > 0 ? ['carrier'] as const : [])])) warm.push(await pendingCalls(kind, 1));
-    await measure(warm, 3);
-    const solo: Array<{ kind: Kind; n: number; cpuPerCall: number; jitter99: number }> = [];
+    await measure(warm, SPEAK ? 8 : 3);
+    const solo: Array<{ kind: Kind; n: number; cpuPerCall: number; jitter99: number; added99: number }> = [];
     for (const n of [SMALL, CALLS].filter((x) => x > 0)) {
       for (const kind of KINDS) {
         const m = await measure([await pendingCalls(kind, n)]);
         const r = m.rs[0]!;
         const cpuPerCall = m.cpuPct / Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
-        solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99) });
+        solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
         log(`${transportLine(kind, n, r, m.serverSent)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it)`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -448,16 +553,20 @@ async function main(): Promise<void> {
       const live = m.rs.reduce((a, r) => a + r.connected, 0);
       log(`mixed ${jobs.map((j) => `${j.callIds.length} ${KIND_NAMES[j.kind]}`).join(' + ')} calls, ${SECONDS} s: server CPU ${f1(m.cpuPct)} % of one core ` +
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
-      jobs.forEach((j, i) => log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent)}`));
+      jobs.forEach((j, i) => {
+        log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent)}`);
+        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}`);
+      });
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
       const at = solo.filter((x) => x.n === n);
       const ws = at.find((x) => x.kind === 'websocket');
       log(`CPU per call at ${n} calls, side by side: ${at.map((x) => `${KIND_NAMES[x.kind]} ${f2(x.cpuPerCall)} %${ws && x !== ws ? ` (${f2(x.cpuPerCall / ws.cpuPerCall)}× WebSocket)` : ''}`).join(', ')}; ` +
-        `jitter p99 ${at.map((x) => `${KIND_NAMES[x.kind]} ${f1(x.jitter99)} ms`).join(', ')}`);
+        `jitter p99 ${at.map((x) => `${KIND_NAMES[x.kind]} ${f1(x.jitter99)} ms`).join(', ')}` +
+        (SPEAK ? `; server-added per turn p99 ${at.map((x) => `${KIND_NAMES[x.kind]} ${f1(x.added99)} ms`).join(', ')}` : ''));
     }
-    log(`VAD: ${silero ? 'Silero (callers silent: windows below the silence gate skip inference)' : 'fake'}; codecs: ${process.env.WEBRTC_CODEC_THREADS && process.env.WEBRTC_CODEC_THREADS !== '0' ? `pool of ${process.env.WEBRTC_CODEC_THREADS}` : 'inline'}; ` +
+    log(`${SPEAK ? `engines: vendor adapters against local fakes (STT ${STT}, fake end of turn after ${STT_END_MS} ms of silence; LLM openai; TTS elevenlabs); VAD: Silero (callers speaking and pausing)` : `VAD: ${silero ? 'Silero (callers silent: windows below the silence gate skip inference)' : 'fake'}`}; codecs: ${process.env.WEBRTC_CODEC_THREADS && process.env.WEBRTC_CODEC_THREADS !== '0' ? `pool of ${process.env.WEBRTC_CODEC_THREADS}` : 'inline'}; ` +
       (STAGES ? 'breakdown on (CPU profile + stage timers: the profiler thread is left out of the server CPU, its sampling and the timers are in it; STAGES=0 for the cleanest CPU figures)' : 'breakdown off (STAGES=0)'));
     log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
     await combined.close();
@@ -466,6 +575,7 @@ async function main(): Promise<void> {
     exit = 1;
     log(`bench failed: ${(err as Error).stack ?? String(err)}`);
   } finally {
+    fakes?.kill();
     await scratch.stop();
   }
   process.exit(exit);
