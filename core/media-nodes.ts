@@ -37,21 +37,20 @@ export type WeightEngines = 'vendor' | 'local';
  * comes from (README "Scaling and capacity", "Browser calls (WebRTC)"):
  * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
  * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
- * - webrtc/vendor 0.625: bench/webrtc with the codec inline (issue 24: CELT from 24 kHz, decoding straight to 16 kHz,
- *   no resamplers), the server's CPU per WebRTC call against its CPU per WebSocket call in the same run: 1.3–1.5× at
- *   5 calls, 1.8–2.2× at 20, 1.9–2.2× at 40, 2.2× at 100 (2 cores shared with other work, load average 8–19; README "Browser
- *   calls (WebRTC)"), i.e. 2 × 0.25 by CPU. But pacing, not CPU, sets the limit: measured idle, 100 vendor-engine
- *   WebRTC calls held jitter p99 20.0 / 20.5 ms with 0 late packets in two runs and 125 did not (30.1 ms) — 100 is
- *   the edge, not a capacity. 0.625 (binary-exact, like every weight here, so the REAL column keeps it) admits 80
- *   per 2-core node (CALLS_PER_CORE 25 → 50 units): a fifth below the edge. Before the codec change a WebRTC call
- *   measured ≈ 3× a WebSocket call at 5 calls and 4.7× at 40.
- * - webrtc/local 1.375: the local-engine call plus the same WebRTC surcharge (0.625 − 0.25).
+ * - webrtc/vendor 1: bench/webrtc. By CPU a WebRTC call costs 1.4–2.2× a WebSocket call (codec inline: CELT from
+ *   24 kHz, decoding straight to 16 kHz, no resamplers), but pacing, not CPU, sets the limit. With callers silent,
+ *   100 calls held jitter p99 20.0 ms and 0 late packets with no margin and 125 did not. With callers speaking and
+ *   pausing against the vendor fakes (SPEAK=1, issue 24's condition), 50 calls held (p99 20.0 ms, 0 of 20,250 late,
+ *   every packet sent), 80 did not (13 late) and 150 far from it (49.6 ms, 1,456 late). So 1: 50 per 2-core node
+ *   (CALLS_PER_CORE 25 → 50 units), the largest N measured to hold. Every weight here is binary-exact, so the REAL
+ *   column keeps it.
+ * - webrtc/local 1.75: the local-engine call plus the same WebRTC surcharge (1 − 0.25).
  * - carrier 0.45 / 1.2: bench/webrtc KINDS=carrier, the server's CPU per carrier stream 1.71× a WebSocket call's in
  *   the same run (JSON + base64 + µ-law framing); 50 carrier + 50 WebRTC + 50 WebSocket calls held the targets.
  */
 export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
   websocket: { vendor: 0.25, local: 1 },
-  webrtc: { vendor: 0.625, local: 1.375 },
+  webrtc: { vendor: 1, local: 1.75 },
   carrier: { vendor: 0.45, local: 1.2 },
 };
 

@@ -65,15 +65,15 @@ test('POST /call counts a node available by weighted load, not by number of call
     return { activeCalls: calls, weightedLoad: a.weighted(), accepting: a.refusal() === null, capacity, loopLagMs: 0, draining: false };
   };
   try {
-    // node a: 8 vendor-engine WebSocket calls = 2 units of 4; node b (5 units): 2 local-engine WebRTC calls
+    // node a: 8 vendor-engine WebSocket calls = 2 units of 4; node b (6 units): 2 local-engine WebRTC calls
     await reportNode(db, 'node-a', nodeLoad(8, 8 * CALL_WEIGHTS.websocket.vendor, 4));
-    await reportNode(db, 'node-b', nodeLoad(2, 2 * CALL_WEIGHTS.webrtc.local, 5));
+    await reportNode(db, 'node-b', nodeLoad(2, 2 * CALL_WEIGHTS.webrtc.local, 6));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 2 });
     // node b: one more local-engine WebRTC call — no room for the lightest join (1); node a has room although it
     // has more calls
     const bLoad = 3 * CALL_WEIGHTS.webrtc.local;
-    t.true(bLoad > 5 - LIGHTEST_JOIN && bLoad <= 5, `3 local-engine WebRTC calls leave less than a join's room (${bLoad} of 5)`);
-    await reportNode(db, 'node-b', nodeLoad(3, bLoad, 5));
+    t.true(bLoad > 6 - LIGHTEST_JOIN && bLoad <= 6, `3 local-engine WebRTC calls leave less than a join's room (${bLoad} of 6)`);
+    await reportNode(db, 'node-b', nodeLoad(3, bLoad, 6));
     t.deepEqual(await mediaCapacity(db, 60), { live: 2, available: 1 });
     const rows = await db.any(sql.type(z.object({ node_id: z.string(), weighted_load: z.number(), accepting: z.boolean() }))`SELECT node_id, weighted_load, accepting FROM media_nodes ORDER BY node_id`);
     t.deepEqual(rows, [{ node_id: 'node-a', weighted_load: 2, accepting: true }, { node_id: 'node-b', weighted_load: bLoad, accepting: false }]);
