@@ -1,10 +1,17 @@
 // Shared pieces of the fault tests (issue 22, item 5): the service's real processes in the production shape
 // (api/main.ts, media/main.ts, activities/worker.ts) started as child processes on one test database and the suite's
-// Temporal, killed with SIGKILL; a webhook receiver; counters over the rows a fault must not break.
+// Temporal, killed with SIGKILL; a webhook receiver; live WebSocket calls on an agent of the local engines; a slow
+// embeddings fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the
+// processes' logs.
+import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
@@ -25,19 +32,45 @@ export interface Started {
   child: ChildProcess;
   origin: string;
   port: number;
+  /** `<entry> exited (<code or signal>)` once it has exited */
+  exits: string[];
 }
 
-/** Start one of the service's entry points as its own process; with `http`, wait until it listens. */
-export async function startProcess(entry: string, env: Record<string, string>, http = true): Promise<Started> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  if (http) await waitForPort(port, 60_000);
-  return { child, origin: `http://127.0.0.1:${port}`, port };
+/** A log line of a process (JSON on its stdout). */
+export interface LogLine { msg?: string; callId?: string }
+
+export interface StartOptions {
+  /** the port it listens on (default: a free one) */
+  port?: number;
+  /** its log lines at level warn and above are collected here */
+  logs?: LogLine[];
+  /** how long it may take to listen (default 60 s) */
+  listenTimeoutMs?: number;
 }
+
+/** Start one of the service's entry points as its own process; with `listens`, wait until it listens. */
+export async function startProcess(entry: string, env: Record<string, string>, listens = true, opts: StartOptions = {}): Promise<Started> {
+  const port = opts.port ?? await freePort();
+  const shown = process.env.FAULT_LOG_LEVEL;
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: opts.logs ? 'warn' : shown ?? 'silent' },
+    stdio: ['ignore', opts.logs ? 'pipe' : shown ? 'inherit' : 'ignore', shown ? 'inherit' : 'ignore'],
+  });
+  const logs = opts.logs;
+  if (logs && child.stdout) {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try { logs.push(JSON.parse(line) as LogLine); } catch { /* not a log line */ }
+    });
+  }
+  const exits: string[] = [];
+  child.once('exit', (code, signal) => exits.push(`${entry} exited (${signal ?? code})`));
+  children.push(child);
+  if (listens) await waitForPort(port, opts.listenTimeoutMs ?? 60_000);
+  return { child, origin: `http://127.0.0.1:${port}`, port, exits };
+}
+
+/** The process is still running. */
+export const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 /** SIGKILL, and wait until the process is gone. */
 export async function kill(child: ChildProcess): Promise<void> {
@@ -47,13 +80,24 @@ export async function kill(child: ChildProcess): Promise<void> {
   await gone;
 }
 
+type Teardown = { teardown(fn: () => unknown): void };
+type Limits = { concurrency?: number; balanceUsd?: number };
+
 /**
  * A fresh database with an organization, its API key, a webhook receiver, and the environment every process shares.
  * The pool and the receiver close when the test ends, failed or not (an open pool keeps the test process alive).
  */
-export async function setup(t: { teardown(fn: () => unknown): void }, queue: string, extraEnv: Record<string, string> = {}, limits: { concurrency?: number; balanceUsd?: number } = {}) {
-  const { db, url } = await createTestDb();
-  t.teardown(() => db.end());
+export async function setup(t: Teardown, queue: string, extraEnv: Record<string, string> = {}, limits: Limits = {}) {
+  const fresh = await createTestDb();
+  t.teardown(() => fresh.db.end());
+  return setupOn(t, fresh, queue, extraEnv, limits);
+}
+
+/**
+ * setup() on a database of the caller's (which closes its pool itself): an organization, its API key, a webhook
+ * receiver (closed when the test ends) and the environment every process shares (`extraEnv` wins).
+ */
+export async function setupOn(t: Teardown, { db, url }: { db: Db; url: string }, queue: string, extraEnv: Record<string, string> = {}, limits: Limits = {}) {
   const org = await createOrganization(db, { name: 'faults', balanceUsd: limits.balanceUsd ?? 500 });
   await setOrganizationLimits(db, org.id, { concurrency: limits.concurrency ?? 50 });
   const key = (await createApiKey(db, org.id, 'faults')).key;
@@ -79,6 +123,69 @@ export function apiClient(key: string, origin: () => string) {
     let json: Record<string, unknown> = {};
     try { json = JSON.parse(text) as Record<string, unknown>; } catch { json = { raw: text }; }
     return { status: res.status, body: json };
+  };
+}
+
+type Post = (p: string, body: unknown) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+/** POST JSON to an api process with the organization's key. */
+export function jsonPost(key: string, origin: () => string): Post {
+  const api = apiClient(key, origin);
+  return (p, body) => api('POST', p, body);
+}
+
+/**
+ * An agent on the local engines that greets callers and sends its webhooks to `receiver`, created through the api;
+ * resolves with its uuid once a media node has reported too (a call can be placed).
+ */
+export async function localAgent(t: ExecutionContext, db: Db, post: Post, receiver: Receiver): Promise<string> {
+  const agent = await post('/agents', {
+    name: 'Fault agent', systemPrompt: 'You are a test agent.',
+    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
+    webhook: `${receiver.url}/events`,
+  });
+  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
+  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  return String(agent.body.uuid);
+}
+
+/** POST /call (WebSocket transport), then a caller on the media node's audio socket sending silence every 20 ms. */
+export async function websocketCall(t: ExecutionContext, post: Post, agentId: string, mediaOrigin: string, key: string): Promise<{ callId: string; ws: WebSocket }> {
+  const c = await post('/call', { agentId, transport: 'websocket' });
+  t.is(c.status, 200, JSON.stringify(c.body));
+  const callId = String(c.body.callId);
+  const ws = new WebSocket(`${mediaOrigin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
+  ws.on('error', () => {});
+  ws.on('open', () => {
+    const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
+  });
+  return { callId, ws };
+}
+
+/**
+ * An OpenAI-compatible /v1/embeddings fake that answers after `delayMs` (so a document takes several batches' time);
+ * setDelay() changes it while it runs.
+ */
+export async function slowEmbeddings(delayMs: number) {
+  const state = { delayMs };
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => setTimeout(() => {
+      const body = JSON.parse(raw) as { model: string; input: string[] };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        object: 'list', model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 },
+        data: body.input.map((s, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, i) => ((s.length + i) % 7) + 1) })),
+      }));
+    }, state.delayMs));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    setDelay: (ms: number) => { state.delayMs = ms; },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }
 
