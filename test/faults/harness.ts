@@ -4,80 +4,33 @@
 // embeddings fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the
 // processes' logs.
 import type { ExecutionContext } from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
-import { freePort, waitForPort } from '../../scripts/infra.ts';
 import { createTestDb } from '../helpers/db.ts';
+import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess, type ServiceProcess, type StartOptions } from '../helpers/processes.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-const children: ChildProcess[] = [];
+export { alive, kill, type LogLine } from '../helpers/processes.ts';
+export type Started = ServiceProcess;
 
 /** SIGKILL every child still running (register with test.after.always in each file). */
-export function killChildren(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
+export const killChildren = killServiceProcesses;
 
-export interface Started {
-  child: ChildProcess;
-  origin: string;
-  port: number;
-  /** `<entry> exited (<code or signal>)` once it has exited */
-  exits: string[];
-}
-
-/** A log line of a process (JSON on its stdout). */
-export interface LogLine { msg?: string; callId?: string }
-
-export interface StartOptions {
-  /** the port it listens on (default: a free one) */
-  port?: number;
-  /** its log lines at level warn and above are collected here */
-  logs?: LogLine[];
-  /** how long it may take to listen (default 60 s) */
-  listenTimeoutMs?: number;
-}
-
-/** Start one of the service's entry points as its own process; with `listens`, wait until it listens. */
-export async function startProcess(entry: string, env: Record<string, string>, listens = true, opts: StartOptions = {}): Promise<Started> {
-  const port = opts.port ?? await freePort();
-  const shown = process.env.FAULT_LOG_LEVEL;
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: opts.logs ? 'warn' : shown ?? 'silent' },
-    stdio: ['ignore', opts.logs ? 'pipe' : shown ? 'inherit' : 'ignore', shown ? 'inherit' : 'ignore'],
-  });
-  const logs = opts.logs;
-  if (logs && child.stdout) {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      try { logs.push(JSON.parse(line) as LogLine); } catch { /* not a log line */ }
-    });
-  }
-  const exits: string[] = [];
-  child.once('exit', (code, signal) => exits.push(`${entry} exited (${signal ?? code})`));
-  children.push(child);
-  if (listens) await waitForPort(port, opts.listenTimeoutMs ?? 60_000);
-  return { child, origin: `http://127.0.0.1:${port}`, port, exits };
-}
-
-/** The process is still running. */
-export const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-
-/** SIGKILL, and wait until the process is gone. */
-export async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await gone;
+/**
+ * Start one of the service's entry points as its own process (test/helpers/processes.ts); with `listens`, wait until
+ * it listens. FAULT_LOG_LEVEL shows its logs.
+ */
+export function startProcess(entry: string, env: Record<string, string>, listens = true, opts: Omit<StartOptions, 'listens' | 'showLogs'> = {}): Promise<Started> {
+  return startServiceProcess(entry, env, { ...opts, listens, showLogs: process.env.FAULT_LOG_LEVEL });
 }
 
 type Teardown = { teardown(fn: () => unknown): void };
@@ -155,12 +108,7 @@ export async function websocketCall(t: ExecutionContext, post: Post, agentId: st
   const c = await post('/call', { agentId, transport: 'websocket' });
   t.is(c.status, 200, JSON.stringify(c.body));
   const callId = String(c.body.callId);
-  const ws = new WebSocket(`${mediaOrigin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
-  ws.on('error', () => {});
-  ws.on('open', () => {
-    const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
-  });
-  return { callId, ws };
+  return { callId, ws: audioCaller(audioUrlOf(mediaOrigin, callId), key).ws };
 }
 
 /**
