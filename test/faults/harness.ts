@@ -13,6 +13,7 @@ import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
+import { until } from '../helpers/calls.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess, type ServiceProcess, type StartOptions } from '../helpers/processes.ts';
 import { startReceiver } from '../post-call/helpers.ts';
@@ -64,9 +65,9 @@ export async function setupOn(t: Teardown, { db, url }: { db: Db; url: string },
   return { db, org, key, receiver, env };
 }
 
-/** JSON requests to an api process with the organization's key. */
-export function apiClient(key: string, origin: () => string) {
-  return async (method: string, p: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+/** JSON requests to an api process with the organization's key; `B`, the type the answers' bodies are read as. */
+export function apiClient<B extends Record<string, unknown> = Record<string, unknown>>(key: string, origin: () => string) {
+  return async (method: string, p: string, body?: unknown): Promise<{ status: number; body: B }> => {
     const res = await fetch(`${origin()}/api/v1${p}`, {
       method,
       headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -75,7 +76,7 @@ export function apiClient(key: string, origin: () => string) {
     const text = await res.text();
     let json: Record<string, unknown> = {};
     try { json = JSON.parse(text) as Record<string, unknown>; } catch { json = { raw: text }; }
-    return { status: res.status, body: json };
+    return { status: res.status, body: json as B };
   };
 }
 
@@ -150,12 +151,6 @@ export async function debits(db: Db, callId: string): Promise<number> {
 }
 
 /** Poll `fn` every `everyMs` until it returns something truthy (the fault tests wait minutes: no need to poll at 25 ms). */
-export async function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+export function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
+  return until(fn, timeoutMs, what, everyMs);
 }

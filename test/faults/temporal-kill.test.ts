@@ -21,7 +21,7 @@ import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 import {
-  alive, byCall, debits, jsonPost, kill, killChildren, localAgent, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
+  alive, apiClient, byCall, debits, jsonPost, kill, killChildren, localAgent, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
 } from './harness.ts';
 
 const servers: TemporalDev[] = [];
@@ -123,10 +123,7 @@ test.serial('(d) Temporal SIGKILLed mid-document, restarted: completed, no dupli
   await receiver.close();
   const api = await startProcess('api/main.ts', env, true, { port: apiPort });
   const worker = await startProcess('activities/worker.ts', env, false);
-  const request = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const request = apiClient<Record<string, any>>(key, () => api.origin);
   const chunks = (id: string) => db.one(sql.type(z.object({ n: z.number(), distinct_idx: z.number() }))`
     SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx FROM document_chunks WHERE document_id = ${id}`);
   const processed = (id: string) => until(async () => {
@@ -247,10 +244,7 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   await receiver.close();
   const api = await startProcess('api/main.ts', env, true, { port: apiPort });
   const worker = await startProcess('activities/worker.ts', env, false);
-  const request = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const request = apiClient<Record<string, any>>(key, () => api.origin);
   const agent = await request('POST', '/agents', { name: 'Campaign agent', systemPrompt: 'Hello {{name}}', llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: 'deepgram' }, tts: { provider: 'elevenlabs' } });
   t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
   const acc = fake.addAccount();
