@@ -1,8 +1,9 @@
 // Long-lived helper processes that a media process shares between its calls (the local STT's recognisers, the local
-// TTS's synthesizers), and the pool that keeps N of them running. Requests go to a helper on stdin as frames:
-// 1 byte kind + 4 bytes little-endian id + 4 bytes little-endian payload length + payload; each helper's output
-// format is its own (subclasses parse stdout). Helpers never keep the media process alive by themselves (they exit
-// when their stdin closes); a helper that dies is restarted with a growing backoff.
+// TTS's synthesizers, the Piper voice's phonemizer), and the pool that keeps N of them running. send() writes a
+// request to a helper's stdin as a frame: 1 byte kind + 4 bytes little-endian id + 4 bytes little-endian payload
+// length + payload (a helper with a line protocol of its own, as the phonemizer, writes to `child.stdin` itself);
+// each helper's output format is its own (subclasses parse stdout). Helpers never keep the media process alive by
+// themselves (they exit when their stdin closes); a helper of a pool that dies is restarted with a growing backoff.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 
 export abstract class HelperProcess {

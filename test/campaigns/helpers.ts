@@ -10,6 +10,7 @@ import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/calls.ts';
 import { multipart, running } from '../knowledge-base/helpers.ts';
 
 export const logger = createLogger({ level: 'silent' });
@@ -114,14 +115,8 @@ export function csvOf(numbers: string[], extra: (i: number) => Record<string, st
   return `${lines.join('\n')}\n`;
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 90_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+export function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 90_000, everyMs = 100): Promise<T> {
+  return until(fn, timeoutMs, what, everyMs);
 }
 
 export async function campaign(s: TestServer, apiKey: string, id: number) {

@@ -6,8 +6,6 @@
 // document registered but never handed to Temporal (the api killed between its INSERT and the workflow start: the
 // state is written here directly, the kill cannot be aimed at that instant) is started by the new api's sweep.
 import test from 'ava';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { loadConfig } from '../../core/config.ts';
@@ -19,7 +17,7 @@ import { createStorage } from '../../core/storage/index.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
-import { apiClient, byCall, count, debits, kill, killChildren, setup, startProcess, waitUntil } from './harness.ts';
+import { apiClient, byCall, count, debits, kill, killChildren, setup, slowEmbeddings, startProcess, waitUntil } from './harness.ts';
 
 test.after.always(killChildren);
 
@@ -51,27 +49,6 @@ test.serial('api SIGKILLed during post-call of 20 calls: every call processed, o
   t.is(row.status, 200);
   t.log(`${doneAtKill} of 20 call.completed sent when the api was killed; all 20 processed with no api running`);
 });
-
-/** An OpenAI-compatible /embeddings server that answers slowly (the document takes seconds to ingest). */
-async function slowEmbeddings(delayMs: number) {
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      const body = JSON.parse(raw) as { model: string; input: string[] };
-      setTimeout(() => {
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({
-          object: 'list', model: body.model,
-          data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, k) => ((text.length + k) % 7) / 7) })),
-          usage: { prompt_tokens: 1, total_tokens: 1 },
-        }));
-      }, delayMs);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const docRow = z.object({ id: z.string(), status: z.string(), error: z.string().nullable(), total_chunks: z.number(), bytes: z.number() });
 

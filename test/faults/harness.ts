@@ -1,59 +1,57 @@
 // Shared pieces of the fault tests (issue 22, item 5): the service's real processes in the production shape
 // (api/main.ts, media/main.ts, activities/worker.ts) started as child processes on one test database and the suite's
-// Temporal, killed with SIGKILL; a webhook receiver; counters over the rows a fault must not break.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Temporal, killed with SIGKILL; a webhook receiver; live WebSocket calls on an agent of the local engines; a slow
+// embeddings fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the
+// processes' logs.
+import type { ExecutionContext } from 'ava';
 import { mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
-import { freePort, waitForPort } from '../../scripts/infra.ts';
+import { until } from '../helpers/calls.ts';
 import { createTestDb } from '../helpers/db.ts';
+import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess, type ServiceProcess, type StartOptions } from '../helpers/processes.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-const children: ChildProcess[] = [];
+export { alive, kill, type LogLine } from '../helpers/processes.ts';
+export type Started = ServiceProcess;
 
 /** SIGKILL every child still running (register with test.after.always in each file). */
-export function killChildren(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+export const killChildren = killServiceProcesses;
+
+/**
+ * Start one of the service's entry points as its own process (test/helpers/processes.ts); with `listens`, wait until
+ * it listens. FAULT_LOG_LEVEL shows its logs.
+ */
+export function startProcess(entry: string, env: Record<string, string>, listens = true, opts: Omit<StartOptions, 'listens' | 'showLogs'> = {}): Promise<Started> {
+  return startServiceProcess(entry, env, { ...opts, listens, showLogs: process.env.FAULT_LOG_LEVEL });
 }
 
-export interface Started {
-  child: ChildProcess;
-  origin: string;
-  port: number;
-}
-
-/** Start one of the service's entry points as its own process; with `http`, wait until it listens. */
-export async function startProcess(entry: string, env: Record<string, string>, http = true): Promise<Started> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  if (http) await waitForPort(port, 60_000);
-  return { child, origin: `http://127.0.0.1:${port}`, port };
-}
-
-/** SIGKILL, and wait until the process is gone. */
-export async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await gone;
-}
+type Teardown = { teardown(fn: () => unknown): void };
+type Limits = { concurrency?: number; balanceUsd?: number };
 
 /**
  * A fresh database with an organization, its API key, a webhook receiver, and the environment every process shares.
  * The pool and the receiver close when the test ends, failed or not (an open pool keeps the test process alive).
  */
-export async function setup(t: { teardown(fn: () => unknown): void }, queue: string, extraEnv: Record<string, string> = {}, limits: { concurrency?: number; balanceUsd?: number } = {}) {
-  const { db, url } = await createTestDb();
-  t.teardown(() => db.end());
+export async function setup(t: Teardown, queue: string, extraEnv: Record<string, string> = {}, limits: Limits = {}) {
+  const fresh = await createTestDb();
+  t.teardown(() => fresh.db.end());
+  return setupOn(t, fresh, queue, extraEnv, limits);
+}
+
+/**
+ * setup() on a database of the caller's (which closes its pool itself): an organization, its API key, a webhook
+ * receiver (closed when the test ends) and the environment every process shares (`extraEnv` wins).
+ */
+export async function setupOn(t: Teardown, { db, url }: { db: Db; url: string }, queue: string, extraEnv: Record<string, string> = {}, limits: Limits = {}) {
   const org = await createOrganization(db, { name: 'faults', balanceUsd: limits.balanceUsd ?? 500 });
   await setOrganizationLimits(db, org.id, { concurrency: limits.concurrency ?? 50 });
   const key = (await createApiKey(db, org.id, 'faults')).key;
@@ -67,9 +65,9 @@ export async function setup(t: { teardown(fn: () => unknown): void }, queue: str
   return { db, org, key, receiver, env };
 }
 
-/** JSON requests to an api process with the organization's key. */
-export function apiClient(key: string, origin: () => string) {
-  return async (method: string, p: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+/** JSON requests to an api process with the organization's key; `B`, the type the answers' bodies are read as. */
+export function apiClient<B extends Record<string, unknown> = Record<string, unknown>>(key: string, origin: () => string) {
+  return async (method: string, p: string, body?: unknown): Promise<{ status: number; body: B }> => {
     const res = await fetch(`${origin()}/api/v1${p}`, {
       method,
       headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -78,7 +76,65 @@ export function apiClient(key: string, origin: () => string) {
     const text = await res.text();
     let json: Record<string, unknown> = {};
     try { json = JSON.parse(text) as Record<string, unknown>; } catch { json = { raw: text }; }
-    return { status: res.status, body: json };
+    return { status: res.status, body: json as B };
+  };
+}
+
+type Post = (p: string, body: unknown) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+/** POST JSON to an api process with the organization's key. */
+export function jsonPost(key: string, origin: () => string): Post {
+  const api = apiClient(key, origin);
+  return (p, body) => api('POST', p, body);
+}
+
+/**
+ * An agent on the local engines that greets callers and sends its webhooks to `receiver`, created through the api;
+ * resolves with its uuid once a media node has reported too (a call can be placed).
+ */
+export async function localAgent(t: ExecutionContext, db: Db, post: Post, receiver: Receiver): Promise<string> {
+  const agent = await post('/agents', {
+    name: 'Fault agent', systemPrompt: 'You are a test agent.',
+    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
+    webhook: `${receiver.url}/events`,
+  });
+  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
+  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  return String(agent.body.uuid);
+}
+
+/** POST /call (WebSocket transport), then a caller on the media node's audio socket sending silence every 20 ms. */
+export async function websocketCall(t: ExecutionContext, post: Post, agentId: string, mediaOrigin: string, key: string): Promise<{ callId: string; ws: WebSocket }> {
+  const c = await post('/call', { agentId, transport: 'websocket' });
+  t.is(c.status, 200, JSON.stringify(c.body));
+  const callId = String(c.body.callId);
+  return { callId, ws: audioCaller(audioUrlOf(mediaOrigin, callId), key).ws };
+}
+
+/**
+ * An OpenAI-compatible /v1/embeddings fake that answers after `delayMs` (so a document takes several batches' time);
+ * setDelay() changes it while it runs.
+ */
+export async function slowEmbeddings(delayMs: number) {
+  const state = { delayMs };
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => setTimeout(() => {
+      const body = JSON.parse(raw) as { model: string; input: string[] };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        object: 'list', model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 },
+        data: body.input.map((s, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, i) => ((s.length + i) % 7) + 1) })),
+      }));
+    }, state.delayMs));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    setDelay: (ms: number) => { state.delayMs = ms; },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }
 
@@ -95,12 +151,6 @@ export async function debits(db: Db, callId: string): Promise<number> {
 }
 
 /** Poll `fn` every `everyMs` until it returns something truthy (the fault tests wait minutes: no need to poll at 25 ms). */
-export async function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+export function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
+  return until(fn, timeoutMs, what, everyMs);
 }

@@ -16,10 +16,7 @@
 //  (d) a document ingestion: the document ends `completed` (the issue would accept `failed` with a reason; the
 //      retried activity resumes instead), no duplicate chunks; a request while the database is down answers 503.
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, existsSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -29,18 +26,20 @@ import { z } from 'zod';
 import { createDb, sql, type Db } from '../../core/db/pool.ts';
 import { migrate } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logger.ts';
-import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { loadConfig } from '../../core/config.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
-import { freePort, startEmbeddedPostgres, waitForPort, type EmbeddedPg } from '../../scripts/infra.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/infra.ts';
 import { until } from '../helpers/calls.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
-import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
+import {
+  byCall, debits, jsonPost, kill, killChildren, localAgent, setupOn, slowEmbeddings, startProcess as startFaultProcess, waitUntil, websocketCall, type Started,
+} from './harness.ts';
 
 const TEMPLATE = 'pgkill_template';
 /** How long the server stays down between the kill and the restart. */
@@ -49,7 +48,6 @@ const count = z.object({ n: z.number() });
 
 interface Cluster { dir: string; port: number; pg: EmbeddedPg }
 let cluster: Cluster;
-const children: Array<{ name: string; child: ChildProcess; exits: Array<string> }> = [];
 
 test.before(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pgkill-'));
@@ -63,7 +61,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  killChildren();
   await cluster?.pg.stop();
 });
 
@@ -119,55 +117,19 @@ async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b
   return { killed: pids.length, recoveryMs };
 }
 
-async function startProcess(name: string, entry: string, env: Record<string, string>, http = true) {
+/** A process of the service (fault harness) whose PUBLIC_URL is its own origin unless `env` names one. */
+async function startProcess(entry: string, env: Record<string, string>, listens = true): Promise<Started> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, PUBLIC_URL: `http://127.0.0.1:${port}`, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.PGKILL_LOG ?? 'silent' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const entryRec = { name, child, exits: [] as string[] };
-  child.once('exit', (code, signal) => entryRec.exits.push(`${name} exited (${signal ?? code})`));
-  children.push(entryRec);
-  if (http) await waitForPort(port, 180_000);
-  return { child, origin: `http://127.0.0.1:${port}`, exits: entryRec.exits };
+  return startFaultProcess(entry, { PUBLIC_URL: `http://127.0.0.1:${port}`, ...env }, listens, { port, listenTimeoutMs: 180_000 });
 }
 
-function stopAll(procs: Array<{ child: ChildProcess }>) {
-  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-}
+const stopAll = (procs: Started[]) => Promise.all(procs.map((p) => kill(p.child)));
 
-async function setup(queue: string, extraEnv: Record<string, string> = {}) {
-  const { db, url } = await freshDb();
-  const org = await createOrganization(db, { name: 'pgkill', balanceUsd: 500 });
-  await setOrganizationLimits(db, org.id, { concurrency: 50 });
-  const key = (await createApiKey(db, org.id, 'pgkill')).key;
-  const receiver = await startReceiver();
-  const env: Record<string, string> = {
-    DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'pgkill-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
-    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgkill-data-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
-    ...extraEnv,
-  };
-  return { db, org, key, receiver, env };
-}
-
-function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
-  return receiver.events.filter((e) => e.json?.callId === callId && e.json.event === event).length;
-}
-
-async function debits(db: Db, callId: string): Promise<number> {
-  return db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
-}
+/** The fault harness's setup() on a fresh database of this file's cluster (each test ends its pool before the crash). */
+const setup = async (t: { teardown(fn: () => unknown): void }, queue: string, extraEnv: Record<string, string> = {}) => setupOn(t, await freshDb(), queue, extraEnv);
 
 /** Polls an endpoint every 500 ms (not faster: the organization's request rate is limited). */
-async function poll<T>(fn: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+const poll = <T>(fn: () => Promise<T | null>, timeoutMs: number, what: string) => waitUntil(fn, timeoutMs, what, 500);
 
 /** A query that waits out the restart (the pool's connections died with the server). */
 const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return { v: await fn() }; } catch { return null; } }, 60_000, 'the database').then((r) => r.v);
@@ -175,39 +137,21 @@ const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return {
 test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang up while it is down): every row ends once, one call.ended + one call.completed each', async (t) => {
   t.timeout(240_000);
   const began = Date.now();
-  const { db, org, key, receiver, env } = await setup('pgkill-live');
-  t.teardown(() => receiver.close());
-  const api = await startProcess('api', 'api/main.ts', env);
-  const media = await startProcess('media', 'media/main.ts', env);
-  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  const { db, org, key, receiver, env } = await setup(t, 'pgkill-live');
+  const api = await startProcess('api/main.ts', env);
+  const media = await startProcess('media/main.ts', env);
+  const worker = await startProcess('activities/worker.ts', env, false);
   t.teardown(() => stopAll([api, media, worker]));
-  const post = async (p: string, body: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  const agent = await post('/agents', {
-    name: 'PG kill agent', systemPrompt: 'You are a test agent.',
-    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
-    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
-    webhook: `${receiver.url}/events`,
-  });
-  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
-  await until(async () => (await db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  const post = jsonPost(key, () => api.origin);
+  const agentId = await localAgent(t, db, post, receiver);
   const calls: string[] = [];
   const sockets: WebSocket[] = [];
   const audio = new Map<string, number>();
   for (let i = 0; i < 10; i++) {
-    const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
-    t.is(c.status, 200, JSON.stringify(c.body));
-    const callId = String(c.body.callId);
+    const { callId, ws } = await websocketCall(t, post, agentId, media.origin, key);
     calls.push(callId);
     audio.set(callId, 0);
-    const ws = new WebSocket(`${media.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
-    ws.on('error', () => {});
     ws.on('message', (_d, binary) => { if (binary) audio.set(callId, audio.get(callId)! + 1); });
-    ws.on('open', () => {
-      const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
-    });
     sockets.push(ws);
   }
   await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, '10 calls started');
@@ -260,16 +204,15 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   const began = Date.now();
   const fake = await FakeTwilio.start();
   t.teardown(() => fake.close());
-  const { db, org, key, receiver, env } = await setup('pgkill-campaign', {
+  const { db, org, key, receiver, env } = await setup(t, 'pgkill-campaign', {
     // a status callback refused while the database was down is not sent again by the carrier: the stale-call sweep
     // ends that call `telephony_no_status` after PHONE_PENDING_TIMEOUT_S (its minimum here, 180 s by default)
     TWILIO_API_BASE_URL: fake.origin, PHONE_PENDING_TIMEOUT_S: '30', ...VENDOR_TEST_KEYS,
   });
-  t.teardown(() => receiver.close());
   await db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${1_000_000 + Math.floor(Math.random() * 1_000_000_000)})`);
-  const api = await startProcess('api', 'api/main.ts', env);
+  const api = await startProcess('api/main.ts', env);
   // the worker builds the carrier's callback URLs from PUBLIC_URL: the api's
-  const worker = await startProcess('worker', 'activities/worker.ts', { ...env, PUBLIC_URL: api.origin }, false);
+  const worker = await startProcess('activities/worker.ts', { ...env, PUBLIC_URL: api.origin }, false);
   t.teardown(() => stopAll([api, worker]));
   const request = async (method: string, p: string, body?: string | Buffer, headers: Record<string, string> = { 'Content-Type': 'application/json' }) => {
     const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, ...headers }, body });
@@ -359,8 +302,7 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
   t.timeout(240_000);
   const began = Date.now();
   const queue = 'pgkill-post-call';
-  const { db, org, receiver, env } = await setup(queue);
-  t.teardown(() => receiver.close());
+  const { db, org, receiver, env } = await setup(t, queue);
   const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
   const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
   const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
@@ -371,7 +313,7 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
   for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
   await db.end();
 
-  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  const worker = await startProcess('activities/worker.ts', env, false);
   t.teardown(() => stopAll([worker]));
   await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
   const atKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
@@ -396,26 +338,12 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
 test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document ends completed with no duplicate chunks', async (t) => {
   t.timeout(240_000);
   const began = Date.now();
-  let delayMs = 250;
-  const embed = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      const body = JSON.parse(raw) as { model: string; input: string[] };
-      setTimeout(() => {
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ object: 'list', model: body.model, data: body.input.map((_s, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 16 }, (_v, i) => (i === index % 16 ? 1 : 0)) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
-      }, delayMs);
-    });
-  });
-  await new Promise<void>((r) => embed.listen(0, '127.0.0.1', r));
-  t.teardown(() => { embed.closeAllConnections(); embed.close(); });
-  const { db, key, receiver, env } = await setup('pgkill-documents', {
-    EMBEDDING_BASE_URL: `http://127.0.0.1:${(embed.address() as AddressInfo).port}/v1`, EMBEDDING_MODEL: 'fake-embed',
-  });
+  const embed = await slowEmbeddings(250);
+  t.teardown(() => embed.close());
+  const { db, key, receiver, env } = await setup(t, 'pgkill-documents', { EMBEDDING_BASE_URL: embed.url, EMBEDDING_MODEL: 'fake-embed' });
   await receiver.close();
-  const api = await startProcess('api', 'api/main.ts', env);
-  const worker = await startProcess('worker', 'activities/worker.ts', env, false);
+  const api = await startProcess('api/main.ts', env);
+  const worker = await startProcess('activities/worker.ts', env, false);
   t.teardown(() => stopAll([api, worker]));
   const sections = Array.from({ length: 300 }, (_, i) => `## Section ${i}\n\nItem ${i} costs ${i + 1} euros and ships in ${(i % 5) + 1} days.`);
   const res = await fetch(`${api.origin}/api/v1/knowledge-base/create-from-text`, {
@@ -434,7 +362,7 @@ test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document end
     t.is(r.headers.get('retry-after'), '1');
     t.is(((await r.json()) as { detail: string }).detail, 'Database unavailable; retry shortly');
   });
-  delayMs = 0;
+  embed.setDelay(0);
   const done = await poll(async () => {
     const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } }).catch(() => null);
     if (r?.status !== 200) return null;

@@ -18,7 +18,7 @@ import { loadConfig } from '../../core/config.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { until } from '../helpers/calls.ts';
 import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
-import { byCall, debits, kill, killChildren, setup, startProcess } from './harness.ts';
+import { byCall, debits, jsonPost, kill, killChildren, localAgent, setup, startProcess, websocketCall } from './harness.ts';
 
 test.after.always(killChildren);
 
@@ -27,30 +27,13 @@ async function liveCalls(t: ExecutionContext, queue: string, n: number) {
   const { db, org, key, receiver, env } = await setup(t, queue);
   const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env)]);
   await startProcess('activities/worker.ts', env, false);
-  const post = async (p: string, body: unknown, origin = api.origin) => {
-    const res = await fetch(`${origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  const agent = await post('/agents', {
-    name: 'Fault agent', systemPrompt: 'You are a test agent.',
-    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
-    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
-    webhook: `${receiver.url}/events`,
-  });
-  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
-  await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  const post = jsonPost(key, () => api.origin);
+  const agentId = await localAgent(t, db, post, receiver);
   const calls: string[] = [];
   const sockets: WebSocket[] = [];
   for (let i = 0; i < n; i++) {
-    const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
-    t.is(c.status, 200, JSON.stringify(c.body));
-    const callId = String(c.body.callId);
+    const { callId, ws } = await websocketCall(t, post, agentId, media.origin, key);
     calls.push(callId);
-    const ws = new WebSocket(`${media.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
-    ws.on('error', () => {});
-    ws.on('open', () => {
-      const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
-    });
     sockets.push(ws);
   }
   await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, `${n} calls started`);
@@ -58,11 +41,11 @@ async function liveCalls(t: ExecutionContext, queue: string, n: number) {
     SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
   const postCallDone = () => until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === n || null, 120_000, 'post-call of every call');
-  return { db, key, receiver, env, api, media, post, agent, calls, sockets, live, postCallDone };
+  return { db, key, receiver, env, api, media, post, agentId, calls, sockets, live, postCallDone };
 }
 
 test.serial('media SIGKILLed during 10 live calls, no media node left: every row ends, one call.ended + one call.completed each', async (t) => {
-  const { db, key, receiver, env, media, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
+  const { db, key, receiver, env, media, post, agentId, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
   const killedAt = Date.now();
   await kill(media.child);
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -82,7 +65,7 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
 
   // a media node started again takes a new call
   const again = await startProcess('media/main.ts', env);
-  const c = await until(async () => { const r = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }); return r.status === 200 ? r : null; }, 30_000, 'POST /call to accept');
+  const c = await until(async () => { const r = await post('/call', { agentId, transport: 'websocket' }); return r.status === 200 ? r : null; }, 30_000, 'POST /call to accept');
   const ws = new WebSocket(`${again.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${String(c.body.callId)}?api_key=${encodeURIComponent(key)}`);
   let frames = 0;
   ws.on('message', (_d, binary) => { if (binary) frames++; });
@@ -92,7 +75,7 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
 });
 
 test.serial('api SIGKILLed during 10 live calls: the calls go on and end normally, one call.ended + one call.completed each; a new api serves', async (t) => {
-  const { db, receiver, env, api, post, agent, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
+  const { db, key, receiver, env, api, agentId, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
   await kill(api.child);
   for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
   await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
@@ -107,7 +90,7 @@ test.serial('api SIGKILLed during 10 live calls: the calls go on and end normall
     t.true((await debits(db, id)) <= 1);
   }
   const again = await startProcess('api/main.ts', env);
-  t.is((await post('/call', { agentId: agent.body.uuid, transport: 'websocket' }, again.origin)).status, 200);
+  t.is((await jsonPost(key, () => again.origin)('/call', { agentId, transport: 'websocket' })).status, 200);
 });
 
 test.serial('worker SIGKILLed during post-call of 20 calls, another started: every call processed, one debit each, no duplicate call.completed', async (t) => {

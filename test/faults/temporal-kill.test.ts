@@ -2,43 +2,36 @@
 // persistent --db-filename (as `npm start` runs it), the real processes pointed at it, kills the server with
 // SIGKILL in the middle of work and starts it again on the same db file and port (a production Temporal keeps its
 // state across a crash). The rest of the suite's Temporal is never touched.
-import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
+import test, { type ExecutionContext } from 'ava';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
-import { createInterface } from 'node:readline';
 import path from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
-import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { loadConfig } from '../../core/config.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
-import { freePort, startTemporalDev, waitForPort, type TemporalDev } from '../../scripts/infra.ts';
-import { createTestDb } from '../helpers/db.ts';
-import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+import { freePort, startTemporalDev, type TemporalDev } from '../../scripts/infra.ts';
+import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
-import { carrierScript, csvOf, phoneList, waitFor } from '../campaigns/helpers.ts';
+import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
+import {
+  alive, apiClient, byCall, debits, jsonPost, kill, killChildren, localAgent, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
+} from './harness.ts';
 
-const children: ChildProcess[] = [];
 const servers: TemporalDev[] = [];
 test.after.always(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killChildren();
   // a killed server's stop() would wait for an exit that already happened
-  for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) await s.stop();
+  for (const s of servers) if (alive(s.child)) await s.stop();
 });
 
 const count = z.object({ n: z.number() });
-
-/** Polls `fn` every 250 ms (the machine is shared: no tighter loop of HTTP/database reads) until it is truthy. */
-const until = <T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string) => waitFor(what, fn, timeoutMs, 250);
 
 /** A Temporal dev server of this test alone, on `dbFile` (kept across restarts) and `port` (the same after a restart). */
 async function temporalServer(dbFile: string, port?: number): Promise<TemporalDev> {
@@ -58,46 +51,13 @@ async function killTemporal(server: TemporalDev, dbFile: string, down: () => Pro
   return { server: again, downMs: Date.now() - killedAt };
 }
 
-/** A real process of the service; with `logs`, its warnings (JSON lines on stdout) are collected there. */
-async function startProcess(entry: string, env: Record<string, string>, http = true, port?: number, logs?: Array<{ msg?: string; callId?: string }>): Promise<{ child: ChildProcess; origin: string }> {
-  port ??= await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logs ? 'warn' : process.env.FAULT_LOG_LEVEL ?? 'silent' },
-    stdio: ['ignore', logs ? 'pipe' : process.env.FAULT_LOG_LEVEL ? 'inherit' : 'ignore', process.env.FAULT_LOG_LEVEL ? 'inherit' : 'ignore'],
-  });
-  if (logs && child.stdout) {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      try { logs.push(JSON.parse(line) as { msg?: string; callId?: string }); } catch { /* not a log line */ }
-    });
-  }
-  children.push(child);
-  if (http) await waitForPort(port, 60_000);
-  return { child, origin: `http://127.0.0.1:${port}` };
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await gone;
-}
-
-const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-
-async function setup(name: string, extra: Record<string, string> = {}) {
-  const { db, url } = await createTestDb();
-  const org = await createOrganization(db, { name: 'temporal-faults', balanceUsd: 500 });
-  await setOrganizationLimits(db, org.id, { concurrency: 50 });
-  const key = (await createApiKey(db, org.id, 'temporal-faults')).key;
-  const receiver = await startReceiver();
+/** The fault harness's setup() with a Temporal dev server of the test's own (its db file in the test's DATA_DIR). */
+async function setup(t: ExecutionContext, name: string, extra: Record<string, string> = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), `temporal-kill-${name}-`));
   const dbFile = path.join(dir, 'temporal.db');
   const temporal = await temporalServer(dbFile);
-  const env: Record<string, string> = {
-    DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'faults-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: `temporal-kill-${name}`,
-    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: dir, TEMPORAL_ADDRESS: temporal.address, ...extra,
-  };
-  return { db, org, key, receiver, env, temporal, dbFile };
+  const s = await faultSetup(t, `temporal-kill-${name}`, { DATA_DIR: dir, TEMPORAL_ADDRESS: temporal.address, ...extra });
+  return { ...s, temporal, dbFile };
 }
 
 /** Resolves once a worker polls `env`'s workflow task queue on its Temporal server (the worker process is up). */
@@ -112,21 +72,12 @@ async function workerPolling(env: Record<string, string>): Promise<void> {
   }
 }
 
-function byCall(receiver: Awaited<ReturnType<typeof startReceiver>>, callId: string, event: string) {
-  return receiver.events.filter((e) => e.json?.callId === callId && e.json.event === event).length;
-}
-
-async function debits(db: Db, callId: string): Promise<number> {
-  return db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
-}
-
 const postCallDone = (db: Db, calls: string[]) => db.oneFirst(sql.type(count)`
   SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`);
 
 test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: every call processed, one debit each, no duplicate call.completed; a call ending while it is down is processed once it is back', async (t) => {
   t.timeout(300_000);
-  const { db, org, receiver, env, temporal, dbFile } = await setup('postcall');
-  t.teardown(() => receiver.close());
+  const { db, org, receiver, env, temporal, dbFile } = await setup(t, 'postcall');
   const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
   const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
   const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
@@ -161,40 +112,18 @@ test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: eve
   }
   t.is(byCall(receiver, late, 'call.completed'), 1, 'the call that ended during the outage got its call.completed');
   t.log(`call.completed lost to the outage: ${lost} of 21`);
-  await db.end();
 });
-
-/** An OpenAI-compatible /v1/embeddings fake that answers after `delayMs` (so a document takes several batches' time). */
-async function slowEmbeddings(delayMs: number) {
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => setTimeout(() => {
-      const body = JSON.parse(raw) as { model: string; input: string[] };
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({
-        object: 'list', model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 },
-        data: body.input.map((s, index) => ({ object: 'embedding', index, embedding: Array.from({ length: 8 }, (_, i) => ((s.length + i) % 7) + 1) })),
-      }));
-    }, delayMs));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
-}
 
 test.serial('(d) Temporal SIGKILLed mid-document, restarted: completed, no duplicate chunks; process-document while it is down answers 503 and marks the document failed with a reason, a retry once it is back completes', async (t) => {
   t.timeout(300_000);
   const embed = await slowEmbeddings(300);
   t.teardown(() => embed.close());
   const apiPort = await freePort();
-  const { db, key, env, temporal, dbFile, receiver } = await setup('docs', { EMBEDDING_BASE_URL: embed.url, EMBEDDING_MODEL: 'fake-embed', PUBLIC_URL: `http://127.0.0.1:${apiPort}` });
+  const { db, key, env, temporal, dbFile, receiver } = await setup(t, 'docs', { EMBEDDING_BASE_URL: embed.url, EMBEDDING_MODEL: 'fake-embed', PUBLIC_URL: `http://127.0.0.1:${apiPort}` });
   await receiver.close();
-  const api = await startProcess('api/main.ts', env, true, apiPort);
+  const api = await startProcess('api/main.ts', env, true, { port: apiPort });
   const worker = await startProcess('activities/worker.ts', env, false);
-  const request = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const request = apiClient<Record<string, any>>(key, () => api.origin);
   const chunks = (id: string) => db.one(sql.type(z.object({ n: z.number(), distinct_idx: z.number() }))`
     SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx FROM document_chunks WHERE document_id = ${id}`);
   const processed = (id: string) => until(async () => {
@@ -239,41 +168,22 @@ test.serial('(d) Temporal SIGKILLed mid-document, restarted: completed, no dupli
   const retried = await request('POST', '/knowledge-base/process-document', processBody);
   t.is(retried.status, 201, JSON.stringify(retried.body)); // registered again (it was failed), ingestion started
   t.is((await processed(String(u.body.document_uuid))).status, 'completed');
-  await db.end();
 });
 
 test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and end while it is down, POST /call still serves; once it is back every call gets one call.ended, one call.completed, one debit', async (t) => {
   t.timeout(300_000);
-  const { db, org, key, receiver, env, temporal, dbFile } = await setup('live');
-  t.teardown(() => receiver.close());
-  const mediaLogs: Array<{ msg?: string; callId?: string }> = [];
-  const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env, true, undefined, mediaLogs)]);
+  const { db, org, key, receiver, env, temporal, dbFile } = await setup(t, 'live');
+  const mediaLogs: LogLine[] = [];
+  const [api, media] = await Promise.all([startProcess('api/main.ts', env), startProcess('media/main.ts', env, true, { logs: mediaLogs })]);
   const worker = await startProcess('activities/worker.ts', env, false);
   await workerPolling(env);
-  const post = async (p: string, body: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  const agent = await post('/agents', {
-    name: 'Fault agent', systemPrompt: 'You are a test agent.',
-    llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
-    noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello from the fault test.'] },
-    webhook: `${receiver.url}/events`,
-  });
-  t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
-  await until(async () => (await db.oneFirst(sql.type(count)`SELECT count(*)::int AS n FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  const post = jsonPost(key, () => api.origin);
+  const agentId = await localAgent(t, db, post, receiver);
   const calls: string[] = [];
   const sockets: WebSocket[] = [];
   const dial = async () => {
-    const c = await post('/call', { agentId: agent.body.uuid, transport: 'websocket' });
-    t.is(c.status, 200, JSON.stringify(c.body));
-    const callId = String(c.body.callId);
+    const { callId, ws } = await websocketCall(t, post, agentId, media.origin, key);
     calls.push(callId);
-    const ws = new WebSocket(`${media.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
-    ws.on('error', () => {});
-    ws.on('open', () => {
-      const timer = setInterval(() => (ws.readyState === WebSocket.OPEN ? ws.send(Buffer.alloc(640)) : clearInterval(timer)), 20);
-    });
     sockets.push(ws);
   };
   for (let i = 0; i < 10; i++) await dial();
@@ -321,7 +231,6 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
     t.is(await debits(db, id), (cost ?? 0) > 0 ? 1 : 0, `debit of ${id} (cost ${cost})`);
   }
   t.true(alive(api.child) && alive(media.child) && alive(worker.child), 'api, media and worker survived the outage');
-  await db.end();
 });
 
 test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurrency 10, restarted: every contact dialed exactly once, no row left live; POST /campaign/{id}/start while it is down answers 503 and changes nothing', async (t) => {
@@ -329,16 +238,13 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   const fake = await FakeTwilio.start();
   t.teardown(() => fake.close());
   const apiPort = await freePort();
-  const { db, org, key, env, temporal, dbFile, receiver } = await setup('campaign', {
+  const { db, org, key, env, temporal, dbFile, receiver } = await setup(t, 'campaign', {
     PUBLIC_URL: `http://127.0.0.1:${apiPort}`, TWILIO_API_BASE_URL: fake.origin, ...VENDOR_TEST_KEYS,
   });
   await receiver.close();
-  const api = await startProcess('api/main.ts', env, true, apiPort);
+  const api = await startProcess('api/main.ts', env, true, { port: apiPort });
   const worker = await startProcess('activities/worker.ts', env, false);
-  const request = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${api.origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const request = apiClient<Record<string, any>>(key, () => api.origin);
   const agent = await request('POST', '/agents', { name: 'Campaign agent', systemPrompt: 'Hello {{name}}', llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: 'deepgram' }, tts: { provider: 'elevenlabs' } });
   t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
   const acc = fake.addAccount();
@@ -414,5 +320,4 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   t.is(orgCalls.length, 203);
   await until(async () => (await postCallDone(db, orgCalls)) === orgCalls.length || null, 180_000, 'post-call of every campaign call');
   t.true(alive(api.child) && alive(worker.child), 'api and worker survived the outage');
-  await db.end();
 });

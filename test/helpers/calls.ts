@@ -55,14 +55,14 @@ export async function getCallRow(db: Db, callId: string) {
     FROM calls WHERE id = ${callId}`);
 }
 
-/** Poll until fn returns a truthy value (or throw after timeoutMs). */
-export async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+/** Poll `fn` every `everyMs` until it returns a truthy value (or throw after timeoutMs). */
+export async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000, what = 'condition', everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

@@ -8,6 +8,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../core/logger.ts';
 import type { Storage } from '../../core/storage/index.ts';
 import type { TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/calls.ts';
 
 export const logger = createLogger({ level: 'silent' });
 
@@ -73,14 +74,8 @@ export async function upload(s: TestServer, parts: Part[], key?: string): Promis
   return { status: res.status, body: parsed };
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+export function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  return until(fn, timeoutMs, what, 100);
 }
 
 /** Polls GET /files/{id} until the file leaves pending/processing. */

@@ -4,52 +4,19 @@
 // POST /call and POST /agents/{uuid}/test-call answer 503 once every live node is full; a killed node's call is
 // reconciled by the other node, and when capacity frees up calls are accepted again.
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
-import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { MEDIA_AT_CAPACITY } from '../../core/media-nodes.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
-import { freePort, waitForPort } from '../../scripts/infra.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { until } from '../helpers/calls.ts';
+import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess } from '../helpers/processes.ts';
 
-const children: ChildProcess[] = [];
-test.after.always(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
+test.after.always(killServiceProcesses);
 
-async function startProcess(entry: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; origin: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  await waitForPort(port, 180_000);
-  return { child, port, origin: `http://127.0.0.1:${port}` };
-}
-
-/** A caller that streams silence (20 ms frames) and records agent audio. */
-function caller(origin: string, callId: string, key: string) {
-  const ws = new WebSocket(`${origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${callId}?api_key=${encodeURIComponent(key)}`);
-  let frames = 0;
-  let timer: NodeJS.Timeout | null = null;
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    ws.on('close', (code, reason) => {
-      if (timer) clearInterval(timer);
-      resolve({ code, reason: reason.toString() });
-    }),
-  );
-  ws.on('error', () => {});
-  ws.on('open', () => {
-    timer = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(Buffer.alloc(640)), 20);
-  });
-  ws.on('message', (_d, binary) => {
-    if (binary) frames++;
-  });
-  return { ws, closed, frames: () => frames };
-}
+const startProcess = (entry: string, env: Record<string, string>) => startServiceProcess(entry, env, { listenTimeoutMs: 180_000 });
+/** A caller on the call's audio socket at the media node `origin`. */
+const caller = (origin: string, callId: string, key: string) => audioCaller(audioUrlOf(origin, callId), key);
 
 test('two media nodes on one database: calls on both, capacity refusals (1013, 503), a killed node is reconciled', async (t) => {
   const { db, url } = await createTestDb();

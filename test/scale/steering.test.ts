@@ -5,15 +5,13 @@
 // /call returns is the assigned node's own address (MEDIA_PUBLIC_URL), a full node gets no calls, and a call that
 // connects to another node than its assigned one is served there.
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
-import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { CALL_WEIGHTS, assignMediaNode, joiningWeight, reportNode, type NodeLoad } from '../../core/media-nodes.ts';
 import { createOrganization, createApiKey, setOrganizationLimits } from '../../core/orgs.ts';
-import { freePort, waitForPort } from '../../scripts/infra.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { agentConfig, insertPendingCall, until } from '../helpers/calls.ts';
+import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess } from '../helpers/processes.ts';
 
 const DEAD_AFTER_S = 60;
 const load = (weightedLoad: number, capacity: number, o: Partial<NodeLoad> = {}): NodeLoad => ({
@@ -97,42 +95,10 @@ test('assignment across api replicas: 12 calls assigned at once never overfill a
 
 // ── real processes ────────────────────────────────────────────────────────────────────────────────────────────
 
-const children: ChildProcess[] = [];
-test.after.always(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
+test.after.always(killServiceProcesses);
 
-async function startProcess(entry: string, env: (port: number) => Record<string, string>): Promise<{ child: ChildProcess; origin: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env(port), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  await waitForPort(port, 120_000); // three processes starting at once on a loaded CI machine
-  return { child, origin: `http://127.0.0.1:${port}` };
-}
-
-function caller(audioUrl: string, key: string) {
-  const ws = new WebSocket(`${audioUrl}?api_key=${encodeURIComponent(key)}`);
-  let frames = 0;
-  let timer: NodeJS.Timeout | null = null;
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    ws.on('close', (code, reason) => {
-      if (timer) clearInterval(timer);
-      resolve({ code, reason: reason.toString() });
-    }),
-  );
-  ws.on('error', () => {});
-  ws.on('open', () => {
-    timer = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(Buffer.alloc(640)), 20);
-  });
-  ws.on('message', (_d, binary) => {
-    if (binary) frames++;
-  });
-  return { ws, closed, frames: () => frames };
-}
-
+// three processes starting at once on a loaded CI machine
+const startProcess = (entry: string, env: (port: number) => Record<string, string>) => startServiceProcess(entry, env, { listenTimeoutMs: 120_000 });
 test('two media nodes with their own addresses: POST /call hands out the less loaded node\'s URL, a full node gets none, a call joining another node is served', async (t) => {
   const { db, url } = await createTestDb();
   const org = await createOrganization(db, { name: 'steer-nodes', balanceUsd: 100 });
@@ -173,7 +139,7 @@ test('two media nodes with their own addresses: POST /call hands out the less lo
   const c1 = await newCall();
   const first = nodeAt(c1.audioUrl);
   t.truthy(first, c1.audioUrl);
-  const a1 = caller(c1.audioUrl, key);
+  const a1 = audioCaller(c1.audioUrl, key);
   await until(() => a1.frames() > 0, 60_000, 'greeting on the first node');
   await until(async () => (await nodeRows()).find((r) => r.node_id === first.node_id)!.weighted_load >= 1, 15_000, 'the first node to report its call');
 
@@ -183,7 +149,7 @@ test('two media nodes with their own addresses: POST /call hands out the less lo
   t.truthy(other);
   t.not(other.node_id, first.node_id, 'the less loaded node');
   // … but the caller connects to the first node anyway: it is served there (the assignment is advisory)
-  const a2 = caller(`${wsOrigin(first.public_url!)}/api/v1/ws/audio/${c2.id}`, key);
+  const a2 = audioCaller(audioUrlOf(first.public_url!, c2.id), key);
   await until(() => a2.frames() > 0, 60_000, 'greeting for the call that joined another node');
   t.is(await db.oneFirst(sql.type(z.object({ media_node: z.string().nullable() }))`SELECT media_node FROM calls WHERE id = ${c2.id}`), first.node_id);
   await until(async () => !(await nodeRows()).find((r) => r.node_id === first.node_id)!.accepting, 15_000, 'the first node to report itself full');

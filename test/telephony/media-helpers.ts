@@ -3,6 +3,7 @@
 // linked the way Twilio links them (answer → <Connect><Stream> → stream; call update or hang-up → stop; stream
 // closed by us → the call completes), and a Temporal worker for the post-call and transfer-recording workflows.
 import type { Worker } from '@temporalio/worker';
+import type { TestFn } from 'ava';
 import { createWorker } from '../../activities/worker.ts';
 import { createLogger } from '../../core/logger.ts';
 import type { EngineFactory } from '../../media/deps.ts';
@@ -96,6 +97,58 @@ export async function startPhoneRig(queue: string, env: Record<string, string> =
       await twilio.close();
     },
   };
+}
+
+/** An outbound Twilio line on a phone rig: an organization, and a Twilio account that owns the caller ID `from`. */
+export interface TwilioLine {
+  rig: PhoneRig;
+  org: { orgId: string; apiKey: string };
+  acc: { sid: string; token: string };
+  /** our caller ID (a number of `acc`) */
+  from: string;
+  /** the number dialed */
+  to: string;
+}
+
+/** startPhoneRig(queue), an organization (`orgOpts`) and a Twilio account owning `from`; close with line.rig.close(). */
+export async function startTwilioLine(queue: string, from: string, to: string, orgOpts: Parameters<TestServer['createOrg']>[0]): Promise<TwilioLine> {
+  const rig = await startPhoneRig(queue);
+  const org = await rig.s.createOrg(orgOpts);
+  const acc = rig.twilio.addAccount();
+  rig.twilio.addNumber(acc.sid, from);
+  return { rig, org, acc, from, to };
+}
+
+/**
+ * A Twilio line for a test file: started (startTwilioLine) in a test.before hook, closed in test.after.always; its
+ * rig, org and acc are set once the hook has run.
+ */
+export function twilioLine(test: TestFn, queue: string, from: string, to: string, orgOpts: Parameters<TestServer['createOrg']>[0]): TwilioLine {
+  const line = { from, to } as TwilioLine;
+  test.before(async () => {
+    Object.assign(line, await startTwilioLine(queue, from, to, orgOpts));
+  });
+  test.after.always(async () => {
+    await (line.rig as PhoneRig | undefined)?.close();
+  });
+  return line;
+}
+
+/** The body of POST /call (type outbound) dialing `line.to` from `line.from` over Twilio, with the agent given inline or by id. */
+export function twilioDialBody(line: TwilioLine, agent: { agent: Record<string, unknown> } | { agentId: string }): Record<string, unknown> {
+  return { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: line.from, auth: { account_sid: line.acc.sid, auth_token: line.acc.token } }, toNumber: line.to, ...agent };
+}
+
+/** POST /call on the line, then the carrier rings and answers: the call, and the <Stream> its answer TwiML names. */
+export async function dialTwilio(line: TwilioLine, agent: { agent: Record<string, unknown> } | { agentId: string }) {
+  const res = await line.rig.s.request('POST', '/call', { key: line.org.apiKey, body: twilioDialBody(line, agent) });
+  if (res.status !== 200 && res.status !== 201) throw new Error(`POST /call: ${res.status} ${JSON.stringify(res.body)}`);
+  const callId = res.body.callId as string;
+  const call = await dialOf(line.rig, callId);
+  await line.rig.twilio.ring(call.sid);
+  const twiml = await line.rig.twilio.answer(call.sid);
+  if (!twiml.stream) throw new Error(`answer TwiML without <Stream>: ${twiml.xml}`);
+  return { callId, call, twiml, stream: twiml.stream };
 }
 
 /** Open the media stream the answer TwiML asked for; when we close it, Twilio runs out of TwiML: `completed`. */

@@ -9,23 +9,9 @@ import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
-import { agentQuiet, dialOf, openStream, phoneAgent, speech, startPhoneRig, type PhoneRig } from './media-helpers.ts';
+import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, speech, twilioDialBody, twilioLine } from './media-helpers.ts';
 
-let rig: PhoneRig;
-let org: { orgId: string; apiKey: string };
-let acc: { sid: string; token: string };
-const FROM = '+15550001111';
-const TO = '+15557654321';
-
-test.before(async () => {
-  rig = await startPhoneRig('telephony-media-twilio');
-  org = await rig.s.createOrg({ balanceUsd: 50, concurrency: 10 });
-  acc = rig.twilio.addAccount();
-  rig.twilio.addNumber(acc.sid, FROM);
-});
-test.after.always(async () => {
-  await rig?.close();
-});
+const line = twilioLine(test, 'telephony-media-twilio', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
 
 const agent = phoneAgent;
 
@@ -35,25 +21,16 @@ async function dialAndAnswer(
   streamOpts: ConstructorParameters<typeof FakeCarrierStream>[2] = {},
   beforeStream?: () => void | Promise<void>,
 ) {
-  const res = await rig.s.request('POST', '/call', {
-    key: org.apiKey,
-    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: agentConfig },
-  });
-  if (res.status !== 200 && res.status !== 201) throw new Error(`POST /call: ${res.status} ${JSON.stringify(res.body)}`);
-  const callId = res.body.callId as string;
-  const call = await dialOf(rig, callId);
-  await rig.twilio.ring(call.sid);
-  const twiml = await rig.twilio.answer(call.sid);
-  if (!twiml.stream) throw new Error(`answer TwiML without <Stream>: ${twiml.xml}`);
+  const { callId, call, twiml, stream } = await dialTwilio(line, { agent: agentConfig });
   await beforeStream?.();
-  const media = openStream(rig, call, twiml.stream, streamOpts);
+  const media = openStream(line.rig, call, stream, streamOpts);
   await media.opened;
   return { callId, call, media, twiml };
 }
 
 const extra = z.object({ carrier_call_id: z.string().nullable(), recording_url: z.string().nullable(), transfer_recording: z.unknown(), logs: z.any() });
 const rowExtra = (callId: string) =>
-  rig.s.db.one(sql.type(extra)`SELECT carrier_call_id, recording_url, transfer_recording, logs FROM calls WHERE id = ${callId}`);
+  line.rig.s.db.one(sql.type(extra)`SELECT carrier_call_id, recording_url, transfer_recording, logs FROM calls WHERE id = ${callId}`);
 
 test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the caller hangs up; completed row with recording', async (t) => {
   const receiver = await startReceiver();
@@ -64,7 +41,7 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
     t.deepEqual(receiver.events.map((e) => (e.json as { event: string }).event), [], 'no call.started before the stream connects');
   });
   t.truthy(twiml.stream!.parameters.token, 'the stream carries its signed token as a <Parameter>');
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
   await until(() => media.heardMs > 300, 30_000, 'greeting heard');
   await agentQuiet(media);
   const greetingMs = media.heardMs;
@@ -79,9 +56,9 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
   await until(() => media.heardMs > greetingMs + 800, 30_000, 'spoken reply');
   await agentQuiet(media);
   media.hangup();
-  await rig.twilio.finish(call.sid, 'completed', 8);
+  await line.rig.twilio.finish(call.sid, 'completed', 8);
 
-  const row = await endedRow(rig.s.db, callId);
+  const row = await endedRow(line.rig.s.db, callId);
   t.is(row.status, 'completed');
   t.is(row.connection_status, 'completed');
   t.is(row.ended_reason, 'user_hangup');
@@ -105,7 +82,7 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
 
 test.serial('barge-in: the carrier gets `clear` and the interrupted greeting is cut to what the caller heard (marks)', async (t) => {
   const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango';
-  const name = rig.scenarios.add({ stt: { utterances: ['wait a moment please'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } });
+  const name = line.rig.scenarios.add({ stt: { utterances: ['wait a moment please'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } });
   // 400 ms of network + jitter buffer: the pacer's clock would count that audio as heard, the marks do not
   const { callId, media } = await dialAndAnswer(agent({ name, greeting: { firstMessages: [words], interruptible: true } }), { playoutDelayMs: 400 });
   await until(() => media.heardMs >= 2000, 20_000, 'two seconds of greeting heard');
@@ -114,9 +91,9 @@ test.serial('barge-in: the carrier gets `clear` and the interrupted greeting is 
   const heardAtClear = media.heardMs;
   await speaking;
   await media.silence(600);
-  await until(() => rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
   media.hangup();
-  const row = await endedRow(rig.s.db, callId);
+  const row = await endedRow(line.rig.s.db, callId);
   const greeting = (row.transcript as Array<{ role: string; content: string; interrupted?: boolean }>).find((e) => e.role === 'assistant')!;
   t.true(greeting.interrupted, 'the greeting is marked interrupted');
   const total = words.length * 40; // FakeTts: 40 ms per character
@@ -125,41 +102,41 @@ test.serial('barge-in: the carrier gets `clear` and the interrupted greeting is 
   t.true(words.startsWith(greeting.content), greeting.content);
   t.true(Math.abs(kept - expected) <= 1.5, `kept ${kept} words, the caller heard ≈${expected.toFixed(1)} (${heardAtClear} of ${total} ms)`);
   // the LLM's context holds the same truncated greeting
-  const ctx = rig.scenarios.made.get(name)!.engines.llm.requests[0]!.messages;
+  const ctx = line.rig.scenarios.made.get(name)!.engines.llm.requests[0]!.messages;
   t.truthy(ctx.find((m) => m.role === 'assistant' && 'content' in m && m.content === greeting.content));
 });
 
 test.serial('AMD says machine: the call ends with endedReason voicemail and the carrier call is hung up', async (t) => {
-  const name = rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
+  const name = line.rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
   const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
   t.is(call.params.get('AsyncAmd'), 'true', 'async AMD requested on the dial');
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
-  await rig.twilio.amd(call.sid, 'machine_end_beep');
-  const row = await endedRow(rig.s.db, callId);
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await line.rig.twilio.amd(call.sid, 'machine_end_beep');
+  const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'voicemail');
   t.is(row.status, 'completed');
   await media.closed;
-  await until(() => rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
   const x = await rowExtra(callId);
   t.like(x.logs.voicemail_detection, { result: 'machine', by: 'amd', answeredBy: 'machine_end_beep' });
 });
 
 test.serial('AMD says human: the call goes on', async (t) => {
-  const name = rig.scenarios.add({ stt: { utterances: ['hello there'] }, llm: [{ text: 'Hi.' }] });
+  const name = line.rig.scenarios.add({ stt: { utterances: ['hello there'] }, llm: [{ text: 'Hi.' }] });
   const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'call active');
-  await rig.twilio.amd(call.sid, 'human');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await line.rig.twilio.amd(call.sid, 'human');
   await until(async () => (await rowExtra(callId)).logs.voicemail_detection, 10_000, 'verdict logged');
   await media.tone(500);
   await media.silence(500);
-  await until(() => rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
-  t.is((await getCallRow(rig.s.db, callId)).status, 'active');
+  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  t.is((await getCallRow(line.rig.s.db, callId)).status, 'active');
   media.hangup();
-  t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+  t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
 });
 
 test.serial('transfer: message, Twilio call update with <Dial>, endedReason transferred, recording callback starts the transfer-recording workflow', async (t) => {
-  const name = rig.scenarios.add({
+  const name = line.rig.scenarios.add({
     stt: { utterances: ['put me through to sales'] },
     llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }],
   });
@@ -175,14 +152,14 @@ test.serial('transfer: message, Twilio call update with <Dial>, endedReason tran
   t.regex(update, /<Dial\b[^>]*timeout="20"/);
   t.regex(update, /<Number>\+15550009999<\/Number>/);
   t.regex(update, new RegExp(`recordingStatusCallback="[^"]*/telephony/twilio/recording/${callId}"`));
-  const row = await endedRow(rig.s.db, callId);
+  const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'transferred');
   const x = await rowExtra(callId);
   t.like(x.logs.transfer, { destination: '+15550009999', record: true });
   const tool = (row.transcript as Array<{ role: string; name?: string; status?: string }>).find((e) => e.role === 'tool');
   t.like(tool, { name: 'transfer_to_sales', status: 'success' });
 
-  const cb = await rig.twilio.recordingCallback(call.sid, { status: 'completed', durationS: 4 });
+  const cb = await line.rig.twilio.recordingCallback(call.sid, { status: 'completed', durationS: 4 });
   t.true(cb.status < 300, `recording callback answered ${cb.status}`);
   const outcome = await until(async () => (await rowExtra(callId)).transfer_recording, 60_000, 'transfer recording workflow outcome');
   t.truthy(outcome);
@@ -190,7 +167,7 @@ test.serial('transfer: message, Twilio call update with <Dial>, endedReason tran
 });
 
 test.serial('the agent ends the call: farewell played, stream closed, carrier hang-up, agent_hangup', async (t) => {
-  const name = rig.scenarios.add({ stt: { utterances: ['bye now'] }, llm: [{ toolCalls: [{ name: 'end_call' }] }] });
+  const name = line.rig.scenarios.add({ stt: { utterances: ['bye now'] }, llm: [{ toolCalls: [{ name: 'end_call' }] }] });
   const { callId, call, media } = await dialAndAnswer(agent({ name }));
   await until(() => media.heardMs > 300, 20_000, 'greeting');
   await agentQuiet(media);
@@ -200,20 +177,20 @@ test.serial('the agent ends the call: farewell played, stream closed, carrier ha
   const { code } = await media.closed;
   t.is(code, 1000);
   t.true(media.heardMs - before >= 'Goodbye!'.length * 40 - 100, `the farewell played out before the stream closed (${media.heardMs - before} ms)`);
-  const row = await endedRow(rig.s.db, callId);
+  const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'agent_hangup');
-  await until(() => rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
 });
 
 test.serial('a forged or missing stream token is refused with 1008 and the call stays pending', async (t) => {
-  const name = rig.scenarios.add({ llm: [] });
-  const res = await rig.s.request('POST', '/call', {
-    key: org.apiKey,
-    body: { type: 'outbound', callConfig: { provider: 'twilio', phoneNumber: FROM, auth: { account_sid: acc.sid, auth_token: acc.token } }, toNumber: TO, agent: agent({ name }) },
+  const name = line.rig.scenarios.add({ llm: [] });
+  const res = await line.rig.s.request('POST', '/call', {
+    key: line.org.apiKey,
+    body: twilioDialBody(line, { agent: agent({ name }) }),
   });
   const callId = res.body.callId as string;
-  const call = await dialOf(rig, callId);
-  const twiml = await rig.twilio.answer(call.sid);
+  const call = await dialOf(line.rig, callId);
+  const twiml = await line.rig.twilio.answer(call.sid);
   const variants: Array<Record<string, string>> = [{ ...twiml.stream!.parameters, token: 'forged-token-forged-token-forged1' }, { callId }];
   for (const params of variants) {
     const m = FakeCarrierStream.connect(twiml.stream!.url, { callSid: call.sid, customParameters: params });
@@ -221,50 +198,50 @@ test.serial('a forged or missing stream token is refused with 1008 and the call 
     t.deepEqual(closed, { code: 1008, reason: 'Invalid stream token' });
   }
   // another call's genuine token does not open this one
-  const r = await getCallRow(rig.s.db, callId);
+  const r = await getCallRow(line.rig.s.db, callId);
   t.is(r.status, 'pending');
   t.is(r.started_at, null);
   // the genuine stream still works afterwards
-  const ok = openStream(rig, call, twiml.stream!);
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 10_000, 'active');
+  const ok = openStream(line.rig, call, twiml.stream!);
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'active');
   ok.hangup();
-  t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+  t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
 });
 
 test.serial('inbound: a call to a number with an inbound agent runs that agent over the stream of the voice webhook TwiML; recordInProviderConsole starts Twilio\'s recording of the live call', async (t) => {
-  const name = rig.scenarios.add({ stt: { utterances: ['hi'] }, llm: [{ text: 'Hello caller.' }] });
-  const created = await rig.s.request('POST', '/agents', { key: org.apiKey, body: agent({ name, recordInProviderConsole: true }) });
+  const name = line.rig.scenarios.add({ stt: { utterances: ['hi'] }, llm: [{ text: 'Hello caller.' }] });
+  const created = await line.rig.s.request('POST', '/agents', { key: line.org.apiKey, body: agent({ name, recordInProviderConsole: true }) });
   t.is(created.status, 201, JSON.stringify(created.body));
-  const agentId = await rig.s.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM agents WHERE uuid = ${created.body.uuid as string}`);
+  const agentId = await line.rig.s.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM agents WHERE uuid = ${created.body.uuid as string}`);
   const INBOUND = '+15550002222';
-  const number = rig.twilio.addNumber(acc.sid, INBOUND);
-  const cfg = await insertConfig(rig.s.db, rig.s.config, {
-    orgId: org.orgId, name: 'twilio inbound', provider: 'twilio', creds: { account_sid: acc.sid, auth_token: acc.token }, accountRef: acc.sid, amdEnabled: false, isDefault: false,
+  const number = line.rig.twilio.addNumber(line.acc.sid, INBOUND);
+  const cfg = await insertConfig(line.rig.s.db, line.rig.s.config, {
+    orgId: line.org.orgId, name: 'twilio inbound', provider: 'twilio', creds: { account_sid: line.acc.sid, auth_token: line.acc.token }, accountRef: line.acc.sid, amdEnabled: false, isDefault: false,
   });
-  await rig.s.db.query(sql.type(z.object({}))`
+  await line.rig.s.db.query(sql.type(z.object({}))`
     INSERT INTO phone_numbers (organization_id, telephony_config_id, address, address_normalized, address_type, inbound_agent_id, inbound_assigned_at, carrier_ref)
-    VALUES (${org.orgId}, ${cfg.id}, ${INBOUND}, ${INBOUND}, 'pstn', ${agentId}, now(), ${number.sid})`);
+    VALUES (${line.org.orgId}, ${cfg.id}, ${INBOUND}, ${INBOUND}, 'pstn', ${agentId}, now(), ${number.sid})`);
   // what the number's provisioning sets on Twilio (the api's phone-number endpoints do it through the REST API)
-  number.voiceUrl = twilioVoiceUrl(rig.s.config);
-  number.statusCallback = twilioVoiceStatusUrl(rig.s.config);
+  number.voiceUrl = twilioVoiceUrl(line.rig.s.config);
+  number.statusCallback = twilioVoiceStatusUrl(line.rig.s.config);
 
-  const { call, twiml } = await rig.twilio.inbound(acc.sid, INBOUND, '+15553334444');
+  const { call, twiml } = await line.rig.twilio.inbound(line.acc.sid, INBOUND, '+15553334444');
   t.truthy(twiml.stream, twiml.xml);
-  const media = openStream(rig, call, twiml.stream!);
+  const media = openStream(line.rig, call, twiml.stream!);
   await until(() => media.heardMs > 200, 20_000, 'greeting');
   // the <Connect><Stream> TwiML cannot record: the Call Recordings API is asked on the live call, both channels
-  const rec = await until(() => rig.twilio.requests.find((r) => r.method === 'POST' && r.path.endsWith(`/Calls/${call.sid}/Recordings.json`)), 10_000, 'the recording request');
+  const rec = await until(() => line.rig.twilio.requests.find((r) => r.method === 'POST' && r.path.endsWith(`/Calls/${call.sid}/Recordings.json`)), 10_000, 'the recording request');
   t.true(rec.authorized);
   t.is(rec.params.get('RecordingChannels'), 'dual');
   await agentQuiet(media);
   await media.tone(400);
   await media.silence(500);
-  await until(() => (rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, 15_000, 'the inbound agent answered the turn');
+  await until(() => (line.rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, 15_000, 'the inbound agent answered the turn');
   media.hangup();
   const callId = twiml.stream!.parameters.callId!;
-  const row = await endedRow(rig.s.db, callId);
+  const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'user_hangup');
-  const r = await rig.s.db.one(sql.type(z.object({ transport: z.string(), agent_uuid: z.string().nullable(), carrier_call_id: z.string().nullable() }))`
+  const r = await line.rig.s.db.one(sql.type(z.object({ transport: z.string(), agent_uuid: z.string().nullable(), carrier_call_id: z.string().nullable() }))`
     SELECT transport, agent_uuid::text, carrier_call_id FROM calls WHERE id = ${callId}`);
   t.deepEqual(r, { transport: 'inbound', agent_uuid: created.body.uuid as string, carrier_call_id: call.sid });
 });

@@ -3,14 +3,16 @@
 // 22 050 Hz audio. Request: one clause or sentence of text. Reply: its 16-bit samples at the voice's rate.
 //
 // Phonemes come from a resident libespeak-ng process (espeak_phonemes.py, espeak_TextToPhonemes as Piper's own
-// phonemizer, same IPA as `espeak-ng --ipa`) started with the helper; where it cannot run (no python3 or no
-// libespeak-ng) an `espeak-ng --ipa` process per clause, as before (measured by bench/local-tts-latency.ts: that
-// process costs tens of ms per clause, over a hundred on a loaded machine). The helper speaks one sentence while it
+// phonemizer, same IPA as `espeak-ng --ipa`; a HelperProcess, started again at the next request if it died) started
+// with the helper; where it cannot run (no python3 or no libespeak-ng) an `espeak-ng --ipa` process per clause, as
+// before (measured by bench/local-tts-latency.ts: that process costs tens of ms per clause, over a hundred on a
+// loaded machine). The helper speaks one sentence while it
 // loads, so that the first caller does not pay for onnxruntime's first run.
-import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
+import { HelperProcess } from '../helper-process.ts';
 import { poolData, poolPort, serveThread } from '../thread-pool.ts';
 
 export interface PiperRequest {
@@ -47,62 +49,44 @@ function phonemizeOnce(text: string, voice: string, binary: string): Promise<str
   });
 }
 
-/** The resident phonemizer: one JSON line per request and per answer, answered in order. */
-class ResidentPhonemizer {
-  private readonly child: ChildProcessWithoutNullStreams;
+/** The resident phonemizer (a HelperProcess): one JSON line per request and per answer, answered in order. */
+class ResidentPhonemizer extends HelperProcess {
   private readonly waiting: Array<{ ok(c: string[]): void; fail(e: Error): void }> = [];
   private buffered = '';
-  private stderr = '';
-  dead = false;
-  readonly ready: Promise<void>;
 
   constructor(python: string) {
-    this.child = spawn(python, [PHONEMIZER], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stdin.on('error', () => {}); // EPIPE after an exit is reported through 'exit'
-    this.child.stderr.on('data', (d: Buffer) => {
-      if (this.stderr.length < 2000) this.stderr += d.toString();
-    });
-    let started: () => void = () => {};
-    this.ready = new Promise<void>((ok, fail) => {
-      const timer = setTimeout(() => {
-        fail(new Error('eSpeak NG phonemizer did not start'));
-        this.child.kill('SIGKILL');
-      }, PHONEMIZER_START_MS);
-      started = () => {
-        clearTimeout(timer);
-        ok();
-      };
-      this.child.once('error', (err) => {
-        clearTimeout(timer);
-        fail(err);
-      });
-      this.child.once('exit', (code) => {
-        clearTimeout(timer);
-        fail(new Error(`eSpeak NG phonemizer exited (${code}): ${this.stderr.trim().slice(-300)}`));
-      });
-    });
-    this.ready.catch(() => {});
-    this.child.once('exit', () => {
-      this.dead = true;
-      for (const w of this.waiting.splice(0)) w.fail(new Error('eSpeak NG phonemizer exited'));
-    });
-    this.child.stdout.on('data', (d: Buffer) => {
-      this.buffered += d.toString();
-      for (let nl = this.buffered.indexOf('\n'); nl >= 0; nl = this.buffered.indexOf('\n')) {
-        const line = this.buffered.slice(0, nl);
-        this.buffered = this.buffered.slice(nl + 1);
-        const m = JSON.parse(line) as { ready?: boolean; clauses?: string[]; error?: string };
-        if (m.ready) started();
-        else if (m.clauses) this.waiting.shift()?.ok(m.clauses);
-        else this.waiting.shift()?.fail(new Error(`eSpeak NG phonemizer: ${m.error}`));
+    super(python, [PHONEMIZER], 'eSpeak NG phonemizer', PHONEMIZER_START_MS);
+  }
+
+  protected onOutput(d: Buffer): void {
+    this.buffered += d.toString();
+    for (let nl = this.buffered.indexOf('\n'); nl >= 0; nl = this.buffered.indexOf('\n')) {
+      const line = this.buffered.slice(0, nl);
+      this.buffered = this.buffered.slice(nl + 1);
+      const m = JSON.parse(line) as { ready?: boolean; clauses?: string[]; error?: string };
+      if (m.ready) this.started();
+      else {
+        const w = this.waiting.shift();
+        this.hold(this.busy());
+        if (m.clauses) w?.ok(m.clauses);
+        else w?.fail(new Error(`eSpeak NG phonemizer: ${m.error}`));
       }
-    });
+    }
+  }
+
+  protected busy(): boolean {
+    return this.waiting.length > 0;
+  }
+
+  protected onDeath(): void {
+    for (const w of this.waiting.splice(0)) w.fail(new Error('eSpeak NG phonemizer exited'));
   }
 
   clauses(text: string, voice: string): Promise<string[]> {
     if (this.dead) return Promise.reject(new Error('eSpeak NG phonemizer exited'));
     return new Promise((ok, fail) => {
       this.waiting.push({ ok, fail });
+      this.hold(true);
       this.child.stdin.write(`${JSON.stringify({ text: text.replace(/\s+/g, ' '), voice })}\n`);
     });
   }
