@@ -267,8 +267,11 @@ export function createCampaignActivities(deps: CampaignDeps) {
       const key = dialKey(a.campaignId, a.contactId, a.attempt);
 
       // A call already placed under this key (the activity ran before, e.g. on a worker that crashed): return it.
+      // A row whose dial never left (the worker died between writing it and sending the dial: pending, never
+      // claimed) is not placed: the dial below sends it with that row (core/telephony/outbound.ts).
       const existing = await db.maybeOne(sql.type(endedCallRow)`
-        SELECT id, status, connection_status, ended_reason, duration_seconds FROM calls WHERE dial_key = ${key}`);
+        SELECT id, status, connection_status, ended_reason, duration_seconds FROM calls
+        WHERE dial_key = ${key} AND (dial_started_at IS NOT NULL OR status <> 'pending' OR carrier_call_id IS NOT NULL)`);
       if (existing) return dialed(a, existing, contact.attempts);
 
       await db.query(sql.unsafe`

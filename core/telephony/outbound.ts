@@ -54,11 +54,11 @@ export interface PlacedCall {
   status: string;
 }
 
-const existingRow = z.object({ id: z.string(), carrier_call_id: z.string().nullable(), telephony_provider: z.string().nullable(), status: z.string() });
+const existingRow = z.object({ id: z.string(), carrier_call_id: z.string().nullable(), telephony_provider: z.string().nullable(), status: z.string(), dial_started: z.boolean() });
 
 async function byDialKey(deps: OutboundDeps, orgId: string, dialKey: string) {
   return deps.db.maybeOne(sql.type(existingRow)`
-    SELECT id::text, carrier_call_id, telephony_provider, status FROM calls WHERE dial_key = ${dialKey} AND organization_id = ${orgId}`);
+    SELECT id::text, carrier_call_id, telephony_provider, status, dial_started_at IS NOT NULL AS dial_started FROM calls WHERE dial_key = ${dialKey} AND organization_id = ${orgId}`);
 }
 
 const isUniqueViolation = (err: unknown) => {
@@ -66,11 +66,22 @@ const isUniqueViolation = (err: unknown) => {
   return (e.code ?? e.cause?.code) === '23505';
 };
 
+const placed = (prior: z.infer<typeof existingRow>): PlacedCall => ({ callId: prior.id, carrierCallId: prior.carrier_call_id, provider: prior.telephony_provider ?? '', existing: true, status: prior.status });
+
+/**
+ * Exactly once per dialKey. The row is written first, then the dial is claimed (calls.dial_started_at, atomically,
+ * just before the carrier request leaves), then sent. A retry that finds the row:
+ * - claimed (the request may have reached the carrier, whatever the carrier said): returns it, nothing is dialed;
+ * - pending and never claimed (the earlier try stopped in between: a worker SIGKILLed mid-dial): sends the dial
+ *   now with that same row, so the contact is not lost and still dialed once. Two retries racing claim one winner.
+ */
 export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest): Promise<PlacedCall> {
   const { db, config } = deps;
+  let resume: string | null = null;
   if (req.dialKey) {
     const prior = await byDialKey(deps, req.orgId, req.dialKey);
-    if (prior) return { callId: prior.id, carrierCallId: prior.carrier_call_id, provider: prior.telephony_provider ?? '', existing: true, status: prior.status };
+    if (prior && prior.status === 'pending' && !prior.dial_started && prior.carrier_call_id === null) resume = prior.id;
+    else if (prior) return placed(prior);
   }
 
   // Carrier and credentials.
@@ -145,27 +156,31 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     throw new OutboundInvalid(runnable.status, runnable.detail, runnable.reason);
   }
 
-  // Gates + the pending row (exactly once per dialKey).
-  let admission;
-  try {
-    admission = await admitCall(deps, {
-      ...base,
-      configSnapshot: checked.config,
-      telephony: {
-        configId,
-        credentials: configId === null ? sealCredentials(config, creds) : null,
-        dialKey: req.dialKey ?? null,
-      },
-    }, { configSnapshot: req.rejectedSnapshot ?? null });
-  } catch (err) {
-    if (req.dialKey && isUniqueViolation(err)) {
-      const prior = await byDialKey(deps, req.orgId, req.dialKey);
-      if (prior) return { callId: prior.id, carrierCallId: prior.carrier_call_id, provider: prior.telephony_provider ?? '', existing: true, status: prior.status };
+  // Gates + the pending row (exactly once per dialKey); a resumed dial has its row already.
+  let callId: string;
+  if (resume) callId = resume;
+  else {
+    let admission;
+    try {
+      admission = await admitCall(deps, {
+        ...base,
+        configSnapshot: checked.config,
+        telephony: {
+          configId,
+          credentials: configId === null ? sealCredentials(config, creds) : null,
+          dialKey: req.dialKey ?? null,
+        },
+      }, { configSnapshot: req.rejectedSnapshot ?? null });
+    } catch (err) {
+      if (req.dialKey && isUniqueViolation(err)) {
+        const prior = await byDialKey(deps, req.orgId, req.dialKey);
+        if (prior) return placed(prior); // another try of the same dial wrote the row first: it dials
+      }
+      throw err;
     }
-    throw err;
+    if (!admission.ok) throw new GateRefused(admission.rejection.status, admission.rejection.detail, admission.rejection.reason);
+    callId = admission.callId;
   }
-  if (!admission.ok) throw new GateRefused(admission.rejection.status, admission.rejection.detail, admission.rejection.reason);
-  const callId = admission.callId;
 
   // Steering (issue 24): the media stream is handed to the least loaded media node by weight when that node has its
   // own address (MEDIA_PUBLIC_URL), else to the shared PUBLIC_URL (the proxy picks). Smartflo's stream URL is the
@@ -177,6 +192,17 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
   const amd = (adapter.carrierAmd ?? adapter.id === 'twilio') && (amdEnabled || agentWantsVoicemailDetection(checked.config));
   // Carriers on the generic routes get /telephony/{id}/… URLs (signed when the carrier signs nothing).
   const hook = (name: string, twilioUrl: string) => (adapter.hooks ? carrierHookUrl(config, adapter.id, name, callId, adapter.signedUrls === true) : twilioUrl);
+  // Claim the dial right before it leaves: once claimed it is never sent again (the request may reach the carrier
+  // whatever happens to this process after this line); a dial key's row that lost the claim to another try is that
+  // try's to dial.
+  if (req.dialKey) {
+    const claimed = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
+      UPDATE calls SET dial_started_at = now() WHERE id = ${callId} AND dial_started_at IS NULL RETURNING id::text`);
+    if (!claimed) {
+      const prior = await byDialKey(deps, req.orgId, req.dialKey);
+      if (prior) return placed(prior);
+    }
+  }
   try {
     const result = await adapter.dial({ config, logger: deps.logger }, creds, {
       callId,

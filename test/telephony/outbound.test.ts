@@ -53,6 +53,29 @@ test('exactly once per dialKey, even when two requests race', async (t) => {
   t.is(campaign, 7);
 });
 
+test('a dial whose row was written but never sent (its worker killed in between) is sent by the retry with that row, once', async (t) => {
+  const { orgId, acc, cfg, agent } = await setup();
+  const req = { orgId, agentUuid: agent.uuid, telephonyConfigId: cfg.id, fromNumber: '+14155550100', toNumber: '+14155550119', dialKey: `campaign-9-row-1-attempt-1-${orgId}`, campaignId: 9 };
+  const first = await placeOutboundCall(deps(), req);
+  t.is(dialsOf(acc.sid).length, 1);
+  // what a worker SIGKILLed after writing the row and before claiming the dial leaves behind
+  const carrierCallId = await s.db.oneFirst(sql.type(z.object({ c: z.string().nullable() }))`SELECT carrier_call_id AS c FROM calls WHERE id = ${first.callId}`);
+  t.truthy(carrierCallId, 'the carrier call id was kept');
+  await s.db.query(sql.unsafe`UPDATE calls SET dial_started_at = NULL, carrier_call_id = NULL WHERE id = ${first.callId}`);
+  // two retries racing: one sends the dial with the same row, the other finds it claimed
+  const [a, b] = await Promise.all([placeOutboundCall(deps(), req), placeOutboundCall(deps(), req)]);
+  t.is(a.callId, first.callId);
+  t.is(b.callId, first.callId);
+  t.deepEqual([a.existing, b.existing].sort(), [false, true]);
+  t.is(dialsOf(acc.sid).length, 2, 'dialed again, once');
+  const row = await s.db.one(sql.type(z.object({ started: z.boolean(), c: z.string().nullable() }))`SELECT dial_started_at IS NOT NULL AS started, carrier_call_id AS c FROM calls WHERE id = ${first.callId}`);
+  t.true(row.started);
+  t.truthy(row.c);
+  // claimed: never sent again
+  t.like(await placeOutboundCall(deps(), req), { callId: first.callId, existing: true });
+  t.is(dialsOf(acc.sid).length, 2);
+});
+
 test('the frozen snapshot knows user_number, agent_number and call-time variables', async (t) => {
   const { orgId, cfg, agent } = await setup();
   const placed = await placeOutboundCall(deps(), { orgId, agentUuid: agent.uuid, telephonyConfigId: cfg.id, fromNumber: '+14155550100', toNumber: '+14155550112', contextVariables: { topic: 'your order' } });
