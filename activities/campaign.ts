@@ -24,7 +24,7 @@ import { sql, type Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Storage } from '../core/storage/index.ts';
 import { GateRefused, OutboundInvalid, ProviderRejected } from '../core/telephony/errors.ts';
-import { placeOutboundCall, type OutboundDeps } from '../core/telephony/outbound.ts';
+import { DIAL_PLACED, placeOutboundCall, type OutboundDeps } from '../core/telephony/outbound.ts';
 
 export interface CampaignDeps {
   config: Config;
@@ -271,7 +271,7 @@ export function createCampaignActivities(deps: CampaignDeps) {
       // claimed) is not placed: the dial below sends it with that row (core/telephony/outbound.ts).
       const existing = await db.maybeOne(sql.type(endedCallRow)`
         SELECT id, status, connection_status, ended_reason, duration_seconds FROM calls
-        WHERE dial_key = ${key} AND (dial_started_at IS NOT NULL OR status <> 'pending' OR carrier_call_id IS NOT NULL)`);
+        WHERE dial_key = ${key} AND ${DIAL_PLACED}`);
       if (existing) return dialed(a, existing, contact.attempts);
 
       await db.query(sql.unsafe`

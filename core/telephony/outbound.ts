@@ -54,11 +54,18 @@ export interface PlacedCall {
   status: string;
 }
 
-const existingRow = z.object({ id: z.string(), carrier_call_id: z.string().nullable(), telephony_provider: z.string().nullable(), status: z.string(), dial_started: z.boolean() });
+const existingRow = z.object({ id: z.string(), carrier_call_id: z.string().nullable(), telephony_provider: z.string().nullable(), status: z.string(), placed: z.boolean() });
+
+/**
+ * A call row under a dial key is placed unless it is pending, its dial never claimed and no carrier call id: then
+ * the try that wrote it stopped before sending the dial, and a retry sends it (placeOutboundCall below; the campaign's
+ * dial activity reads the same rule).
+ */
+export const DIAL_PLACED = sql.fragment`(dial_started_at IS NOT NULL OR status <> 'pending' OR carrier_call_id IS NOT NULL)`;
 
 async function byDialKey(deps: OutboundDeps, orgId: string, dialKey: string) {
   return deps.db.maybeOne(sql.type(existingRow)`
-    SELECT id::text, carrier_call_id, telephony_provider, status, dial_started_at IS NOT NULL AS dial_started FROM calls WHERE dial_key = ${dialKey} AND organization_id = ${orgId}`);
+    SELECT id::text, carrier_call_id, telephony_provider, status, ${DIAL_PLACED} AS placed FROM calls WHERE dial_key = ${dialKey} AND organization_id = ${orgId}`);
 }
 
 const isUniqueViolation = (err: unknown) => {
@@ -80,7 +87,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
   let resume: string | null = null;
   if (req.dialKey) {
     const prior = await byDialKey(deps, req.orgId, req.dialKey);
-    if (prior && prior.status === 'pending' && !prior.dial_started && prior.carrier_call_id === null) resume = prior.id;
+    if (prior && !prior.placed) resume = prior.id;
     else if (prior) return placed(prior);
   }
 

@@ -22,7 +22,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { sharedBatchFloats, sharedBatchViews } from './shared-batch.ts';
+import { sharedBatch, type SharedBatch } from './shared-batch.ts';
 import type { InferReply, InferRequest } from './worker.ts';
 
 export interface VadOptions {
@@ -160,34 +160,6 @@ interface Job {
   reject(err: unknown): void;
 }
 
-/**
- * The batch's memory, shared with the inference thread and allocated once per process: input [capacity·512], h and c
- * [2·capacity·64] in, p [capacity], hn and cn [2·capacity·64] out (a batch of b uses the first b rows of each; the
- * state layout [2, b, 64] is packed for b). Why shared: the media process's major garbage collections at scale were
- * started by "external memory pressure", i.e. by the rate of new ArrayBuffer memory on the main thread, and a copied
- * or transferred batch (window copies, input, states and results) was most of it — about 6 KB per window, 18 MB/s
- * at 200 calls. Each such collection stopped the event loop for 15–28 ms: the pacing tail.
- */
-export class SharedBatch {
-  readonly buffer: SharedArrayBuffer;
-  readonly input: Float32Array;
-  readonly h: Float32Array;
-  readonly c: Float32Array;
-  readonly p: Float32Array;
-  readonly hn: Float32Array;
-  readonly cn: Float32Array;
-  constructor(readonly capacity: number) {
-    this.buffer = new SharedArrayBuffer(sharedBatchFloats(capacity) * 4);
-    const v = sharedBatchViews(this.buffer, capacity);
-    this.input = v.input;
-    this.h = v.h;
-    this.c = v.c;
-    this.p = v.p;
-    this.hn = v.hn;
-    this.cn = v.cn;
-  }
-}
-
 /** Runs queued windows of many streams as one batched inference. At most one window per stream is queued. A queued
  * window is read when its batch runs (the stream does not touch it until its probability is back), so nothing is
  * copied or allocated per window on the way in or out. */
@@ -230,7 +202,7 @@ export class SileroBatcher {
 
   private async run(jobs: Job[]): Promise<void> {
     const b = jobs.length;
-    const sb = (this.shared ??= new SharedBatch(this.maxBatch));
+    const sb = (this.shared ??= sharedBatch(this.maxBatch));
     const { input, h, c } = sb;
     // gather each stream's window and state into the batch (layout [2, b, 64]); plain loops, no views per stream
     for (let i = 0; i < b; i++) {

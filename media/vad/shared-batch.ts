@@ -1,4 +1,4 @@
-// The layout of a Silero batch in shared memory (index.ts SharedBatch), used by the media process's main thread
+// The layout of a Silero batch in shared memory (SharedBatch), used by the media process's main thread
 // and by the inference thread (worker.ts) alike.
 const WINDOW = 512;
 
@@ -11,11 +11,11 @@ export interface SharedBatchViews {
   cn: Float32Array;
 }
 
-export function sharedBatchFloats(capacity: number): number {
+function sharedBatchFloats(capacity: number): number {
   return capacity * WINDOW + 4 * 2 * capacity * 64 + capacity;
 }
 
-/** Views over a SharedBatch's buffer (the inference thread builds the same ones). */
+/** Views over a SharedBatch's buffer (the inference thread builds the same ones from the buffer it is sent). */
 export function sharedBatchViews(buffer: SharedArrayBuffer, capacity: number): SharedBatchViews {
   let o = 0;
   const view = (n: number) => {
@@ -30,4 +30,22 @@ export function sharedBatchViews(buffer: SharedArrayBuffer, capacity: number): S
   const cn = view(2 * capacity * 64);
   const p = view(capacity);
   return { input, h, c, p, hn, cn };
+}
+
+/**
+ * The batch's memory, shared with the inference thread and allocated once per process: input [capacity·512], h and c
+ * [2·capacity·64] in, p [capacity], hn and cn [2·capacity·64] out (a batch of b uses the first b rows of each; the
+ * state layout [2, b, 64] is packed for b). Why shared: the media process's major garbage collections at scale were
+ * started by "external memory pressure", i.e. by the rate of new ArrayBuffer memory on the main thread, and a copied
+ * or transferred batch (window copies, input, states and results) was most of it — about 6 KB per window, 18 MB/s
+ * at 200 calls. Each such collection stopped the event loop for 15–28 ms: the pacing tail.
+ */
+export interface SharedBatch extends SharedBatchViews {
+  buffer: SharedArrayBuffer;
+  capacity: number;
+}
+
+export function sharedBatch(capacity: number): SharedBatch {
+  const buffer = new SharedArrayBuffer(sharedBatchFloats(capacity) * 4);
+  return { buffer, capacity, ...sharedBatchViews(buffer, capacity) };
 }
