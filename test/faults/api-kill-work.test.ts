@@ -10,14 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { loadConfig } from '../../core/config.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
-import { connectTemporal } from '../../core/temporal.ts';
 import { documentKey } from '../../core/documents/records.ts';
 import { createStorage } from '../../core/storage/index.ts';
-import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
-import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
-import { apiClient, byCall, count, debits, kill, killChildren, setup, slowEmbeddings, startProcess, waitUntil } from './harness.ts';
+import { apiClient, byCall, count, debits, endedCallsHandedOff, kill, killChildren, setup, slowEmbeddings, startProcess, waitUntil } from './harness.ts';
 
 test.after.always(killChildren);
 
@@ -25,15 +21,8 @@ test.serial('api SIGKILLed during post-call of 20 calls: every call processed, o
   const { db, org, key, receiver, env } = await setup(t, 'faults-api-kill-post-call');
   const procs = { api: await startProcess('api/main.ts', env) };
   await startProcess('activities/worker.ts', env, false);
-  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
-  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
-  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
-  const temporal = await connectTemporal(env.TEMPORAL_ADDRESS, 'default');
-  t.teardown(() => temporal.close());
-  const cfg = loadConfig({ ...env });
-  const logger = createLogger({ level: 'silent' });
   // handed off as a media node does at the end of each call
-  for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
+  const { calls } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
   await waitUntil(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
   await kill(procs.api.child);
   const doneAtKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;

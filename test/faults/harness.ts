@@ -16,7 +16,11 @@ import { createApiKey, createOrganization, setOrganizationLimits } from '../../c
 import { until } from '../helpers/calls.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess, type ServiceProcess, type StartOptions } from '../helpers/processes.ts';
-import { startReceiver } from '../post-call/helpers.ts';
+import { loadConfig } from '../../core/config.ts';
+import { createLogger } from '../../core/logger.ts';
+import { connectTemporal } from '../../core/temporal.ts';
+import { handOffPostCall } from '../../media/session/lifecycle.ts';
+import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
@@ -148,6 +152,35 @@ export async function count(db: Db, query: ReturnType<typeof sql.fragment>): Pro
 
 export async function debits(db: Db, callId: string): Promise<number> {
   return count(db, sql.fragment`SELECT 1 FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
+}
+
+/**
+ * `n` ended calls of an agent whose webhook is the receiver, handed off to post-call as a media node does at the end
+ * of each call. `handOff(id)` hands off one more (`insertEnded()` makes one) with the same Temporal connection.
+ */
+export async function endedCallsHandedOff(t: Teardown, o: { db: Db; orgId: string; receiver: Receiver; env: Record<string, string> }, n = 20) {
+  const agent = await insertAgent(o.db, o.orgId, { webhookUrl: `${o.receiver.url}/events`, secret: 's' });
+  const config = { name: 'Ava', webhook: { url: `${o.receiver.url}/events`, headers: {} }, enableSummarization: false };
+  const insertEnded = () => insertEndedCall(o.db, { orgId: o.orgId, agent, config });
+  const calls = await Promise.all(Array.from({ length: n }, insertEnded));
+  const temporal = await connectTemporal(o.env.TEMPORAL_ADDRESS!, 'default');
+  t.teardown(() => temporal.close());
+  const deps = { temporal: temporal.client, config: loadConfig({ ...o.env }), logger: createLogger({ level: (process.env.FAULT_LOG_LEVEL ?? 'silent') as 'silent' }) };
+  const handOff = (id: string) => handOffPostCall(deps, { id, organization_id: o.orgId, agent_uuid: agent.uuid });
+  for (const id of calls) await handOff(id);
+  return { calls, insertEnded, handOff };
+}
+
+/** Each call got at most one call.completed and exactly one debit (asserted); how many got no call.completed. */
+export async function oncePerCall(t: ExecutionContext, db: Db, receiver: Receiver, calls: string[]): Promise<number> {
+  let lost = 0;
+  for (const id of calls) {
+    const sent = byCall(receiver, id, 'call.completed');
+    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
+    if (sent === 0) lost++;
+    t.is(await debits(db, id), 1, `debit of ${id}`);
+  }
+  return lost;
 }
 
 /** Poll `fn` every `everyMs` until it returns something truthy (the fault tests wait minutes: no need to poll at 25 ms). */

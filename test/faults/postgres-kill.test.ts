@@ -25,20 +25,16 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import { createDb, sql, type Db } from '../../core/db/pool.ts';
 import { migrate } from '../../core/db/migrate.ts';
-import { createLogger } from '../../core/logger.ts';
-import { connectTemporal } from '../../core/temporal.ts';
 import { loadConfig } from '../../core/config.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
-import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/infra.ts';
 import { until } from '../helpers/calls.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
-import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
 import {
-  byCall, debits, jsonPost, kill, killChildren, localAgent, setupOn, slowEmbeddings, startProcess as startFaultProcess, waitUntil, websocketCall, type Started,
+  byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setupOn, slowEmbeddings, startProcess as startFaultProcess, waitUntil, websocketCall, type Started,
 } from './harness.ts';
 
 const TEMPLATE = 'pgkill_template';
@@ -303,14 +299,7 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
   const began = Date.now();
   const queue = 'pgkill-post-call';
   const { db, org, receiver, env } = await setup(t, queue);
-  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
-  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
-  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
-  const temporal = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
-  t.teardown(() => temporal.close());
-  const cfg = loadConfig({ ...env });
-  const logger = createLogger({ level: 'silent' });
-  for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
+  const { calls } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
   await db.end();
 
   const worker = await startProcess('activities/worker.ts', env, false);
@@ -323,13 +312,7 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
   t.teardown(() => db2.end());
   await until(async () => (await retrying(() => db2.oneFirst(sql.type(count)`
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`))) === 20 || null, 180_000, 'post-call of all 20 calls');
-  let lost = 0;
-  for (const id of calls) {
-    const sent = byCall(receiver, id, 'call.completed');
-    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
-    if (sent === 0) lost++;
-    t.is(await debits(db2, id), 1, `debit of ${id}`);
-  }
+  const lost = await oncePerCall(t, db2, receiver, calls);
   t.log(`call.completed lost to the crash: ${lost} of 20`);
   t.deepEqual(worker.exits, [], 'the worker did not exit');
   t.log(`test ran ${Math.round((Date.now() - began) / 1000)} s`);

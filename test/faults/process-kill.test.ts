@@ -12,13 +12,8 @@ import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
-import { connectTemporal } from '../../core/temporal.ts';
-import { loadConfig } from '../../core/config.ts';
-import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { until } from '../helpers/calls.ts';
-import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
-import { byCall, debits, jsonPost, kill, killChildren, localAgent, setup, startProcess, websocketCall } from './harness.ts';
+import { byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup, startProcess, websocketCall } from './harness.ts';
 
 test.after.always(killChildren);
 
@@ -96,14 +91,7 @@ test.serial('api SIGKILLed during 10 live calls: the calls go on and end normall
 test.serial('worker SIGKILLed during post-call of 20 calls, another started: every call processed, one debit each, no duplicate call.completed', async (t) => {
   const queue = 'faults-worker-kill';
   const { db, org, receiver, env } = await setup(t, queue);
-  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
-  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
-  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
-  const temporal = await connectTemporal(env.TEMPORAL_ADDRESS, 'default');
-  t.teardown(() => temporal.close());
-  const cfg = loadConfig({ ...env });
-  const logger = createLogger({ level: 'silent' });
-  for (const id of calls) await handOffPostCall({ temporal: temporal.client, config: cfg, logger }, { id, organization_id: org.id, agent_uuid: agent.uuid });
+  const { calls } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
 
   const first = await startProcess('activities/worker.ts', env, false);
   await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
@@ -113,13 +101,7 @@ test.serial('worker SIGKILLed during post-call of 20 calls, another started: eve
   await startProcess('activities/worker.ts', env, false);
   await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, 180_000, 'post-call of all 20 calls');
-  let lost = 0;
-  for (const id of calls) {
-    const sent = byCall(receiver, id, 'call.completed');
-    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
-    if (sent === 0) lost++;
-    t.is(await debits(db, id), 1, `debit of ${id}`);
-  }
+  const lost = await oncePerCall(t, db, receiver, calls);
   // a lost call.completed is one whose send was claimed by the killed worker (at-most-once): nothing else
   const claimedUnsent = await db.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND completed_event_claimed_at IS NOT NULL`);

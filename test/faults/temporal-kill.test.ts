@@ -9,19 +9,16 @@ import path from 'node:path';
 import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { loadConfig } from '../../core/config.ts';
-import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { freePort, startTemporalDev, type TemporalDev } from '../../scripts/infra.ts';
-import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 import {
-  alive, apiClient, byCall, debits, jsonPost, kill, killChildren, localAgent, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
+  alive, apiClient, byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
 } from './harness.ts';
 
 const servers: TemporalDev[] = [];
@@ -78,22 +75,16 @@ const postCallDone = (db: Db, calls: string[]) => db.oneFirst(sql.type(count)`
 test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: every call processed, one debit each, no duplicate call.completed; a call ending while it is down is processed once it is back', async (t) => {
   t.timeout(300_000);
   const { db, org, receiver, env, temporal, dbFile } = await setup(t, 'postcall');
-  const agent = await insertAgent(db, org.id, { webhookUrl: `${receiver.url}/events`, secret: 's' });
-  const config = { name: 'Ava', webhook: { url: `${receiver.url}/events`, headers: {} }, enableSummarization: false };
-  const calls = await Promise.all(Array.from({ length: 20 }, () => insertEndedCall(db, { orgId: org.id, agent, config })));
-  const client = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
-  t.teardown(() => client.close());
-  const deps = { temporal: client.client, config: loadConfig({ ...env }), logger: createLogger({ level: (process.env.FAULT_LOG_LEVEL ?? 'silent') as 'silent' }) };
-  for (const id of calls) await handOffPostCall(deps, { id, organization_id: org.id, agent_uuid: agent.uuid });
+  const { calls, insertEnded, handOff: handOffOne } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
 
   const worker = await startProcess('activities/worker.ts', env, false);
   await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
   const atKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
   // while the server is down: one more call ends and is handed off (media's hand-off retries with backoff)
-  const late = await insertEndedCall(db, { orgId: org.id, agent, config });
+  const late = await insertEnded();
   let handOff: Promise<void> = Promise.resolve();
   const { downMs } = await killTemporal(temporal, dbFile, async () => {
-    handOff = handOffPostCall(deps, { id: late, organization_id: org.id, agent_uuid: agent.uuid });
+    handOff = handOffOne(late);
     await new Promise((r) => setTimeout(r, 3000)); // the outage: the server stays down for a while
   });
   t.log(`${atKill} of 20 call.completed sent when the server was killed; down ${(downMs / 1000).toFixed(1)} s`);
@@ -103,13 +94,7 @@ test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: eve
   await until(async () => (await postCallDone(db, all)) === all.length || null, 180_000, 'post-call of all 21 calls');
   t.log(`all 21 processed ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
   t.true(alive(worker.child), 'the worker process survived the outage');
-  let lost = 0;
-  for (const id of all) {
-    const sent = byCall(receiver, id, 'call.completed');
-    t.true(sent <= 1, `call.completed of ${id} sent ${sent} times`);
-    if (sent === 0) lost++;
-    t.is(await debits(db, id), 1, `debit of ${id}`);
-  }
+  const lost = await oncePerCall(t, db, receiver, all);
   t.is(byCall(receiver, late, 'call.completed'), 1, 'the call that ended during the outage got its call.completed');
   t.log(`call.completed lost to the outage: ${lost} of 21`);
 });
