@@ -204,6 +204,9 @@ test.serial('a forged or missing stream token is refused with 1008 and the call 
   // the genuine stream still works afterwards
   const ok = openStream(line.rig, call, twiml.stream!);
   await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'active');
+  // the row turns active when the stream is claimed, before the engines open; a hang-up in that window is a call
+  // that never started (cancelled, endedReason null). Hang up once the pipeline runs: the greeting is heard.
+  await until(() => ok.heardMs > 0, 20_000, 'the greeting');
   ok.hangup();
   t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
 });
