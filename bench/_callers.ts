@@ -75,6 +75,8 @@ export const LATE_MS = 40;
 export interface SpeakingStats {
   /** reply pacing: inter-arrival |Δ − 20 ms| of agent frames within a burst, after its 6-frame lead */
   jitter: number[];
+  /** jitter samples ≥ 15 ms by shape: the frame came < 5 ms after the previous one (a catch-up burst) or > 35 ms */
+  tail: { burst: number; gap: number };
   /** per turn: end of the caller's speech → first agent audio of the reply (ms) */
   replyMs: number[];
   /** agent frames received */
@@ -89,7 +91,7 @@ export interface SpeakingStats {
   unanswered: number;
 }
 
-export const speakingStats = (): SpeakingStats => ({ jitter: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
+export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
 
 /** The k-th frame of `frameSamples` samples of `speech`, zero-padded at the end of the sentence. */
 export function speechFrame(speech: Int16Array, k: number, frameSamples: number): Int16Array {
@@ -182,7 +184,12 @@ export class SpeakingCaller {
     if (now > this.uttFirst + this.uttN * 20 + LATE_MS) s.late++;
     this.uttN++;
     if (now - this.prev > 100) this.inBurst = 0;
-    if (this.inBurst >= 6) s.jitter.push(Math.abs(now - this.prev - 20));
+    if (this.inBurst >= 6) {
+      const d = now - this.prev;
+      s.jitter.push(Math.abs(d - 20));
+      if (d < 5) s.tail.burst++;
+      else if (d > 35) s.tail.gap++;
+    }
     this.inBurst++;
     this.prev = now;
     this.lastAudio = now;

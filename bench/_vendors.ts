@@ -1,8 +1,8 @@
 // Pieces the vendor-engine call benchmarks share (bench/pipeline MODE=vendors, bench/webrtc SPEAK=1): the vendor
-// fakes in their own process (Deepgram Flux / Soniox STT, OpenAI LLM, ElevenLabs TTS, each speaking its real
+// fakes in their own processes (Deepgram Flux / Soniox STT, OpenAI LLM, ElevenLabs TTS, each speaking its real
 // protocol over loopback), the service config that points the real adapters at them, the agent those calls run, and
-// the caller's sentence (eSpeak). Run as a module of its own (`node --import tsx bench/_vendors.ts fakes`) it is the
-// fakes process.
+// the caller's sentence (eSpeak). Run as a module of its own (`node --import tsx bench/_vendors.ts fakes-stt|fakes-reply`) it
+// is a fakes process.
 import { fileURLToPath } from 'node:url';
 import { forkRole } from './_callers.ts';
 
@@ -20,27 +20,44 @@ export interface VendorFakeUrls {
   elevenlabs: string;
 }
 
-/** The vendor fakes in a child process (so the server's CPU and RSS are its own); `kill` ends it. */
+/**
+ * The vendor fakes in two child processes (so the server's CPU and RSS are its own): the STT fakes, which take
+ * every caller's audio (50 messages per second per call), and the reply fakes (LLM, TTS). Each vendor is a service
+ * of its own in reality; in one process the TTS fake's audio waited behind the STT fake's input at 200 calls, and
+ * the server's pacer ran short between a reply's sentences for it. `kill` ends both.
+ */
 export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): void } {
-  const f = forkRole<VendorFakeUrls>(import.meta.url, 'fakes');
+  const stt = forkRole<Pick<VendorFakeUrls, 'deepgram' | 'soniox'>>(import.meta.url, 'fakes-stt');
+  const reply = forkRole<Pick<VendorFakeUrls, 'openai' | 'elevenlabs'>>(import.meta.url, 'fakes-reply');
+  const urls = Promise.all([stt.result, reply.result]).then(([a, b]) => ({ ...a, ...b }));
   // awaited later (after other set-up); a fakes process that died is reported there, not as an unhandled rejection
-  f.result.catch(() => {});
-  return { urls: f.result, kill: f.kill };
+  urls.catch(() => {});
+  return {
+    urls,
+    kill: () => {
+      stt.kill();
+      reply.kill();
+    },
+  };
 }
 
-/** The fakes process: URLs back over IPC, then serve until the parent goes. */
-async function runFakes(): Promise<void> {
-  const { startDeepgramFake } = await import('../test/fakes/stt/deepgram.ts');
-  const { startSonioxFake } = await import('../test/fakes/stt/soniox.ts');
+/** A fakes process: its URLs back over IPC, then serve until the parent goes. */
+async function runFakes(which: 'stt' | 'reply'): Promise<void> {
+  process.on('disconnect', () => process.exit(0));
+  if (which === 'stt') {
+    const { startDeepgramFake } = await import('../test/fakes/stt/deepgram.ts');
+    const { startSonioxFake } = await import('../test/fakes/stt/soniox.ts');
+    const script = Array.from({ length: 200_000 }, () => 'tell me something');
+    const deepgram = await startDeepgramFake({ apiKey: 'bench', script, endMs: STT_END_MS });
+    const soniox = await startSonioxFake({ apiKey: 'bench', script, endpointMs: STT_END_MS });
+    process.send!({ deepgram: deepgram.url, soniox: soniox.url });
+    return;
+  }
   const { startFakeOpenAi } = await import('../test/fakes/openai-sse.ts');
   const { FakeElevenLabs } = await import('../test/fakes/tts/elevenlabs.ts');
-  const script = Array.from({ length: 200_000 }, () => 'tell me something');
-  const deepgram = await startDeepgramFake({ apiKey: 'bench', script, endMs: STT_END_MS });
-  const soniox = await startSonioxFake({ apiKey: 'bench', script, endpointMs: STT_END_MS });
   const openai = await startFakeOpenAi({ apiKey: 'bench', defaultReply: { text: ['Sure. ', 'Here is a short answer that takes about three seconds to say out loud.'], usage: { prompt_tokens: 50, completion_tokens: 20 } } });
   const eleven = await new FakeElevenLabs({ apiKey: 'bench' }).listen();
-  process.send!({ deepgram: deepgram.url, soniox: soniox.url, openai: openai.url, elevenlabs: eleven.server.baseUrl } satisfies VendorFakeUrls);
-  process.on('disconnect', () => process.exit(0));
+  process.send!({ openai: openai.url, elevenlabs: eleven.server.baseUrl });
 }
 
 /** Service config (loadConfig input) that points the real adapters at the fakes. */
@@ -102,4 +119,5 @@ export async function callerSentence(): Promise<Int16Array> {
 export const sentenceToBase64 = (s: Int16Array) => Buffer.from(s.buffer, s.byteOffset, s.byteLength).toString('base64');
 export const sentenceFromBase64 = (b: string) => new Int16Array(new Uint8Array(Buffer.from(b, 'base64')).buffer);
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && process.argv[2] === 'fakes') await runFakes();
+const role = process.argv[2];
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && (role === 'fakes-stt' || role === 'fakes-reply')) await runFakes(role === 'fakes-stt' ? 'stt' : 'reply');

@@ -478,9 +478,10 @@ async function mainVendors(): Promise<void> {
       loop.disable();
       sharedClock.recordLateness = false;
       const tickP99 = pct(sharedClock.lateness, 99);
+      const ticksLate = { n: sharedClock.lateness.length, over15: sharedClock.lateness.filter((l) => l >= 15).length };
       await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
       const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
-      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, loopP99: loop.percentile(99) / 1e6 };
+      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, ticksLate, loopP99: loop.percentile(99) / 1e6 };
     };
     const base = await runLoad(1);
     const stopSampling = await startAllocationSampling();
@@ -489,9 +490,9 @@ async function mainVendors(): Promise<void> {
     for (const x of [base, load]) {
       log(
         `(b) ${x.n} speaking caller(s), ${SECONDS} s: ${x.r.opened} connected${refusals(x.r.closedBadly)}, ${x.r.spoken} sentences spoken, ${x.r.turns} replies, ${x.r.frames} agent frames; ` +
-          `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms; frames later than playout by > ${LATE_MS} ms: ${x.r.late} of ${x.r.frames}; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
+          `reply pacing jitter p50 ${f1(pct(x.r.jitter, 50))} ms, p99 ${f1(pct(x.r.jitter, 99))} ms (p95 ${f1(pct(x.r.jitter, 95))}, p99.9 ${f1(pct(x.r.jitter, 99.9))}; of ${x.r.jitter.length} samples ${x.r.jitter.filter((j) => j >= 15).length} ≥ 15 ms: ${x.r.tail.burst} a frame < 5 ms after the previous, ${x.r.tail.gap} > 35 ms after); frames later than playout by > ${LATE_MS} ms: ${x.r.late} of ${x.r.frames}; end of speech → first reply audio p50 ${f1(pct(x.r.replyMs, 50))} ms, p99 ${f1(pct(x.r.replyMs, 99))} ms; ` +
           `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call; ` +
-          `server frame-clock tick lateness p99 ${f1(x.tickP99)} ms, event-loop delay p99 ${f1(x.loopP99)} ms; client process event-loop delay p99 ${f1(x.r.loopP99)} ms`,
+          `server frame-clock tick lateness p99 ${f1(x.tickP99)} ms (${x.ticksLate.over15} of ${x.ticksLate.n} ticks ≥ 15 ms late), event-loop delay p99 ${f1(x.loopP99)} ms; client process event-loop delay p99 ${f1(x.r.loopP99)} ms`,
       );
     }
     log(`ratio vs 1 call: jitter p99 ×${f1(pct(load.r.jitter, 99) / Math.max(0.1, pct(base.r.jitter, 99)))}, reply p50 ×${f1(pct(load.r.replyMs, 50) / Math.max(0.1, pct(base.r.replyMs, 50)))}`);

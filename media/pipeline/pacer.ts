@@ -45,6 +45,9 @@ export class Pacer extends Processor implements Tickable {
   private started = new WeakSet<SpeechHandle>();
   private chunkStarted = new WeakMap<SpeechHandle, number>();
   private running = false;
+  /** the latest time the pacer has filled its lead for: a tick's nominal time, or real time when audio started it
+   * from idle (see arrivalTime) */
+  private pumpedAt = -Infinity;
 
   constructor(opts: Partial<PacerOptions> & Pick<PacerOptions, 'send'>) {
     super();
@@ -76,12 +79,12 @@ export class Pacer extends Processor implements Tickable {
       case 'audioOut':
         if (frame.speech.finished) return;
         this.queue.push({ kind: 'audio', pcm: frame.pcm, off: 0, speech: frame.speech, chunk: frame.chunk });
-        this.pump(this.opts.clock.now());
+        this.pump(this.arrivalTime());
         return;
       case 'flush':
         if (frame.speech.finished) return;
         this.queue.push({ kind: 'end', speech: frame.speech });
-        this.pump(this.opts.clock.now());
+        this.pump(this.arrivalTime());
         return;
       case 'interrupt': {
         const now = this.opts.clock.now();
@@ -100,7 +103,21 @@ export class Pacer extends Processor implements Tickable {
     this.pump(now);
   }
 
+  /**
+   * The time to pump at when audio arrives between ticks. Idle or behind real time: now, so the first audio of a
+   * reply (or audio that ends an underrun) leaves at once. Playing, i.e. ahead of real time: the time the lead was
+   * last filled for (the latest tick), so arriving audio only fills what that tick would have sent had the audio been
+   * there; every later frame waits for its own tick. Pumping at `now` there sent the next tick's frame early whenever a TTS message landed between
+   * ticks, and that tick then had nothing to send: a frame < 5 ms after the previous one and a 40 ms hole after it
+   * (at 200 calls, 1.7 % of reply frames, more than half of the jitter tail).
+   */
+  private arrivalTime(): number {
+    const now = this.opts.clock.now();
+    return this.playhead > now ? Math.min(now, this.pumpedAt) : now;
+  }
+
   private pump(now: number): void {
+    if (now > this.pumpedAt) this.pumpedAt = now;
     this.settle(now, false);
     const { frameMs, leadMs, mixer } = this.opts;
     if (this.playhead < now) this.playhead = now; // underrun or idle: restart at real time

@@ -75,6 +75,12 @@ function manualPacer(opts: { leadMs?: number; mixer?: Mixer | null } = {}) {
     pacer,
     sent,
     played,
+    get now() {
+      return now;
+    },
+    set now(v: number) {
+      now = v;
+    },
     advance(ms: number) {
       for (let i = 0; i < ms / 20; i++) {
         now += 20;
@@ -103,6 +109,30 @@ test('pacer: 20 ms frames, never more than the lead ahead of real time; an utter
   t.deepEqual(p.played, [s]);
   // frame times are consecutive 20 ms slots
   t.true(p.sent.every((f, i) => i === 0 || f.at - p.sent[i - 1]!.at === 20));
+});
+
+test('pacer: audio that arrives between ticks while playing waits for its tick (frames stay on the 20 ms grid); after idle it leaves at once', (t) => {
+  const p = manualPacer({ leadMs: 100 });
+  const s = new SpeechHandle('reply', true);
+  s.addText('one two');
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(2400).fill(1), speech: s, chunk: 0 }); // 100 ms
+  t.is(p.sent.length, 5, 'the first audio after idle leaves at once, up to the lead');
+  p.advance(20); // the tick has nothing to send: the queue is empty
+  t.is(p.sent.length, 5);
+  // more audio lands 7 ms after that tick: the frame it would have sent then goes now (catch-up) …
+  p.now += 7;
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(4800).fill(2), speech: s, chunk: 0 }); // 200 ms
+  t.is(p.sent.length, 6, 'only what the latest tick would have sent');
+  // … and audio landing later in the same tick period sends nothing ahead of its tick
+  p.now += 5;
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(4800).fill(3), speech: s, chunk: 0 });
+  t.is(p.sent.length, 6, 'the next frame waits for its tick');
+  p.now -= 12;
+  p.advance(20);
+  t.is(p.sent.length, 7, 'one frame per tick');
+  p.advance(40);
+  t.is(p.sent.length, 9);
+  t.true(p.sent.every((f, i) => i === 0 || f.at - p.sent[i - 1]!.at === 20), 'consecutive 20 ms slots');
 });
 
 test('pacer + speech: an interruption drops queued audio at once and the utterance keeps only what was played', (t) => {
