@@ -9,6 +9,7 @@ import { plivo, verifyPlivoSignature } from '../../core/telephony/plivo.ts';
 import { telnyx, verifyTelnyxSignature } from '../../core/telephony/telnyx.ts';
 import { vonage, vonageAppJwt, verifyVonageSignature } from '../../core/telephony/vonage.ts';
 import { L16Decoder, L16Encoder } from '../../media/audio/l16-stream.ts';
+import { MulawEncoder } from '../../media/audio/mulaw-stream.ts';
 import { signPlivoV3 } from '../fakes/plivo.ts';
 
 test('Plivo V3: query + sorted POST params + nonce; comma-separated tokens; tampering and a wrong nonce fail', (t) => {
@@ -106,6 +107,24 @@ test('L16 codec: 24 kHz agent audio → whole 20 ms frames at the carrier rate; 
   t.true(Math.abs(out.length - 1600) <= 64, `${out.length} samples at 16 kHz`);
   // an odd byte split across two messages is kept for the next one
   t.is(new L16Decoder(16000).decode(new Uint8Array(3)).length, 1);
+});
+
+test('carrier encoders send each 20 ms block of agent audio as one frame at once, not a frame period later', (t) => {
+  // the resampler's look-ahead used to hold back the end of every block, so the first block gave no frame and every
+  // frame after it left one pacer tick (20 ms) late
+  const block = new Int16Array(480).map((_, i) => Math.round(Math.sin(i / 9) * 8000));
+  for (const [name, enc, bytes] of [
+    ['µ-law 8 kHz', new MulawEncoder(24000), 160],
+    ['L16 16 kHz', new L16Encoder(16000, 640), 640],
+    ['L16 8 kHz', new L16Encoder(8000, 320), 320],
+  ] as const) {
+    for (let k = 1; k <= 50; k++) {
+      const frames = enc.push(block);
+      t.is(frames.length, 1, `${name}: block ${k}`);
+      t.is(frames[0]!.length, bytes);
+    }
+    t.is(enc.flush(), null, `${name}: nothing held back`);
+  }
 });
 
 test('recordInProviderConsole in answer documents: Plivo <Record recordSession> before the stream, Vonage an asynchronous NCCO record before connect', async (t) => {
