@@ -49,4 +49,8 @@ export class L16Encoder extends FramedEncoder {
   push(pcm: Int16Array): Uint8Array[] {
     return this.frames(new Uint8Array(int16ToBytes(this.r.process(pcm))));
   }
+
+  protected override drain(): Uint8Array {
+    return new Uint8Array(int16ToBytes(this.r.flush()));
+  }
 }

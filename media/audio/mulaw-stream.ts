@@ -41,4 +41,8 @@ export class MulawEncoder extends FramedEncoder {
   push(pcm: Int16Array): Uint8Array[] {
     return this.frames(encodeMulaw(this.r.process(pcm)));
   }
+
+  protected override drain(): Uint8Array {
+    return encodeMulaw(this.r.flush());
+  }
 }
