@@ -103,6 +103,21 @@ export class Resampler {
     return this.L / this.M;
   }
 
+  /**
+   * Start as if `A` samples of silence (the filter's look-ahead, ≈ 1 ms) had already been received, before any
+   * input. Without it each block's last A input samples wait for the next block, so a block of n samples gives
+   * fewer than n·to/from outputs: an encoder that sends whole frames (carrier streams: 480 samples at 24 kHz in,
+   * 160 µ-law bytes out) then holds every frame back by a whole frame period (20 ms) behind what it was given.
+   * Primed, every block's outputs come with it (⌊n·to/from⌋ per block once blocks are whole multiples), and the
+   * audio is A input samples later instead. The stream then begins with those A samples of silence.
+   */
+  prime(): this {
+    if (this.received > 0 || this.L === this.M) return this;
+    this.append(new Float32Array(this.A), 1);
+    this.received += this.A;
+    return this;
+  }
+
   private append(input: Int16Array | Float32Array, scale: number): void {
     const next = new Float32Array(this.buf.length + input.length);
     next.set(this.buf);

@@ -25,14 +25,25 @@ export abstract class FramedEncoder {
     return out;
   }
 
-  /** The held partial frame padded with the codec's silence, or null when nothing is held. */
-  flush(): Uint8Array | null {
-    if (!this.pending.length) return null;
-    const f = new Uint8Array(this.frameBytes).fill(this.silenceByte);
-    f.set(this.pending);
-    this.produced += this.frameBytes;
-    this.pending = new Uint8Array(0);
-    return f;
+  /** The codec's own held-back input at the end of the stream, encoded (the resampler's look-ahead). */
+  protected drain(): Uint8Array {
+    return new Uint8Array(0);
+  }
+
+  /**
+   * End of stream: everything still held — the codec's look-ahead (drain) and the partial frame — as whole frames,
+   * the last padded with the codec's silence. Usually one frame or none. The encoder takes no audio after this.
+   */
+  flush(): Uint8Array[] {
+    const out = this.frames(this.drain());
+    if (this.pending.length) {
+      const f = new Uint8Array(this.frameBytes).fill(this.silenceByte);
+      f.set(this.pending);
+      this.produced += this.frameBytes;
+      this.pending = new Uint8Array(0);
+      out.push(f);
+    }
+    return out;
   }
 
   /** Barge-in: drop the held partial frame (it counts as produced, so positions stay aligned). */

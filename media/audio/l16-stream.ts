@@ -42,10 +42,15 @@ export class L16Encoder extends FramedEncoder {
   ) {
     super();
     if (frameBytes <= 0 || frameBytes % 2 !== 0) throw new RangeError('frameBytes must be a positive even number');
-    this.r = new Resampler(fromRate, toRate);
+    // primed: a 20 ms block of agent audio leaves as a 20 ms frame at once, not one frame period later
+    this.r = new Resampler(fromRate, toRate).prime();
   }
 
   push(pcm: Int16Array): Uint8Array[] {
     return this.frames(new Uint8Array(int16ToBytes(this.r.process(pcm))));
+  }
+
+  protected override drain(): Uint8Array {
+    return new Uint8Array(int16ToBytes(this.r.flush()));
   }
 }

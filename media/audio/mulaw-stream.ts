@@ -33,11 +33,16 @@ export class MulawEncoder extends FramedEncoder {
   ) {
     super();
     if (frameBytes <= 0 || frameBytes % MULAW_FRAME_BYTES !== 0) throw new RangeError('frameBytes must be a positive multiple of 160');
-    this.r = new Resampler(fromRate, 8000);
+    // primed: a 20 ms block of agent audio leaves as a 20 ms frame at once, not one frame period later
+    this.r = new Resampler(fromRate, 8000).prime();
   }
 
   /** Encode a block; returns the whole frames now ready (each `frameBytes` long). */
   push(pcm: Int16Array): Uint8Array[] {
     return this.frames(encodeMulaw(this.r.process(pcm)));
+  }
+
+  protected override drain(): Uint8Array {
+    return encodeMulaw(this.r.flush());
   }
 }

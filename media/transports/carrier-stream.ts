@@ -47,7 +47,7 @@ export interface CarrierStreamOptions {
 /** A carrier's audio encoding: decoder to 16 kHz, framing encoder from 24 kHz, and its bytes per millisecond. */
 export interface StreamCodec {
   decoder: { decode(bytes: Uint8Array): Int16Array };
-  encoder: { push(pcm: Int16Array): Uint8Array[]; flush(): Uint8Array | null; discard(): void; produced: number; readonly frameBytes: number };
+  encoder: { push(pcm: Int16Array): Uint8Array[]; flush(): Uint8Array[]; discard(): void; produced: number; readonly frameBytes: number };
   bytesPerMs: number;
 }
 
@@ -308,7 +308,7 @@ export class CarrierStreamTransport implements LiveTransport {
   }
 
   /**
-   * End the stream. A normal end first lets the carrier play what was sent (the last partial frame goes out,
+   * End the stream. A normal end first lets the carrier play what was sent (what the encoder holds goes out,
    * then we wait for its mark, at most drainMs): closing the socket makes the carrier move on (Twilio continues
    * its TwiML, which ends the call), so an unplayed farewell would be cut.
    */
@@ -320,8 +320,10 @@ export class CarrierStreamTransport implements LiveTransport {
       if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
     };
     if (kind !== 'normal' || !this.open || this.gone) return shut();
+    // what the encoder still holds (its resampler's ~1 ms look-ahead, a partial frame) goes out before the end
     const tail = this.encoder.flush();
-    if (tail) this.sendFrame(tail, this.encoder.produced);
+    let pos = this.encoder.produced - tail.reduce((n, f) => n + f.length, 0);
+    for (const f of tail) this.sendFrame(f, (pos += f.length));
     if (!this.pendingMarks.length || this.marksUnsupported()) return shut();
     const t = setTimeout(() => this.drainWake?.(), this.opts.drainMs);
     this.drainWake = () => {

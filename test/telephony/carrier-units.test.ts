@@ -9,6 +9,7 @@ import { plivo, verifyPlivoSignature } from '../../core/telephony/plivo.ts';
 import { telnyx, verifyTelnyxSignature } from '../../core/telephony/telnyx.ts';
 import { vonage, vonageAppJwt, verifyVonageSignature } from '../../core/telephony/vonage.ts';
 import { L16Decoder, L16Encoder } from '../../media/audio/l16-stream.ts';
+import { MulawEncoder } from '../../media/audio/mulaw-stream.ts';
 import { signPlivoV3 } from '../fakes/plivo.ts';
 
 test('Plivo V3: query + sorted POST params + nonce; comma-separated tokens; tampering and a wrong nonce fail', (t) => {
@@ -100,12 +101,34 @@ test('L16 codec: 24 kHz agent audio → whole 20 ms frames at the carrier rate; 
   t.true(frames.length >= 4 && frames.every((f) => f.length === 640));
   t.is(enc.produced, frames.length * 640);
   const tail = enc.flush();
-  t.true(tail === null || tail.length === 640);
+  t.true(tail.length <= 1 && tail.every((f) => f.length === 640), 'the end: at most one padded frame');
   const dec = new L16Decoder(8000);
   const out = dec.decode(new Uint8Array(1600)); // 100 ms at 8 kHz
   t.true(Math.abs(out.length - 1600) <= 64, `${out.length} samples at 16 kHz`);
   // an odd byte split across two messages is kept for the next one
   t.is(new L16Decoder(16000).decode(new Uint8Array(3)).length, 1);
+});
+
+test('carrier encoders send each 20 ms block of agent audio as one frame at once, not a frame period later', (t) => {
+  // the resampler's look-ahead used to hold back the end of every block, so the first block gave no frame and every
+  // frame after it left one pacer tick (20 ms) late
+  const block = new Int16Array(480).map((_, i) => Math.round(Math.sin(i / 9) * 8000));
+  for (const [name, enc, bytes] of [
+    ['µ-law 8 kHz', new MulawEncoder(24000), 160],
+    ['L16 16 kHz', new L16Encoder(16000, 640), 640],
+    ['L16 8 kHz', new L16Encoder(8000, 320), 320],
+  ] as const) {
+    for (let k = 1; k <= 50; k++) {
+      const frames = enc.push(block);
+      t.is(frames.length, 1, `${name}: block ${k}`);
+      t.is(frames[0]!.length, bytes);
+    }
+    // the end of the stream: only the resampler's look-ahead (< 1 ms) was still held, it leaves as one padded frame
+    const tail = enc.flush();
+    t.is(tail.length, 1, `${name}: one last frame`);
+    t.is(tail[0]!.length, bytes);
+    t.is(enc.produced, 51 * bytes);
+  }
 });
 
 test('recordInProviderConsole in answer documents: Plivo <Record recordSession> before the stream, Vonage an asynchronous NCCO record before connect', async (t) => {
