@@ -10,7 +10,8 @@ export class L16Decoder {
   private readonly r: Resampler | null;
   private odd: number | null = null;
   constructor(readonly fromRate: number, readonly toRate = 16000) {
-    this.r = fromRate === toRate ? null : new Resampler(fromRate, toRate);
+    // primed: each frame of caller audio is passed on whole at once (see mulaw-stream.ts)
+    this.r = fromRate === toRate ? null : new Resampler(fromRate, toRate).prime();
   }
   decode(bytes: Uint8Array): Int16Array {
     let b = bytes;

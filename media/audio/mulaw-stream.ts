@@ -12,7 +12,8 @@ export const MULAW_FRAME_BYTES = 160;
 export class MulawDecoder {
   private readonly r: Resampler;
   constructor(readonly toRate = 16000) {
-    this.r = new Resampler(8000, toRate);
+    // primed: each 20 ms frame of caller audio is passed on whole at once (see the encoder below)
+    this.r = new Resampler(8000, toRate).prime();
   }
   decode(bytes: Uint8Array): Int16Array {
     return this.r.process(decodeMulaw(bytes));

@@ -9,7 +9,7 @@ import { plivo, verifyPlivoSignature } from '../../core/telephony/plivo.ts';
 import { telnyx, verifyTelnyxSignature } from '../../core/telephony/telnyx.ts';
 import { vonage, vonageAppJwt, verifyVonageSignature } from '../../core/telephony/vonage.ts';
 import { L16Decoder, L16Encoder } from '../../media/audio/l16-stream.ts';
-import { MulawEncoder } from '../../media/audio/mulaw-stream.ts';
+import { MulawDecoder, MulawEncoder } from '../../media/audio/mulaw-stream.ts';
 import { signPlivoV3 } from '../fakes/plivo.ts';
 
 test('Plivo V3: query + sorted POST params + nonce; comma-separated tokens; tampering and a wrong nonce fail', (t) => {
@@ -128,6 +128,18 @@ test('carrier encoders send each 20 ms block of agent audio as one frame at once
     t.is(tail.length, 1, `${name}: one last frame`);
     t.is(tail[0]!.length, bytes);
     t.is(enc.produced, 51 * bytes);
+  }
+});
+
+test('carrier decoders pass each frame of caller audio on whole at once, not its last millisecond with the next frame', (t) => {
+  // the resampler's look-ahead used to keep each frame's last ~1 ms until the next one arrived: an STT vendor that
+  // judges silence in 20 ms steps then saw a turn's end one frame (20 ms) late
+  const mulaw = new MulawDecoder(16000);
+  const l16 = new L16Decoder(8000);
+  const frame16 = new Uint8Array(320).map((_, i) => (i * 37) & 0xff);
+  for (let k = 1; k <= 50; k++) {
+    t.is(mulaw.decode(new Uint8Array(160).fill(0x55)).length, 320, `µ-law frame ${k}`);
+    t.is(l16.decode(frame16).length, 320, `L16 8 kHz frame ${k}`);
   }
 });
 
