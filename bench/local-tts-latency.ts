@@ -36,6 +36,7 @@ const startMs = performance.now() - t0;
 const tts = createLocalTts({ languages: ['en'] });
 const first: number[] = [];
 const byLength: Record<'short' | 'long', number[]> = { short: [], long: [] };
+const byText = new Map<string, number[]>();
 let cold = NaN;
 for (let i = 0; i < REPLIES; i++) {
   const text = FIRST[i % FIRST.length]!;
@@ -46,6 +47,7 @@ for (let i = 0; i < REPLIES; i++) {
   if (i === 0) cold = ms;
   first.push(ms);
   byLength[text.length > 60 ? 'long' : 'short'].push(ms);
+  byText.set(text, [...(byText.get(text) ?? []), ms]);
   await sleep(PAUSE_MS);
 }
 await closePiper();
@@ -61,5 +63,6 @@ const f0 = (x: number) => Math.round(x).toString();
 console.log(`Piper pool start (helpers forked, voice loaded${process.env.LOCAL_TTS_WORKERS ? `, ${process.env.LOCAL_TTS_WORKERS} workers` : ''}): ${f0(startMs)} ms; ${os.availableParallelism()} cores`);
 console.log(`first audio after the chunk is handed over, ${REPLIES} replies, 1 call: p50 ${f0(pct(first, 50))} ms, p90 ${f0(pct(first, 90))} ms, p99 ${f0(pct(first, 99))} ms, max ${f0(Math.max(...first))} ms; first reply after start ${f0(cold)} ms`);
 console.log(`  first clause ≤ 60 characters: p50 ${f0(pct(byLength.short, 50))} / p99 ${f0(pct(byLength.short, 99))} ms; longer: p50 ${f0(pct(byLength.long, 50))} / p99 ${f0(pct(byLength.long, 99))} ms`);
+for (const [text, ms] of byText) console.log(`  ${JSON.stringify(text)}: ${ms.map(f0).join(' ')} ms`);
 console.log(`espeak-ng --ipa started per clause (phonemes only): p50 ${f0(pct(spawnMs, 50))} ms, p99 ${f0(pct(spawnMs, 99))} ms`);
 console.log(`load average during the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
