@@ -225,6 +225,12 @@ export class CarrierStreamTransport implements LiveTransport {
     if (out && this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(out));
   }
 
+  /** Frames the encoder just produced (the last ones of its output so far), each with its mark. */
+  private sendFrames(frames: Uint8Array[]): void {
+    let pos = this.encoder.produced - frames.length * this.encoder.frameBytes;
+    for (const frame of frames) this.sendFrame(frame, (pos += frame.length));
+  }
+
   /** One payload and its mark; `endBytes` is the stream position just after this payload. */
   private sendFrame(bytes: Uint8Array, endBytes: number): void {
     const streamSid = this.start?.streamSid ?? '';
@@ -240,11 +246,7 @@ export class CarrierStreamTransport implements LiveTransport {
   /** Agent audio (24 kHz) → 8 kHz µ-law payloads, each followed by a mark. */
   sendAudio(pcm24k: Int16Array): void {
     if (!this.open || this.gone || this.closing) return;
-    timed(this.sendStage, () => {
-      const frames = this.encoder.push(pcm24k);
-      let pos = this.encoder.produced - frames.length * this.encoder.frameBytes;
-      for (const frame of frames) this.sendFrame(frame, (pos += frame.length));
-    });
+    timed(this.sendStage, () => this.sendFrames(this.encoder.push(pcm24k)));
   }
 
   /** Carriers have no text channel: the WebSocket protocol's events have nowhere to go. */
@@ -321,9 +323,7 @@ export class CarrierStreamTransport implements LiveTransport {
     };
     if (kind !== 'normal' || !this.open || this.gone) return shut();
     // what the encoder still holds (its resampler's ~1 ms look-ahead, a partial frame) goes out before the end
-    const tail = this.encoder.flush();
-    let pos = this.encoder.produced - tail.reduce((n, f) => n + f.length, 0);
-    for (const f of tail) this.sendFrame(f, (pos += f.length));
+    this.sendFrames(this.encoder.flush());
     if (!this.pendingMarks.length || this.marksUnsupported()) return shut();
     const t = setTimeout(() => this.drainWake?.(), this.opts.drainMs);
     this.drainWake = () => {

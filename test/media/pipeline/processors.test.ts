@@ -119,15 +119,16 @@ test('pacer: audio that arrives between ticks while playing waits for its tick (
   t.is(p.sent.length, 5, 'the first audio after idle leaves at once, up to the lead');
   p.advance(20); // the tick has nothing to send: the queue is empty
   t.is(p.sent.length, 5);
+  const tickAt = p.now;
   // more audio lands 7 ms after that tick: the frame it would have sent then goes now (catch-up) …
-  p.now += 7;
+  p.now = tickAt + 7;
   p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(4800).fill(2), speech: s, chunk: 0 }); // 200 ms
   t.is(p.sent.length, 6, 'only what the latest tick would have sent');
   // … and audio landing later in the same tick period sends nothing ahead of its tick
-  p.now += 5;
+  p.now = tickAt + 12;
   p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(4800).fill(3), speech: s, chunk: 0 });
   t.is(p.sent.length, 6, 'the next frame waits for its tick');
-  p.now -= 12;
+  p.now = tickAt; // advance() ticks on the 20 ms grid from here
   p.advance(20);
   t.is(p.sent.length, 7, 'one frame per tick');
   p.advance(40);
