@@ -15,6 +15,11 @@ export interface Storage {
   /** 'local' serves files itself at /cdn; 's3' hands out the bucket's public URLs. */
   readonly kind: 'local' | 's3';
   put(key: string, body: Buffer | NodeJS.ReadableStream, opts?: { contentType?: string }): Promise<{ bytes: number }>;
+  /**
+   * Store the file at `file` (left in place) under `key`. Local storage copies it in the kernel on a libuv thread
+   * (no bytes pass through JavaScript: a burst of calls ending together does not hold the event loop); S3 streams it.
+   */
+  putFile(key: string, file: string, opts?: { contentType?: string }): Promise<{ bytes: number }>;
   /** Throws StorageNotFoundError. */
   get(key: string): Promise<Buffer>;
   /** Throws StorageNotFoundError. */

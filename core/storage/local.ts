@@ -1,6 +1,7 @@
 // Local-directory storage under config.storageDir, publicly served at {cdn_url} by api/routes/cdn.ts.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { copyFile, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -106,6 +107,21 @@ export function createLocalStorage(config: Config): LocalStorage {
     root,
     async put(key, body) {
       return { bytes: await writeAtomically(localPath(root, key), body) };
+    },
+    async putFile(key, file) {
+      const dest = localPath(root, key);
+      await mkdir(path.dirname(dest), { recursive: true });
+      const tmp = `${dest}.${randomBytes(6).toString('hex')}.part`;
+      try {
+        // a reflink where the filesystem has them, else copy_file_range/sendfile: on the thread pool either way
+        await copyFile(file, tmp, fsConstants.COPYFILE_FICLONE);
+        const { size } = await stat(tmp);
+        await rename(tmp, dest);
+        return { bytes: size };
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
     },
     async putLimited(key, body, maxBytes) {
       return { bytes: await writeAtomically(localPath(root, key), body, maxBytes) };

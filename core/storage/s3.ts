@@ -71,6 +71,15 @@ export function createS3Storage(config: Config): Storage {
         await rm(dir, { recursive: true, force: true });
       }
     },
+    async putFile(key, file, opts) {
+      validateKey(key);
+      // the file already has a length: no temp copy (put() spools a stream to learn its length)
+      const { size } = await stat(file);
+      await client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(file), ContentType: opts?.contentType ?? contentTypeFor(key), ContentLength: size }),
+      );
+      return { bytes: size };
+    },
     async get(key) {
       const stream = await storage.getStream(key);
       const chunks: Buffer[] = [];

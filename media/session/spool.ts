@@ -10,7 +10,6 @@
 // processing has not completed yet (it is the one that publishes recordings; the reconcile runs before the orphaned
 // rows are ended, so a restarted node's calls get their partial recording). After post-call, or for an unknown call,
 // the file is deleted with a warning: a recording nobody will publish only fills the disk.
-import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -99,7 +98,7 @@ export class FileSink implements RecordingSink {
 
 async function uploadFile(deps: { storage: Storage; logger: Logger }, callId: string, file: string): Promise<void> {
   await retrying(deps.logger, { callId, step: 'recording upload' }, () =>
-    deps.storage.put(spoolRecordingKey(callId), createReadStream(file), { contentType: 'audio/wav' }));
+    deps.storage.putFile(spoolRecordingKey(callId), file, { contentType: 'audio/wav' }));
   await rm(file, { force: true });
 }
 

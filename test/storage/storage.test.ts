@@ -2,7 +2,7 @@
 // PUT (/cdn-upload/<key>), the generated signing secret, and the S3 backend against a local fake S3 REST server.
 import test from 'ava';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, statSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -63,7 +63,15 @@ test('local storage: put/get/stream/stat/exists/delete; bad keys throw before to
   await t.throwsAsync(st.put('../escape.txt', Buffer.from('x')), { instanceOf: InvalidStorageKeyError });
   t.throws(() => st.publicUrl('/abs'), { instanceOf: InvalidStorageKeyError });
   t.is(st.publicUrl('recordings/x.wav'), `${s.origin}/cdn/recordings/x.wav`);
-  t.deepEqual(readdirSync(path.join(s.config.storageDir, 't')), ['two.txt'], 'no temp files left behind');
+  // putFile: a file on disk stored under a key (copied by the kernel, the source left in place)
+  const src = path.join(mkdtempSync(path.join(os.tmpdir(), 'vas-putfile-')), 'rec.wav');
+  writeFileSync(src, Buffer.from('RIFF....WAVEdata'));
+  t.deepEqual(await st.putFile('t/three.wav', src), { bytes: 16 });
+  t.is((await st.get('t/three.wav')).toString(), 'RIFF....WAVEdata');
+  t.is(readFileSync(src).toString(), 'RIFF....WAVEdata', 'the source stays');
+  await t.throwsAsync(st.putFile('t/missing.wav', `${src}.none`), { code: 'ENOENT' });
+  await t.throwsAsync(st.putFile('../escape.wav', src), { instanceOf: InvalidStorageKeyError });
+  t.deepEqual(readdirSync(path.join(s.config.storageDir, 't')).sort(), ['three.wav', 'two.txt'], 'no temp files left behind');
 });
 
 test('GET /cdn/<key> serves recordings publicly with type, length and byte ranges; spool, documents and traversal are 404', async (t) => {
@@ -201,6 +209,11 @@ test('S3 backend speaks the S3 REST API (fake endpoint): objects, not-found, pub
   t.deepEqual(await st.put('transcripts/t1.json', Readable.from([Buffer.from('{"messages":'), Buffer.from('[]}')]), { contentType: 'application/json' }), { bytes: 15 });
   t.is((await st.get('transcripts/t1.json')).toString(), '{"messages":[]}');
   t.deepEqual(await st.stat('recordings/r1.wav'), { bytes: 8 });
+  const src = path.join(mkdtempSync(path.join(os.tmpdir(), 'vas-putfile-')), 'rec.wav');
+  writeFileSync(src, Buffer.from('RIFF-from-disk'));
+  t.deepEqual(await st.putFile('recordings/r2.wav', src, { contentType: 'audio/wav' }), { bytes: 14 });
+  t.is(s3.objects.get('recordings/r2.wav')?.type, 'audio/wav');
+  t.is((await st.get('recordings/r2.wav')).toString(), 'RIFF-from-disk');
   t.true(await st.exists('recordings/r1.wav'));
   t.false(await st.exists('recordings/none.wav'));
   await t.throwsAsync(st.get('recordings/none.wav'), { instanceOf: StorageNotFoundError });
