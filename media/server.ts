@@ -32,6 +32,7 @@ import { createWebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
 import { warmMedia } from './session/warm.ts';
 import { safeDecode } from '../core/input-guard.ts';
+import { sharedClock } from './pipeline/clock.ts';
 
 export interface MediaService {
   upgrade: UpgradeHandler[];
@@ -140,6 +141,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
     wss.handleUpgrade(req, socket, head, (ws) => ws.close(code, reason));
   }
 
+  const clock = deps.clock ?? sharedClock;
   const upgrade: UpgradeHandler = (req, socket, head) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const m = WS_PATH.exec(url.pathname);
@@ -149,6 +151,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       const key = url.searchParams.get('api_key') ?? headerValue(req.headers['x-api-key']);
       if (!key) return reject(socket, 401, 'Authorization header required');
       const principal = await resolveApiKey(deps.db, key);
+      clock.poll(); // each step of a join polls the frame clock: see media/session/runner.ts
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
       const admitted = admission.admit('websocket');
       if (!admitted.ok) return acceptAndClose(req, socket, head, 1013, admitted.text);
@@ -176,12 +179,14 @@ export function createMediaService(deps: MediaDeps): MediaService {
   /** An admitted join: the call row's checks, then the pipeline (resolves once it started or could not). */
   async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null): Promise<void> {
     const row = await loadCall(deps.db, callId);
+    clock.poll();
     if (!row || !organizationId || row.organization_id !== organizationId) {
       return acceptAndClose(req, socket, head, 1008, 'Invalid call');
     }
     if (row.transport !== 'websocket') return acceptAndClose(req, socket, head, 1008, 'Call transport mismatch');
     if (row.status !== 'pending') return acceptAndClose(req, socket, head, 1008, 'Call not available');
     const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
+    clock.poll();
     await runCall(ws, row);
   }
 
@@ -189,6 +194,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
     const transport = new WsTransport(ws);
     ws.on('error', (err) => logger.debug({ err, callId: pending.id }, 'websocket error'));
     const claimed = await claimCall(deps.db, pending.id, pending.organization_id);
+    clock.poll();
     if (!claimed) return transport.closeWith(1008, 'Call not available');
     await runner.run(transport, claimed, { claimed: true });
   }

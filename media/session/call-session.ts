@@ -270,6 +270,7 @@ export class CallSession {
     opening.catch(() => {}); // handled by the await below
     this.startOutput(cfg);
     const stream = await opening;
+    this.clock.poll(); // see media/session/runner.ts: a burst of calls starting together
     if (this.ended) {
       void stream.close().catch(() => {}); // the call ended while the recogniser was opening
       return;
@@ -361,7 +362,9 @@ export class CallSession {
       this.cut(s, 'agent');
     }
     this.pacer.close();
+    this.clock.poll(); // see media/session/runner.ts: a burst of calls ending together
     await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    this.clock.poll();
     this.ctx.prune();
     // The carrier moved the call (its stream stopped) before answering the transfer request: that transfer succeeded.
     if (reason === 'transferred') for (const [entry, kind] of this.toolsInFlight) if (kind === 'transferCall') entry.status = 'success';

@@ -11,6 +11,7 @@ import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
 import type { EngineFactory, MediaDeps } from '../deps.ts';
 import { createThreadedNoiseGate } from '../noise/threaded.ts';
+import { sharedClock } from '../pipeline/clock.ts';
 import { activeCallsGauge } from '../pipeline/metrics.ts';
 import { createEngines } from '../services/index.ts';
 import type { Engines } from '../services/types.ts';
@@ -84,6 +85,13 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
   // uploaded audio recordings the calls' tools play (loaded as each call starts, shared by the calls of this process)
   const recordings = new RecordingLibrary(deps.db, deps.storage, logger);
 
+  /**
+   * The frame clock every live call's audio is paced on. Setting up and ending a call are chains of awaits whose
+   * steps run back to back with other calls' steps in one event-loop turn; when many calls start or end together
+   * (a burst of joins, a campaign wave, a mass hang-up) that turn lasts tens of milliseconds and every other call's
+   * next audio frame waits for it. So each step polls the clock first: a tick that is due runs there (clock.ts).
+   */
+  const clock = deps.clock ?? sharedClock;
   const owned = new Set<string>();
   /** call id → the rest of its end, to run again once the database answers */
   const unfinished = new Map<string, () => Promise<void>>();
@@ -122,6 +130,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     });
 
     const row = opts.claimed ? pending : await claimCall(deps.db, pending.id, pending.organization_id);
+    clock.poll();
     if (!row) {
       transport.close('refused', 'Call not available');
       return null;
@@ -144,8 +153,10 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
         await (span ? withSpan(span, () => finishLive(row, result, sink, transport, startedHook, opts)) : finishLive(row, result, sink, transport, startedHook, opts))
           .finally(() => endSessionSpan(span, result));
       });
+      clock.poll();
       if (clientGone) throw new Error('client disconnected before the pipeline started');
       await built.start();
+      clock.poll();
       if (clientGone) {
         // the caller hung up while the engines were opening: the pipeline did start, it ends as a hang-up
         goLive(built, weight);
@@ -220,6 +231,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
         config.tools,
       ),
     ]);
+    clock.poll();
     // the caller's noise gate runs on the process's gate thread (created last: nothing to release if setup failed)
     const denoiser = config.noiseGate.enabled ? createThreadedNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : null;
     return new CallSession({
@@ -245,6 +257,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
    * reconcile, retryUnfinished). Once the row is final: transport closed, finish hook, call.ended, post-call.
    */
   async function finishLive(row: CallRow, result: SessionResult, sink: FileSink, transport: LiveTransport, startedHook: Promise<void>, opts: RunOptions): Promise<void> {
+    clock.poll();
     const log = logger.child({ callId: row.id });
     const recording = result.recording.finish().then((r) => (r ? sink.upload(deps, row.id) : (log.error({ err: result.recording.error }, 'recording spool failed: no recording'), false)));
     let closed = false;
@@ -255,6 +268,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     };
     const rest = async (f: Awaited<ReturnType<typeof finishCallRow>>) => {
       await recording;
+      clock.poll();
       close();
       // the transport's own clean-up (carrier hang-up, signaling state) runs either way
       if (opts.onFinished) await opts.onFinished(row, result).catch((err: unknown) => log.warn({ err }, 'call finish hook failed'));
