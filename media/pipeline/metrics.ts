@@ -20,6 +20,12 @@ export const interruptionsTotal = new prom.Counter({
   registers: [registry],
 });
 
+export const pacerUnderrunsTotal = new prom.Counter({
+  name: 'voice_pacer_underruns_total',
+  help: 'Gaps inside an agent utterance: its audio ran out before the next audio of the same utterance arrived (the TTS fell behind playout), counted when the audio resumed',
+  registers: [registry],
+});
+
 export const activeCallsGauge = new prom.Gauge({
   name: 'voice_active_calls',
   help: 'Live calls on this media process',

@@ -6,6 +6,7 @@ import { Processor } from './processor.ts';
 import { sharedClock, type FrameClock, type Tickable } from './clock.ts';
 import type { Mixer } from './mixer.ts';
 import type { SpeechHandle } from '../session/speech.ts';
+import { pacerUnderrunsTotal } from './metrics.ts';
 
 type Item =
   | { kind: 'audio'; pcm: Int16Array; off: number; speech: SpeechHandle; chunk: number }
@@ -48,6 +49,12 @@ export class Pacer extends Processor implements Tickable {
   /** the latest time the pacer has filled its lead for: a tick's nominal time, or real time when audio started it
    * from idle (see arrivalTime) */
   private pumpedAt = -Infinity;
+  /** the utterance of the last frame sent, and where that frame ends on the clock: a later frame of the same
+   * utterance that starts after that is an underrun (counted) */
+  private lastSpeech: SpeechHandle | null = null;
+  private lastEnd = 0;
+  /** underruns of this pacer (also counted in voice_pacer_underruns_total) */
+  underruns = 0;
 
   constructor(opts: Partial<PacerOptions> & Pick<PacerOptions, 'send'>) {
     super();
@@ -130,6 +137,13 @@ export class Pacer extends Processor implements Tickable {
       if (!pcm) break;
       const at = this.playhead;
       if (taken) {
+        const speech = taken.parts[0]!.speech;
+        if (speech === this.lastSpeech && at > this.lastEnd + 0.5) {
+          this.underruns++;
+          pacerUnderrunsTotal.inc();
+        }
+        this.lastSpeech = speech;
+        this.lastEnd = at + frameMs;
         for (const p of taken.parts) {
           if (!this.started.has(p.speech)) {
             this.started.add(p.speech);

@@ -136,6 +136,27 @@ test('pacer: audio that arrives between ticks while playing waits for its tick (
   t.true(p.sent.every((f, i) => i === 0 || f.at - p.sent[i - 1]!.at === 20), 'consecutive 20 ms slots');
 });
 
+test('pacer: an utterance whose audio runs out mid-speech counts one underrun when it resumes; a new utterance does not', (t) => {
+  const p = manualPacer({ leadMs: 100 });
+  const s = new SpeechHandle('reply', true);
+  s.addText('one two');
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(4800).fill(1), speech: s, chunk: 0 }); // 200 ms
+  p.advance(100);
+  t.is(p.pacer.underruns, 0, 'audio kept coming: no underrun');
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(2400).fill(2), speech: s, chunk: 0 }); // arrives in time
+  p.advance(300); // everything played, the utterance not finished: the pacer waits for more
+  t.is(p.pacer.underruns, 0, 'waiting is not an underrun until audio resumes');
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(2400).fill(3), speech: s, chunk: 0 });
+  t.is(p.pacer.underruns, 1, 'the audio resumed after a gap');
+  p.pipeline.push({ type: 'flush', speech: s });
+  p.advance(300);
+  const next = new SpeechHandle('reply', true);
+  next.addText('three');
+  p.pipeline.push({ type: 'audioOut', pcm: new Int16Array(2400).fill(4), speech: next, chunk: 0 });
+  p.advance(200);
+  t.is(p.pacer.underruns, 1, 'a new utterance after silence is not an underrun');
+});
+
 test('pacer + speech: an interruption drops queued audio at once and the utterance keeps only what was played', (t) => {
   const p = manualPacer({ leadMs: 100 });
   const s = new SpeechHandle('reply', true);
