@@ -77,6 +77,9 @@ export interface SpeakingStats {
   jitter: number[];
   /** jitter samples ≥ 15 ms by shape: the frame came < 5 ms after the previous one (a catch-up burst) or > 35 ms */
   tail: { burst: number; gap: number };
+  /** each of those samples: when it arrived (performance.timeOrigin-based, comparable with the server's tick times)
+   * and its inter-arrival time */
+  tailAt: Array<[number, number]>;
   /** per turn: end of the caller's speech → first agent audio of the reply (ms) */
   replyMs: number[];
   /** agent frames received */
@@ -91,7 +94,7 @@ export interface SpeakingStats {
   unanswered: number;
 }
 
-export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
+export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, tailAt: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
 
 /** The k-th frame of `frameSamples` samples of `speech`, zero-padded at the end of the sentence. */
 export function speechFrame(speech: Int16Array, k: number, frameSamples: number): Int16Array {
@@ -189,6 +192,7 @@ export class SpeakingCaller {
       s.jitter.push(Math.abs(d - 20));
       if (d < 5) s.tail.burst++;
       else if (d > 35) s.tail.gap++;
+      if (Math.abs(d - 20) >= 15) s.tailAt.push([performance.timeOrigin + now, d]);
     }
     this.inBurst++;
     this.prev = now;

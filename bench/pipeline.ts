@@ -34,6 +34,10 @@ import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceTo
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
+// the jitter tail's attribution (tailCause): a client sample within CAUSE_WINDOW_MS after a tick CAUSE_LATE_MS late
+const CAUSE_LATE_MS = 8;
+const CAUSE_WINDOW_MS = 25;
+
 const FIXED = { vadStopMs: 300, sttFinalMs: 50, llmFirstTokenMs: 100, ttsFirstByteMs: 80 };
 
 // ── client role: N concurrent callers, in a child process ───────────────────────────────────────────────
@@ -106,6 +110,8 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
       process.send!(r as object, () => process.exit(0));
     });
   });
+} else if (ROLE === 'media') {
+  await runMediaProcess();
 } else if (process.env.MODE === 'vendors') {
   startNeighbour();
   await mainVendors();
@@ -306,7 +312,8 @@ async function main(): Promise<void> {
 // ── MODE=vendors ────────────────────────────────────────────────────────────────────────────────────────
 
 interface SpeakingJob {
-  origin: string;
+  /** one origin per media process; caller i connects to origins[i % origins.length] */
+  origins: string[];
   key: string;
   callIds: string[];
   seconds: number;
@@ -335,7 +342,7 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
     job.callIds.map((callId, idx) => {
       const caller = new SpeakingCaller(stats, { frameSamples: FRAME, speechSamples: speech.length });
       return wsCaller({
-        origin: job.origin,
+        origin: job.origins[idx % job.origins.length]!,
         key: job.key,
         callId,
         frameMs: 60,
@@ -368,6 +375,109 @@ function refusals(closedBadly: Record<number, number>): string {
   return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';
 }
 
+/** voice_pacer_underruns_total of this process */
+async function underrunCount(): Promise<number> {
+  const { pacerUnderrunsTotal } = await import('../media/pipeline/metrics.ts');
+  return (await pacerUnderrunsTotal.get()).values[0]?.value ?? 0;
+}
+
+/**
+ * How many of the client's ≥ 15 ms jitter samples arrived within CAUSE_WINDOW_MS after a server frame-clock tick that
+ * ran ≥ CAUSE_LATE_MS late (the late tick's frames, or the on-time frame right after them). Both sides stamp with
+ * performance.timeOrigin + now (one machine, one clock).
+ */
+function tailCause(tailAt: Array<[number, number]>, tickAt: number[], lateness: number[]): { afterLateTick: number } {
+  const late = tickAt.filter((_, i) => lateness[i]! >= CAUSE_LATE_MS).sort((a, b) => a - b);
+  let afterLateTick = 0;
+  for (const [t] of tailAt) {
+    // the last late tick at or before t (+1 ms of clock slack)
+    let lo = 0;
+    let hi = late.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (late[mid]! <= t + 1) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0 && t + 1 - late[lo - 1]! <= CAUSE_WINDOW_MS + 1) afterLateTick++;
+  }
+  return { afterLateTick };
+}
+
+// ── media role (MEDIA_PROCESSES=K, MODE=vendors): another api + media process on the same database ─────────────
+// One media process per core: callers are spread over the K processes by index (caller i → process i % K), as a
+// proxy spreading connections would. Each extra process reports its own frame-clock lateness and CPU.
+interface MediaJob {
+  databaseUrl: string;
+  dataDir: string;
+  env: Record<string, string>;
+}
+type MediaMsg = { kind: 'start' } | { kind: 'stop' } | { kind: 'idle' };
+interface MediaFigures {
+  cpuMs: number;
+  lateness: number[];
+  loopP99: number;
+}
+
+async function runMediaProcess(): Promise<void> {
+  process.on('disconnect', () => process.exit(0));
+  const job = await new Promise<MediaJob>((r) => process.once('message', (m) => r(m as MediaJob)));
+  const { loadConfig } = await import('../core/config.ts');
+  const { createDb } = await import('../core/db/pool.ts');
+  const { createLogger } = await import('../core/logger.ts');
+  const { freePort } = await import('../scripts/infra.ts');
+  const { startCombined } = await import('../scripts/server.ts');
+  const { sharedClock } = await import('../media/pipeline/clock.ts');
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const db = await createDb(job.databaseUrl, { maximumPoolSize: 20 });
+  const port = await freePort();
+  const config = loadConfig({ ...job.env, DATABASE_URL: job.databaseUrl, DATA_DIR: job.dataDir, PORT: String(port) });
+  const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
+  let cpu0 = process.cpuUsage();
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  process.on('message', (m: MediaMsg) => {
+    if (m.kind === 'start') {
+      sharedClock.lateness.length = 0;
+      sharedClock.recordLateness = true;
+      loop.reset();
+      loop.enable();
+      cpu0 = process.cpuUsage();
+      process.send!({ kind: 'started' });
+    } else if (m.kind === 'stop') {
+      const c = process.cpuUsage(cpu0);
+      sharedClock.recordLateness = false;
+      loop.disable();
+      process.send!({ kind: 'stopped', figures: { cpuMs: (c.user + c.system) / 1000, lateness: [...sharedClock.lateness], loopP99: loop.percentile(99) / 1e6 } satisfies MediaFigures });
+    } else if (m.kind === 'idle') {
+      const wait = () => (combined.media.activeCalls() === 0 ? process.send!({ kind: 'idle' }) : setTimeout(wait, 200));
+      wait();
+    }
+  });
+  process.send!({ kind: 'ready', origin: `http://127.0.0.1:${port}` });
+}
+
+/** Another media process (role 'media'), with the same V8 flag as this one. */
+async function forkMedia(job: MediaJob): Promise<{ origin: string; ask(m: MediaMsg): Promise<any>; kill(): void }> {
+  const { fork } = await import('node:child_process');
+  const child = fork(fileURLToPath(import.meta.url), ['media'], { execArgv: [V8_FLAG, '--import', 'tsx'], stdio: 'inherit' });
+  const next = () =>
+    new Promise<any>((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`media process exited (${code})`)));
+    });
+  const ready = next();
+  child.send(job);
+  const { origin } = (await ready) as { origin: string };
+  return {
+    origin,
+    ask: (m) => {
+      const r = next();
+      child.send(m);
+      return r;
+    },
+    kill: () => child.kill(),
+  };
+}
+
 async function mainVendors(): Promise<void> {
   const { loadConfig } = await import('../core/config.ts');
   const { createDb } = await import('../core/db/pool.ts');
@@ -389,19 +499,21 @@ async function mainVendors(): Promise<void> {
   try {
     const db = await createDb(scratch.url, { maximumPoolSize: 20 });
     const port = await freePort();
-    const config = loadConfig({
-      DATABASE_URL: scratch.url,
-      DATA_DIR: scratch.dir,
-      PORT: String(port),
+    const env = {
       LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789',
       // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
       MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
       ...vendorConfig(urls),
-    });
+    };
+    const config = loadConfig({ ...env, DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port) });
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;
+    // MEDIA_PROCESSES=K: K − 1 more media processes on the same database (one per core); callers spread over all K
+    const extraMedia = await Promise.all(
+      Array.from({ length: Math.max(0, Number(process.env.MEDIA_PROCESSES ?? 1) - 1) }, () => forkMedia({ databaseUrl: scratch.url, dataDir: scratch.dir, env })),
+    );
     const org = await createOrganization(db, { name: 'bench', balanceUsd: 1000 });
     const { key } = await createApiKey(db, org.id, 'bench');
     const agent = (name: string) => vendorAgent(agentConfig, name, STT);
@@ -467,21 +579,54 @@ async function mainVendors(): Promise<void> {
       const loop = monitorEventLoopDelay({ resolution: 5 });
       loop.enable();
       sharedClock.lateness.length = 0;
+      sharedClock.latenessAt.length = 0;
       sharedClock.recordLateness = true;
+      const underruns0 = await underrunCount();
+      const gcs: Array<{ start: number; end: number; kind: number }> = [];
+      const { PerformanceObserver } = await import('node:perf_hooks');
+      const gcObs = new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) gcs.push({ start: performance.timeOrigin + e.startTime, end: performance.timeOrigin + e.startTime + e.duration, kind: ((e as unknown as { detail: { kind: number } }).detail).kind });
+      });
+      gcObs.observe({ entryTypes: ['gc'] });
+      if (n > 1) await Promise.all(extraMedia.map((m) => m.ask({ kind: 'start' })));
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const job: SpeakingJob = { origin, key, callIds: ids, seconds: SECONDS, speech: sentenceToBase64(sentence) };
+      const job: SpeakingJob = { origins: [origin, ...extraMedia.map((m) => m.origin)], key, callIds: ids, seconds: SECONDS, speech: sentenceToBase64(sentence) };
       const r = await forkRole<SpeakingResult>(import.meta.url, 'client', job).result;
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
       loop.disable();
       sharedClock.recordLateness = false;
-      const tickP99 = pct(sharedClock.lateness, 99);
-      const ticksLate = { n: sharedClock.lateness.length, over15: sharedClock.lateness.filter((l) => l >= 15).length };
+      const others = n > 1 ? await Promise.all(extraMedia.map(async (m) => ((await m.ask({ kind: 'stop' })) as { figures: MediaFigures }).figures)) : [];
+      const lateness = [...sharedClock.lateness, ...others.flatMap((o) => o.lateness)];
+      const underruns = (await underrunCount()) - underruns0;
+      const cause = tailCause(r.tailAt, sharedClock.latenessAt, sharedClock.lateness);
+      gcObs.disconnect();
+      // ticks ≥ 15 ms late whose wait overlapped a garbage collection (minor: scavenge; major: mark-compact)
+      const gcLate = { minor: 0, major: 0, other: 0, gcMs: gcs.reduce((a, g) => a + g.end - g.start, 0), gcMax: Math.max(0, ...gcs.map((g) => g.end - g.start)), n: gcs.length };
+      if (process.env.DUMP_LATE) {
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(process.env.DUMP_LATE, JSON.stringify({ at: sharedClock.latenessAt, lateness: sharedClock.lateness, gcs, tail: r.tailAt, sync: [performance.timeOrigin + performance.now(), Number(process.hrtime.bigint() / 1000n)] }));
+      }
+      sharedClock.lateness.forEach((l, i) => {
+        if (l < 15) return;
+        const fired = sharedClock.latenessAt[i]!;
+        const g = gcs.find((x) => x.end > fired - l && x.start < fired);
+        if (!g) gcLate.other++;
+        else if (g.kind === 1) gcLate.minor++;
+        else gcLate.major++;
+      });
+      const tickP99 = pct(lateness, 99);
+      const ticksLate = { n: lateness.length, over15: lateness.filter((l) => l >= 15).length };
       await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
-      const cpuPct = ((cpu.user + cpu.system) / 1000 / wall) * 100;
-      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, ticksLate, loopP99: loop.percentile(99) / 1e6 };
+      await Promise.all(extraMedia.map((m) => m.ask({ kind: 'idle' })));
+      if (others.length) {
+        const each = [(cpu.user + cpu.system) / 1000, ...others.map((o) => o.cpuMs)].map((ms) => f1((ms / wall) * 100));
+        log(`    ${extraMedia.length + 1} media processes: CPU ${each.join(' / ')} % of one core; event-loop delay p99 ${[loop.percentile(99) / 1e6, ...others.map((o) => o.loopP99)].map(f1).join(' / ')} ms`);
+      }
+      const cpuPct = (((cpu.user + cpu.system) / 1000 + others.reduce((a, o) => a + o.cpuMs, 0)) / wall) * 100;
+      return { n, r, cpuPct, cpuPerCall: cpuPct / n, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, tickP99, ticksLate, loopP99: loop.percentile(99) / 1e6, underruns, cause, gcLate };
     };
     const base = await runLoad(1);
     const stopSampling = await startAllocationSampling();
@@ -494,9 +639,15 @@ async function mainVendors(): Promise<void> {
           `server CPU ${f1(x.cpuPct)} % of one core (${f1(x.cpuPerCall)} % per call); RSS +${f1(x.rssPerCallMb)} MB per call; ` +
           `server frame-clock tick lateness p99 ${f1(x.tickP99)} ms (${x.ticksLate.over15} of ${x.ticksLate.n} ticks ≥ 15 ms late), event-loop delay p99 ${f1(x.loopP99)} ms; client process event-loop delay p99 ${f1(x.r.loopP99)} ms`,
       );
+      log(
+        `    the ≥ 15 ms samples by cause: ${x.cause.afterLateTick} within ${CAUSE_WINDOW_MS} ms after a server tick ≥ ${CAUSE_LATE_MS} ms late, ${x.r.tailAt.length - x.cause.afterLateTick} not; ` +
+          `pacer underruns (an utterance's audio ran out mid-speech, voice_pacer_underruns_total): ${x.underruns} in ${x.r.turns} replies; ` +
+          `ticks ≥ 15 ms late during a GC: ${x.gcLate.minor} scavenge, ${x.gcLate.major} other GC, ${x.gcLate.other} none (${x.gcLate.n} GCs, ${f1(x.gcLate.gcMs)} ms in all, longest ${f1(x.gcLate.gcMax)} ms)`,
+      );
     }
     log(`ratio vs 1 call: jitter p99 ×${f1(pct(load.r.jitter, 99) / Math.max(0.1, pct(base.r.jitter, 99)))}, reply p50 ×${f1(pct(load.r.replyMs, 50) / Math.max(0.1, pct(base.r.replyMs, 50)))}`);
     log(`machine: ${os.cpus().length} cores, load average during the run ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
+    for (const m of extraMedia) m.kill();
     await combined.close();
     await db.end();
   } catch (err) {

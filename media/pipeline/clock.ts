@@ -18,6 +18,8 @@ export class FrameClock {
   private firing = false;
   /** lateness (ms) of recent ticks, for benchmarks */
   readonly lateness: number[] = [];
+  /** when each of those ticks ran (performance.timeOrigin + now(): comparable across processes on one machine) */
+  readonly latenessAt: number[] = [];
   recordLateness = false;
 
   constructor(
@@ -59,7 +61,10 @@ export class FrameClock {
 
   private readonly fire = (): void => {
     const now = this.now();
-    if (this.recordLateness) this.lateness.push(now - this.next);
+    if (this.recordLateness) {
+      this.lateness.push(now - this.next);
+      this.latenessAt.push(performance.timeOrigin + now);
+    }
     const at = this.next;
     this.firing = true;
     try {
