@@ -104,6 +104,8 @@ if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NO
   const r = spawnSync(process.execPath, [V8_FLAG, ...process.execArgv, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: process.env });
   process.exit(r.status ?? 1);
 } else if (ROLE === 'client') {
+  // forked after the server raised its pacing thread: the callers are not the media process (core/priority.ts)
+  (await import('../core/priority.ts')).resetHelperPriority();
   process.once('message', (job: ClientJob | SpeakingJob) => {
     const run = 'speech' in job ? runSpeakingClients(job) : runClients(job);
     void (run as Promise<unknown>).then((r) => {
@@ -431,6 +433,9 @@ async function runMediaProcess(): Promise<void> {
   const db = await createDb(job.databaseUrl, { maximumPoolSize: 20 });
   const port = await freePort();
   const config = loadConfig({ ...job.env, DATABASE_URL: job.databaseUrl, DATA_DIR: job.dataDir, PORT: String(port) });
+  const { applyMediaPriority, resetHelperPriority } = await import('../core/priority.ts');
+  resetHelperPriority(); // forked from a raised thread: start where the run started, then raise as a media process does
+  applyMediaPriority(config, { info: () => {}, warn: () => {} });
   const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
   let cpu0 = process.cpuUsage();
   const loop = monitorEventLoopDelay({ resolution: 5 });
@@ -507,6 +512,10 @@ async function mainVendors(): Promise<void> {
       ...vendorConfig(urls),
     };
     const config = loadConfig({ ...env, DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port) });
+    // as the media process's entry does (media/main.ts): its pacing thread above the callers, fakes and neighbour
+    const { applyMediaPriority } = await import('../core/priority.ts');
+    const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
+    log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;

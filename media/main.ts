@@ -1,4 +1,5 @@
 // The media process alone (production shape): owns live audio connections; DATABASE_URL and TEMPORAL_ADDRESS from env.
+import { applyMediaPriority } from '../core/priority.ts';
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { initTracing } from '../core/tracing.ts';
@@ -13,6 +14,7 @@ const logger = createLogger({ level: config.LOG_LEVEL, name: 'media' });
 await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent-media' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
+applyMediaPriority(config, logger);
 const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null });
 let draining = false;
 const running = await startServer(

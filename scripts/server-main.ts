@@ -1,4 +1,5 @@
 // The combined api + media process that `npm start` runs.
+import { applyMediaPriority } from '../core/priority.ts';
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { initTracing } from '../core/tracing.ts';
@@ -12,6 +13,7 @@ const logger = createLogger({ level: config.LOG_LEVEL, name: 'server' });
 await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME ?? 'voice-agent' });
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
+applyMediaPriority(config, logger);
 const combined = await startCombined({ config, db, logger, temporal });
 logger.info({ port: combined.running.port, baseUrl: config.baseUrl }, 'api + media listening');
 // work a killed process registered but never handed to Temporal (api/main.ts runs the same sweeps)

@@ -3,6 +3,9 @@
 // {id, ok: false, message, kind} (kind null: an unexpected failure).
 import { parentPort } from 'node:worker_threads';
 import { AudioDecodeError, decodeRecording } from './decode.ts';
+import { resetHelperPriority } from '../priority.ts';
+
+resetHelperPriority(); // not at the media process's raised pacing priority (core/priority.ts)
 
 const port = parentPort!;
 let chain: Promise<void> = Promise.resolve();

@@ -3,6 +3,9 @@
 // out: {t:'done', ids, frames} (same order as the batch; buffers transferred) · {t:'error', id, message}.
 import { parentPort } from 'node:worker_threads';
 import { createNoiseGate, type NoiseGate, type NoiseModel } from './index.ts';
+import { resetHelperPriority } from '../../core/priority.ts';
+
+resetHelperPriority(); // not at the media process's raised pacing priority (core/priority.ts)
 
 type In =
   | { t: 'open'; id: number; model: NoiseModel; level: number }

@@ -10,6 +10,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { resetHelperPriority } from '../../core/priority.ts';
 
 type Pending<R> = { resolve(r: R): void; reject(e: Error): void };
 
@@ -167,6 +168,7 @@ export const poolPort: PoolPort = {
 export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>>): Promise<void> {
   // the media process went away (its IPC channel closed): so does the helper
   process.on('disconnect', () => process.exit(0));
+  resetHelperPriority(); // not at the media process's raised pacing priority (core/priority.ts)
   let handle: (req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>;
   try {
     handle = await load();

@@ -7,6 +7,9 @@ import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { sharedBatchViews } from './shared-batch.ts';
+import { resetHelperPriority } from '../../core/priority.ts';
+
+resetHelperPriority(); // not at the media process's raised pacing priority (core/priority.ts)
 
 export type InferRequest =
   | { id: number; batch: number; input: Float32Array; h: Float32Array; c: Float32Array }

@@ -1,0 +1,54 @@
+// Scheduling priority of the thread that paces live audio. A media process's main thread sends every call's next
+// frame on the shared 20 ms clock (media/pipeline/clock.ts); when another process on the same cores is CPU-bound
+// (a neighbour container, a batch job), the kernel shares the cores fairly and the main thread is preempted in the
+// middle of its work, so ticks run late and frames bunch up (bench/pipeline NEIGHBOUR=1: jitter p99 20–24 ms at
+// equal priority, 15 ms with the main thread 5 nice levels above the neighbour). So the media process raises its
+// main thread's priority by MEDIA_PRIORITY_BOOST nice levels above the one it was started at (default 10, at most
+// to −20; 0 turns it off; Linux keeps nice per thread, so only the calling thread changes). That needs CAP_SYS_NICE (root in most containers); without it the process runs at normal
+// priority and says so once. Threads and helper processes started afterwards would inherit the raised priority:
+// each of them (inference threads, the noise gate, the helper processes of the local engines) puts itself back to the
+// process's original priority at its start (resetHelperPriority), so only the pacing thread runs ahead.
+import os from 'node:os';
+
+const BASE_ENV = 'VAS_BASE_NICE';
+
+export type PriorityOutcome = { applied: true; nice: number } | { applied: false; nice: number; reason: string };
+
+/** Raise the calling (main) thread `boost` nice levels (lower nice = higher priority), at most to −20. */
+export function raiseAudioThreadPriority(boost: number): PriorityOutcome {
+  let base: number;
+  try {
+    base = os.getPriority(0);
+  } catch (err) {
+    return { applied: false, nice: 0, reason: (err as Error).message };
+  }
+  const nice = Math.max(-20, base - boost);
+  if (nice >= base) return { applied: false, nice: base, reason: boost <= 0 ? 'MEDIA_PRIORITY_BOOST=0' : 'already at the highest priority (-20)' };
+  try {
+    os.setPriority(0, nice);
+  } catch (err) {
+    return { applied: false, nice: base, reason: `${(err as NodeJS.ErrnoException).code ?? (err as Error).message}: needs CAP_SYS_NICE (or root)` };
+  }
+  // threads and child processes read this to go back to where the process started (a Worker's env is a copy of this)
+  process.env[BASE_ENV] = String(base);
+  return { applied: true, nice };
+}
+
+/** In a helper thread or process: back to the process's original priority if it inherited a raised one. */
+export function resetHelperPriority(): void {
+  const base = Number(process.env[BASE_ENV]);
+  if (!Number.isInteger(base)) return;
+  try {
+    if (os.getPriority(0) < base) os.setPriority(0, base); // lowering one's own priority is always allowed
+  } catch {
+    /* keep what we have */
+  }
+}
+
+/** The media process's start: raise its pacing thread as configured and say what happened. */
+export function applyMediaPriority(config: { MEDIA_PRIORITY_BOOST: number }, logger: { info(o: object, m: string): void; warn(o: object, m: string): void }): PriorityOutcome {
+  const r = raiseAudioThreadPriority(config.MEDIA_PRIORITY_BOOST);
+  if (r.applied) logger.info({ nice: r.nice }, 'audio pacing thread priority raised (MEDIA_PRIORITY_BOOST)');
+  else if (config.MEDIA_PRIORITY_BOOST > 0) logger.warn({ reason: r.reason, nice: r.nice }, 'audio pacing thread priority not raised: it runs at normal priority');
+  return r;
+}

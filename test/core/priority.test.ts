@@ -1,0 +1,51 @@
+// core/priority.ts in a child process of its own (the test runner's priority is left alone): the media process's
+// pacing thread raised by MEDIA_PRIORITY_BOOST, a worker thread started afterwards back at the original priority,
+// 0 = no change; without the permission, nothing changes and the reason says why.
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const priorityUrl = new URL('../../core/priority.ts', import.meta.url).href;
+const priority = fileURLToPath(priorityUrl);
+
+function probe(boost: number): Promise<{ base: number; outcome: { applied: boolean; nice: number; reason?: string }; main: number; worker: number }> {
+  const script = `
+    import os from 'node:os';
+    import { Worker } from 'node:worker_threads';
+    import { raiseAudioThreadPriority } from ${JSON.stringify(priority)};
+    const base = os.getPriority(0);
+    const outcome = raiseAudioThreadPriority(${boost});
+    const code = 'import os from "node:os"; import { parentPort } from "node:worker_threads"; import { resetHelperPriority } from ' + JSON.stringify(${JSON.stringify(priorityUrl)}) + '; resetHelperPriority(); parentPort.postMessage(os.getPriority(0));';
+    const w = new Worker(new URL('data:text/javascript,' + encodeURIComponent(code)));
+    w.once('message', (worker) => {
+      console.log(JSON.stringify({ base, outcome, main: os.getPriority(0), worker }));
+      process.exit(0);
+    });
+  `;
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim())))),
+  );
+}
+
+test('the pacing thread is raised by the boost (at most to -20), a thread started afterwards goes back to the original priority', async (t) => {
+  const r = await probe(5);
+  const want = Math.max(-20, r.base - 5);
+  if (!r.outcome.applied) {
+    // not permitted here (no CAP_SYS_NICE): nothing changed, and the reason names the permission
+    t.true(os.userInfo().uid !== 0 || want === r.base, `root should be allowed to raise (${r.outcome.reason})`);
+    t.is(r.main, r.base);
+    t.is(r.worker, r.base);
+    return;
+  }
+  t.is(r.outcome.nice, want);
+  t.is(r.main, want, 'the main thread runs raised');
+  t.is(r.worker, r.base, 'a worker started afterwards is back at the original priority');
+});
+
+test('MEDIA_PRIORITY_BOOST 0 changes nothing', async (t) => {
+  const r = await probe(0);
+  t.false(r.outcome.applied);
+  t.is(r.main, r.base);
+  t.is(r.worker, r.base);
+});
