@@ -2,15 +2,17 @@
 // frame on the shared 20 ms clock (media/pipeline/clock.ts); when another process on the same cores is CPU-bound
 // (a neighbour container, a batch job), the kernel shares the cores fairly and the main thread is preempted in the
 // middle of its work, so ticks run late and frames bunch up (bench/pipeline NEIGHBOUR=1: jitter p99 20–24 ms at
-// equal priority, 15 ms with the main thread 5 nice levels above the neighbour). So the media process raises its
+// equal priority, 15 ms with the main thread 5 nice levels above the neighbour). So the media process can raise its
 // main thread's priority by MEDIA_PRIORITY_BOOST nice levels above the one it was started at (at most to −20; Linux
-// keeps nice per thread, so only the calling thread changes). Opt-in (default 0): with it on, one fault test
-// (PostgreSQL killed during 10 local-engine calls, test/faults/postgres-kill.test.ts (a)) failed to finish post-call
-// within its 120 s bound whenever other CPU-bound processes shared the cores, and passed with it off; the cause is
-// not found yet (a priority inversion somewhere in the call's end is the suspicion). That needs CAP_SYS_NICE (root in most containers); without it the process runs at normal
-// priority and says so once. Threads and helper processes started afterwards would inherit the raised priority:
-// each of them (inference threads, the noise gate, the helper processes of the local engines) puts itself back to the
-// process's original priority at its start (resetHelperPriority), so only the pacing thread runs ahead.
+// keeps nice per thread, so only the calling thread changes). That needs CAP_SYS_NICE (root in most containers);
+// without it the process runs at normal priority and says so once. Threads and helper processes started afterwards
+// would inherit the raised priority: each inference thread and forked helper puts itself back to the process's
+// original priority at its start (resetHelperPriority), and the spawned helper processes (HelperProcess) are put
+// back by the media process right after the spawn (resetChildPriority), so only the pacing thread runs ahead.
+// Opt-in (default 0): with it on, one fault test (PostgreSQL killed during 10 local-engine calls,
+// test/faults/postgres-kill.test.ts (a)) failed to finish post-call within its 120 s bound whenever other CPU-bound
+// processes shared the cores, and passed with it off; the cause is not found yet (a priority inversion somewhere in
+// the call's end is the suspicion).
 import os from 'node:os';
 
 const BASE_ENV = 'VAS_BASE_NICE';
@@ -45,6 +47,17 @@ export function resetHelperPriority(): void {
     if (os.getPriority(0) < base) os.setPriority(0, base); // lowering one's own priority is always allowed
   } catch {
     /* keep what we have */
+  }
+}
+
+/** A child process this (possibly raised) process just spawned: back to the process's original priority. */
+export function resetChildPriority(pid: number | undefined): void {
+  const base = Number(process.env[BASE_ENV]);
+  if (pid === undefined || !Number.isInteger(base)) return;
+  try {
+    if (os.getPriority(pid) < base) os.setPriority(pid, base); // lowering a child's priority is always allowed
+  } catch {
+    /* it exited already, or keep what it has */
   }
 }
 

@@ -8,17 +8,22 @@ import { fileURLToPath } from 'node:url';
 const priorityUrl = new URL('../../core/priority.ts', import.meta.url).href;
 const priority = fileURLToPath(priorityUrl);
 
-function probe(boost: number): Promise<{ base: number; outcome: { applied: boolean; nice: number; reason?: string }; main: number; worker: number }> {
+function probe(boost: number): Promise<{ base: number; outcome: { applied: boolean; nice: number; reason?: string }; main: number; worker: number; child: number }> {
   const script = `
     import os from 'node:os';
+    import { spawn } from 'node:child_process';
     import { Worker } from 'node:worker_threads';
-    import { raiseAudioThreadPriority } from ${JSON.stringify(priority)};
+    import { raiseAudioThreadPriority, resetChildPriority } from ${JSON.stringify(priority)};
     const base = os.getPriority(0);
     const outcome = raiseAudioThreadPriority(${boost});
     const code = 'import os from "node:os"; import { parentPort } from "node:worker_threads"; import { resetHelperPriority } from ' + JSON.stringify(${JSON.stringify(priorityUrl)}) + '; resetHelperPriority(); parentPort.postMessage(os.getPriority(0));';
     const w = new Worker(new URL('data:text/javascript,' + encodeURIComponent(code)));
+    const sleeper = spawn('sleep', ['30']);
+    resetChildPriority(sleeper.pid);
+    const child = os.getPriority(sleeper.pid);
+    sleeper.kill();
     w.once('message', (worker) => {
-      console.log(JSON.stringify({ base, outcome, main: os.getPriority(0), worker }));
+      console.log(JSON.stringify({ base, outcome, main: os.getPriority(0), worker, child }));
       process.exit(0);
     });
   `;
@@ -27,7 +32,7 @@ function probe(boost: number): Promise<{ base: number; outcome: { applied: boole
   );
 }
 
-test('the pacing thread is raised by the boost (at most to -20), a thread started afterwards goes back to the original priority', async (t) => {
+test('the pacing thread is raised by the boost (at most to -20), a thread or process started afterwards goes back to the original priority', async (t) => {
   const r = await probe(5);
   const want = Math.max(-20, r.base - 5);
   if (!r.outcome.applied) {
@@ -36,11 +41,13 @@ test('the pacing thread is raised by the boost (at most to -20), a thread starte
     t.regex(r.outcome.reason ?? '', want === r.base ? /highest priority/ : /CAP_SYS_NICE/);
     t.is(r.main, r.base);
     t.is(r.worker, r.base);
+    t.is(r.child, r.base);
     return;
   }
   t.is(r.outcome.nice, want);
   t.is(r.main, want, 'the main thread runs raised');
   t.is(r.worker, r.base, 'a worker started afterwards is back at the original priority');
+  t.is(r.child, r.base, 'a process spawned afterwards is put back at the original priority');
 });
 
 test('MEDIA_PRIORITY_BOOST 0 changes nothing', async (t) => {
@@ -48,4 +55,5 @@ test('MEDIA_PRIORITY_BOOST 0 changes nothing', async (t) => {
   t.false(r.outcome.applied);
   t.is(r.main, r.base);
   t.is(r.worker, r.base);
+  t.is(r.child, r.base);
 });

@@ -40,20 +40,6 @@ import threading
 import time
 from collections import OrderedDict, deque
 
-def _reset_priority():
-    """Back to the media process's original priority (core/priority.ts raises only its pacing thread)."""
-    import os
-    try:
-        base = int(os.environ.get("VAS_BASE_NICE", ""))
-        if os.getpriority(os.PRIO_PROCESS, 0) < base:
-            os.setpriority(os.PRIO_PROCESS, 0, base)
-    except (ValueError, OSError):
-        pass
-
-
-_reset_priority()
-
-
 INTERIM_EVERY = 16000 * 3 // 10  # samples between partial hypotheses (300 ms)
 MAX_IDLE = 32  # idle decoders kept for reuse (each holds the acoustic model: ≈ 7 MB)
 MAX_ACTIVE = 32  # utterances decoding at once; more wait (audio buffered) for a free decoder

@@ -22,20 +22,6 @@ import sys
 import threading
 from collections import deque
 
-def _reset_priority():
-    """Back to the media process's original priority (core/priority.ts raises only its pacing thread)."""
-    import os
-    try:
-        base = int(os.environ.get("VAS_BASE_NICE", ""))
-        if os.getpriority(os.PRIO_PROCESS, 0) < base:
-            os.setpriority(os.PRIO_PROCESS, 0, base)
-    except (ValueError, OSError):
-        pass
-
-
-_reset_priority()
-
-
 AUDIO_OUTPUT_SYNCHRONOUS = 2
 POS_CHARACTER = 1
 ESPEAK_CHARS_UTF8 = 1
