@@ -55,11 +55,23 @@ export function verifyLocalUpload(
   return { ok: true, maxBytes: maxN, contentType: ct };
 }
 
-async function writeAtomically(file: string, body: Buffer | NodeJS.ReadableStream, maxBytes?: number): Promise<number> {
+/** Write `file` through a temp file beside it, renamed into place once `write` resolved; removed on failure. */
+async function atomically<T>(file: string, write: (tmp: string) => Promise<T>): Promise<T> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${randomBytes(6).toString('hex')}.part`;
-  let bytes = 0;
   try {
+    const r = await write(tmp);
+    await rename(tmp, file);
+    return r;
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+function writeAtomically(file: string, body: Buffer | NodeJS.ReadableStream, maxBytes?: number): Promise<number> {
+  return atomically(file, async (tmp) => {
+    let bytes = 0;
     const source = Buffer.isBuffer(body) ? Readable.from([body]) : body;
     await pipeline(
       source,
@@ -73,12 +85,8 @@ async function writeAtomically(file: string, body: Buffer | NodeJS.ReadableStrea
       },
       createWriteStream(tmp),
     );
-    await rename(tmp, file);
     return bytes;
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
+  });
 }
 
 export class UploadTooLargeError extends Error {
@@ -109,19 +117,12 @@ export function createLocalStorage(config: Config): LocalStorage {
       return { bytes: await writeAtomically(localPath(root, key), body) };
     },
     async putFile(key, file) {
-      const dest = localPath(root, key);
-      await mkdir(path.dirname(dest), { recursive: true });
-      const tmp = `${dest}.${randomBytes(6).toString('hex')}.part`;
-      try {
-        // a reflink where the filesystem has them, else copy_file_range/sendfile: on the thread pool either way
+      // a reflink where the filesystem has them, else copy_file_range/sendfile: on the thread pool either way
+      const bytes = await atomically(localPath(root, key), async (tmp) => {
         await copyFile(file, tmp, fsConstants.COPYFILE_FICLONE);
-        const { size } = await stat(tmp);
-        await rename(tmp, dest);
-        return { bytes: size };
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
+        return (await stat(tmp)).size;
+      });
+      return { bytes };
     },
     async putLimited(key, body, maxBytes) {
       return { bytes: await writeAtomically(localPath(root, key), body, maxBytes) };

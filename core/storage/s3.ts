@@ -62,11 +62,7 @@ export function createS3Storage(config: Config): Storage {
       const tmp = path.join(dir, 'body');
       try {
         await pipeline(body as Readable, createWriteStream(tmp));
-        const { size } = await stat(tmp);
-        await client.send(
-          new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(tmp), ContentType, ContentLength: size }),
-        );
-        return { bytes: size };
+        return await storage.putFile(key, tmp, { contentType: ContentType });
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
