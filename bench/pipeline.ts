@@ -417,6 +417,8 @@ type MediaMsg = { kind: 'start' } | { kind: 'stop' } | { kind: 'idle' };
 interface MediaFigures {
   cpuMs: number;
   lateness: number[];
+  /** when each of those ticks ran (FrameClock.latenessAt) */
+  latenessAt: number[];
   loopP99: number;
 }
 
@@ -442,6 +444,7 @@ async function runMediaProcess(): Promise<void> {
   process.on('message', (m: MediaMsg) => {
     if (m.kind === 'start') {
       sharedClock.lateness.length = 0;
+      sharedClock.latenessAt.length = 0;
       sharedClock.recordLateness = true;
       loop.reset();
       loop.enable();
@@ -451,7 +454,7 @@ async function runMediaProcess(): Promise<void> {
       const c = process.cpuUsage(cpu0);
       sharedClock.recordLateness = false;
       loop.disable();
-      process.send!({ kind: 'stopped', figures: { cpuMs: (c.user + c.system) / 1000, lateness: [...sharedClock.lateness], loopP99: loop.percentile(99) / 1e6 } satisfies MediaFigures });
+      process.send!({ kind: 'stopped', figures: { cpuMs: (c.user + c.system) / 1000, lateness: [...sharedClock.lateness], latenessAt: [...sharedClock.latenessAt], loopP99: loop.percentile(99) / 1e6 } satisfies MediaFigures });
     } else if (m.kind === 'idle') {
       const wait = () => (combined.media.activeCalls() === 0 ? process.send!({ kind: 'idle' }) : setTimeout(wait, 200));
       wait();
@@ -612,7 +615,8 @@ async function mainVendors(): Promise<void> {
       const others = n > 1 ? await Promise.all(extraMedia.map(async (m) => ((await m.ask({ kind: 'stop' })) as { figures: MediaFigures }).figures)) : [];
       const lateness = [...sharedClock.lateness, ...others.flatMap((o) => o.lateness)];
       const underruns = (await underrunCount()) - underruns0;
-      const cause = tailCause(r.tailAt, sharedClock.latenessAt, sharedClock.lateness);
+      // every media process's ticks: a caller's late frame may come from any of them
+      const cause = tailCause(r.tailAt, [...sharedClock.latenessAt, ...others.flatMap((o) => o.latenessAt)], lateness);
       gcObs.disconnect();
       // ticks ≥ 15 ms late whose wait overlapped a garbage collection (minor: scavenge; major: mark-compact)
       const gcLate = { minor: 0, major: 0, other: 0, gcMs: gcs.reduce((a, g) => a + g.end - g.start, 0), gcMax: Math.max(0, ...gcs.map((g) => g.end - g.start)), n: gcs.length };
