@@ -39,7 +39,7 @@
 //   issue 24 goal 1:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
@@ -70,6 +70,8 @@ interface ClientResult {
   frames: number;
   connected: number;
   windowMs: number;
+  /** the client process's own event-loop delay over its window (ms): arrivals are stamped on that loop */
+  loopMs?: { p99: number; max: number };
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
   talk?: Pick<SpeakingStats, 'replyMs' | 'spoken' | 'turns' | 'unanswered'>;
 }
@@ -83,6 +85,37 @@ function addStream(times: readonly number[], r: Pick<ClientResult, 'jitter' | 'l
   for (let i = 11; i < times.length; i++) r.jitter.push(Math.abs(times[i]! - times[i - 1]! - 20));
   for (let n = 0; n < times.length; n++) if (times[n]! > times[0]! + n * 20 + LATE_MS) r.late++;
   r.frames += times.length;
+}
+
+/** One job's callers over `k` client processes (CLIENT_PROCS), so that one client's event loop does not time them
+ * all: a caller process late on its own loop reads every arrival late. */
+function splitJob<J extends Omit<ClientJob, 'seconds'>>(job: J, k: number): J[] {
+  const n = Math.max(1, Math.min(k, job.callIds.length));
+  return Array.from({ length: n }, (_, i) => {
+    const pick = <T>(xs: readonly T[]) => xs.filter((_, j) => j % n === i);
+    return { ...job, callIds: pick(job.callIds), ...(job.tokens ? { tokens: pick(job.tokens) } : {}) };
+  });
+}
+
+/** The parts of one job, as one result. */
+function mergeResults(parts: ClientResult[]): ClientResult {
+  const [first, ...rest] = parts;
+  const r: ClientResult = { ...first!, jitter: [...first!.jitter], ...(first!.talk ? { talk: { ...first!.talk, replyMs: [...first!.talk.replyMs] } } : {}) };
+  for (const p of rest) {
+    r.jitter.push(...p.jitter);
+    r.late += p.late;
+    r.frames += p.frames;
+    r.connected += p.connected;
+    r.windowMs = Math.max(r.windowMs, p.windowMs);
+    if (r.loopMs && p.loopMs) r.loopMs = { p99: Math.max(r.loopMs.p99, p.loopMs.p99), max: Math.max(r.loopMs.max, p.loopMs.max) };
+    if (r.talk && p.talk) {
+      r.talk.replyMs.push(...p.talk.replyMs);
+      r.talk.spoken += p.talk.spoken;
+      r.talk.turns += p.talk.turns;
+      r.talk.unanswered += p.talk.unanswered;
+    }
+  }
+  return r;
 }
 
 /** Speaking callers' turns: answered or not, end of speech → first reply audio, and the server's part of it. */
@@ -101,6 +134,8 @@ function talkResult(st: SpeakingStats, connected: number, windowMs: number): Cli
 
 /** 20 ms frames at 16 kHz */
 const FRAME16 = 320;
+/** a client process's event-loop delay (ROLE=client) */
+const clientLoop = monitorEventLoopDelay({ resolution: 1 });
 
 async function runWsClients(job: ClientJob): Promise<ClientResult> {
   const r = { jitter: [] as number[], late: 0, frames: 0 };
@@ -237,6 +272,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   // one 20 ms clock sends every caller's packet (silence, or its sentence's next one); a speaking caller first takes
   // in the agent packets that arrived since the last tick (with their arrival times)
   const start = performance.now();
+  clientLoop.reset(); // the window, not the connection set-up
   const talkers = speech ? callers.map(() => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length })) : null;
   talkers?.forEach((t, i) => t.open(start, i));
   const hear = (c: (typeof callers)[number], t: SpeakingCaller) => {
@@ -274,9 +310,10 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
 }
 
 if (ROLE === 'client') {
+  clientLoop.enable();
   process.once('message', (job: ClientJob) => {
     void (job.kind === 'webrtc' ? runRtcClients(job) : job.kind === 'carrier' ? runCarrierClients(job) : runWsClients(job)).then(
-      (r) => process.send!(r, () => process.exit(0)),
+      (r) => process.send!({ ...r, loopMs: { p99: clientLoop.percentile(99) / 1e6, max: clientLoop.max / 1e6 } }, () => process.exit(0)),
       (err: unknown) => {
         process.stderr.write(`client failed: ${(err as Error).stack ?? String(err)}\n`);
         process.exit(1);
@@ -432,6 +469,8 @@ async function main(): Promise<void> {
   const CALLS = Number(process.env.CALLS ?? 40);
   const SMALL = Number(process.env.CALLS_SMALL ?? 5);
   const SECONDS = Number(process.env.SECONDS ?? 15);
+  // callers of one transport per client process (CLIENT_PROCS=k spreads them over k processes)
+  const CLIENT_PROCS = Math.max(1, Number(process.env.CLIENT_PROCS ?? 1));
   const KINDS = (process.env.KINDS ?? 'websocket,webrtc,carrier').split(',').map((k) => k.trim()) as Kind[];
   const bad = KINDS.filter((k) => !(k in KIND_NAMES));
   if (bad.length) throw new Error(`KINDS: unknown ${bad.join(', ')} (websocket, webrtc, carrier)`);
@@ -470,10 +509,16 @@ async function main(): Promise<void> {
     const { key } = await createApiKey(db, org.id, 'bench');
 
     // RTP packets the server sent (its /metrics): tells server-side pacing from client-side loss
-    const rtpSent = async () => {
+    // and the caller frames its jitter buffers concealed or dropped as late (a concealed frame is audio the caller
+    // never sent: the STT hears it)
+    const rtpCounters = async () => {
       const text = await (await fetch(`${origin}/metrics`)).text();
-      const m = /^voice_webrtc_rtp_packets_total\{direction="sent"\} (\d+)/m.exec(text);
-      return m ? Number(m[1]) : 0;
+      const read = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+      return {
+        sent: read(/^voice_webrtc_rtp_packets_total\{direction="sent"\} (\d+)/m),
+        concealed: read(/^voice_webrtc_frames_lost_total\{kind="concealed"\} (\d+)/m),
+        late: read(/^voice_webrtc_frames_lost_total\{kind="late"\} (\d+)/m),
+      };
     };
     const sentence = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. ';
     const long = sentence.repeat(Math.ceil(((SECONDS + 10) * 1000) / 60 / sentence.length));
@@ -495,34 +540,68 @@ async function main(): Promise<void> {
       }
       return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}), ...(speech ? { speech } : {}) };
     };
+    /** The server's own view of these calls' turns (calls.logs.latency, written at each call's end): the vendor's end
+     * of turn (STT final) → first agent frame handed to the transport, p50/p99. Against the client's figure it tells
+     * the server's part of a turn from the way there and back (caller packets in, agent packets out, the client's
+     * own event loop). */
+    const serverTurns = async (callIds: readonly string[]): Promise<string> => {
+      const rows = await db.any(sql.type(z.object({ logs: z.any() }))`SELECT logs FROM calls WHERE id = ANY(${sql.array(callIds as string[], 'uuid')})`);
+      // the turn's steps, each from one event to the next: the server's own (final → LLM request, TTS first byte →
+      // first frame, and LLM first token → TTS text) and the fakes' round trips (LLM request → first token, TTS text →
+      // first byte: loopback to another process, so a loaded machine shows there too)
+      const steps: Array<[string, string, string]> = [
+        ['final → LLM request', 'sttFinal_ms', 'llmRequest_ms'], ['LLM round trip', 'llmRequest_ms', 'llmFirstToken_ms'],
+        ['first token → TTS text', 'llmFirstToken_ms', 'ttsText_ms'], ['TTS round trip', 'ttsText_ms', 'ttsFirstByte_ms'],
+        ['TTS first byte → first frame', 'ttsFirstByte_ms', 'firstFrame_ms'],
+      ];
+      const finalToFrame: number[] = [];
+      const by = steps.map(() => [] as number[]);
+      for (const r of rows) {
+        for (const l of ((r.logs as { latency?: Array<{ detail?: Record<string, number> }> } | null)?.latency ?? [])) {
+          const d = l.detail ?? {};
+          if (d.sttFinal_ms !== undefined && d.firstFrame_ms !== undefined) finalToFrame.push(d.firstFrame_ms - d.sttFinal_ms);
+          steps.forEach(([, a, b], i) => { if (d[a] !== undefined && d[b] !== undefined) by[i]!.push(d[b]! - d[a]!); });
+        }
+      }
+      return `server's view (logs.latency, ${finalToFrame.length} turns): STT final → first agent frame sent p50 ${f1(pct(finalToFrame, 50))} ms, p99 ${f1(pct(finalToFrame, 99))} ms ` +
+        `(${steps.map(([name], i) => `${name} ${f1(pct(by[i]!, 50))} / ${f1(pct(by[i]!, 99))}`).join(', ')} ms p50 / p99)`;
+    };
     /** the jobs at once, each in its own client process; server CPU over the window and per-stage breakdown */
     const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>, seconds = SECONDS) => {
-      const sent0 = await rtpSent();
+      const rtp0 = await rtpCounters();
       const kids0 = codecCpuMs();
       const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
       const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       const t0 = performance.now();
-      const rs = await Promise.all(jobs.map((job) => forkRole<ClientResult>(import.meta.url, 'client', { ...job, seconds } satisfies ClientJob).result));
+      const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
+        forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      loop.disable();
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
       const profile = await stopProfile();
       const codecMs = codecCpuMs() - kids0;
-      const serverSent = (await rtpSent()) - sent0;
+      const rtp1 = await rtpCounters();
+      const serverSent = rtp1.sent - rtp0.sent;
+      const callerLoss = { concealed: rtp1.concealed - rtp0.concealed, late: rtp1.late - rtp0.late };
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
       // the sampling profiler's own thread is the bench's, not the server's
       const profilerMs = (stages.threads[PROFILER_THREAD] ?? 0) / 1000;
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile };
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callIds: jobs.map((j) => j.callIds),
+        callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } };
     };
-    const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number) =>
+    const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
       (r.talk ? `${r.frames} agent frames (greetings and replies); reply pacing jitter p50` : `agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); inter-arrival jitter p50`) +
       ` ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
-      (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}` : '');
+      (r.loopMs ? `; client event-loop delay p99 ${f1(r.loopMs.p99)} ms, max ${f1(r.loopMs.max)} ms` : '') +
+      (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}; caller frames concealed ${loss.concealed}, dropped late ${loss.late}` : '');
 
     // warm-up, not reported: one call per transport (JIT, Silero's model, node-datachannel's threads), so the first
     // measured run does not carry the process's start-up
@@ -536,8 +615,9 @@ async function main(): Promise<void> {
         const r = m.rs[0]!;
         const cpuPerCall = m.cpuPct / Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
-        log(`${transportLine(kind, n, r, m.serverSent)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it)`);
-        if (r.talk) log(`  ${turnsLine(r.talk)}`);
+        log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
+          `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(m.callIds[0]!)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -553,10 +633,10 @@ async function main(): Promise<void> {
       const live = m.rs.reduce((a, r) => a + r.connected, 0);
       log(`mixed ${jobs.map((j) => `${j.callIds.length} ${KIND_NAMES[j.kind]}`).join(' + ')} calls, ${SECONDS} s: server CPU ${f1(m.cpuPct)} % of one core ` +
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
-      jobs.forEach((j, i) => {
-        log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent)}`);
-        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}`);
-      });
+      for (const [i, j] of jobs.entries()) {
+        log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
+        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds)}`);
+      }
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
