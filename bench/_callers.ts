@@ -80,6 +80,9 @@ export interface SpeakingStats {
   /** each of those samples: when it arrived (performance.timeOrigin-based, comparable with the server's tick times)
    * and its inter-arrival time */
   tailAt: Array<[number, number]>;
+  /** per answered turn, for callers given an id: [id, end of speech, first reply audio] as wall times
+   * (performance.timeOrigin-based, comparable with the server's stored turn times) */
+  turnAt: Array<[string, number, number]>;
   /** per turn: end of the caller's speech → first agent audio of the reply (ms) */
   replyMs: number[];
   /** agent frames received */
@@ -94,7 +97,7 @@ export interface SpeakingStats {
   unanswered: number;
 }
 
-export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, tailAt: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
+export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, tailAt: [], turnAt: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
 
 /** The k-th frame of `frameSamples` samples of `speech`, zero-padded at the end of the sentence. */
 export function speechFrame(speech: Int16Array, k: number, frameSamples: number): Int16Array {
@@ -131,8 +134,8 @@ export class SpeakingCaller {
 
   constructor(
     private readonly s: SpeakingStats,
-    /** samples (16 kHz) per caller frame, and in the sentence */
-    private readonly o: { frameSamples: number; speechSamples: number },
+    /** samples (16 kHz) per caller frame, and in the sentence; `id` (the call's) puts its turns in `turnAt` */
+    private readonly o: { frameSamples: number; speechSamples: number; id?: string },
   ) {}
 
   /** The line opened at `start`: the first sentence comes after the greeting, the callers staggered over 2 s. */
@@ -178,6 +181,7 @@ export class SpeakingCaller {
     const s = this.s;
     if (this.waitingReply && this.endOfSpeech && this.lastAudio < this.endOfSpeech) {
       s.replyMs.push(now - this.endOfSpeech);
+      if (this.o.id) s.turnAt.push([this.o.id, performance.timeOrigin + this.endOfSpeech, performance.timeOrigin + now]);
       s.turns++;
     }
     if (this.uttN < 0) {

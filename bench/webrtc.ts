@@ -73,7 +73,7 @@ interface ClientResult {
   /** the client process's own event-loop delay over its window (ms): arrivals are stamped on that loop */
   loopMs?: { p99: number; max: number };
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
-  talk?: Pick<SpeakingStats, 'replyMs' | 'spoken' | 'turns' | 'unanswered'>;
+  talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'spoken' | 'turns' | 'unanswered'>;
 }
 /** V8's sampling profiler thread (the bench's breakdown; its CPU is left out of the server's) */
 const PROFILER_THREAD = 'v8:ProfEvntProc';
@@ -100,7 +100,7 @@ function splitJob<J extends Omit<ClientJob, 'seconds'>>(job: J, k: number): J[] 
 /** The parts of one job, as one result. */
 function mergeResults(parts: ClientResult[]): ClientResult {
   const [first, ...rest] = parts;
-  const r: ClientResult = { ...first!, jitter: [...first!.jitter], ...(first!.talk ? { talk: { ...first!.talk, replyMs: [...first!.talk.replyMs] } } : {}) };
+  const r: ClientResult = { ...first!, jitter: [...first!.jitter], ...(first!.talk ? { talk: { ...first!.talk, replyMs: [...first!.talk.replyMs], turnAt: [...first!.talk.turnAt] } } : {}) };
   for (const p of rest) {
     r.jitter.push(...p.jitter);
     r.late += p.late;
@@ -110,6 +110,7 @@ function mergeResults(parts: ClientResult[]): ClientResult {
     if (r.loopMs && p.loopMs) r.loopMs = { p99: Math.max(r.loopMs.p99, p.loopMs.p99), max: Math.max(r.loopMs.max, p.loopMs.max) };
     if (r.talk && p.talk) {
       r.talk.replyMs.push(...p.talk.replyMs);
+      r.talk.turnAt.push(...p.talk.turnAt);
       r.talk.spoken += p.talk.spoken;
       r.talk.turns += p.talk.turns;
       r.talk.unanswered += p.talk.unanswered;
@@ -128,8 +129,8 @@ function turnsLine(t: NonNullable<ClientResult['talk']>): string {
 
 /** Speaking callers' result: their replies' pacing and their turns. */
 function talkResult(st: SpeakingStats, connected: number, windowMs: number): ClientResult {
-  const { jitter, late, frames, ...talk } = st;
-  return { jitter, late, frames, connected, windowMs, talk };
+  const { jitter, late, frames, spoken, turns, unanswered, replyMs, turnAt } = st;
+  return { jitter, late, frames, connected, windowMs, talk: { spoken, turns, unanswered, replyMs, turnAt } };
 }
 
 /** 20 ms frames at 16 kHz */
@@ -146,7 +147,7 @@ async function runWsClients(job: ClientJob): Promise<ClientResult> {
   const t0 = performance.now();
   await Promise.all(job.callIds.map((callId, index) => {
     const times: number[] = [];
-    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length }) : null;
+    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length, id: callId }) : null;
     return wsCaller({
       origin: job.origin,
       key: job.key,
@@ -193,7 +194,7 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
     connected++;
     // speaking: the fake streams what `say` queued (silence otherwise) on its own 20 ms clock; every 20 ms the
     // caller takes in the agent's frames (with their arrival times) and sees whether to speak
-    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length }) : null;
+    const talker = speech ? new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length, id }) : null;
     const hear = () => {
       for (const t of m.arrivals!) talker!.onAudio(t);
       m.arrivals!.length = 0;
@@ -259,7 +260,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
         if (!r.ok) throw new Error(`PATCH ${r.status} ${await r.text()}`);
       });
       await until(() => c.state === 'connected', 20_000, 'peer connected');
-      return c;
+      return Object.assign(c, { callId: id });
     } catch (err) {
       // counted and reported, not hidden: "connected" below is below N
       failures.push(`${(err as Error).message} (caller #${index}, peer ${c.state}, ice ${c.pc.iceState()})`);
@@ -269,33 +270,39 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   }));
   const callers = settled.filter((c) => c !== null);
   if (failures.length) process.stderr.write(`webrtc client: ${failures.length} of ${job.callIds.length} calls failed to connect: ${[...new Set(failures)].join('; ')}\n`);
-  // one 20 ms clock sends every caller's packet (silence, or its sentence's next one); a speaking caller first takes
-  // in the agent packets that arrived since the last tick (with their arrival times)
+  // every caller sends a packet each 20 ms (silence, or its sentence's next one), each on its own capture clock as
+  // independent browsers do: the callers are spread over PHASES clocks 20/PHASES ms apart (one clock for all of them
+  // would land every caller's packet on the server in the same instant, a burst no real population makes). A
+  // speaking caller first takes in the agent packets that arrived since its last packet (with their arrival times).
   const start = performance.now();
   clientLoop.reset(); // the window, not the connection set-up
-  const talkers = speech ? callers.map(() => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length })) : null;
+  const talkers = speech ? callers.map((c) => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length, id: c.callId })) : null;
   talkers?.forEach((t, i) => t.open(start, i));
   const hear = (c: (typeof callers)[number], t: SpeakingCaller) => {
     for (const at of c.arrivals!) t.onAudio(at);
     c.arrivals!.length = 0;
   };
-  let k = 0;
-  await new Promise<void>((resolve) => {
+  const PHASES = Math.min(10, Math.max(1, callers.length));
+  await Promise.all(Array.from({ length: PHASES }, (_, g) => new Promise<void>((resolve) => {
+    const mine = callers.map((c, i) => [c, i] as const).filter(([, i]) => i % PHASES === g);
+    const phase = start + (g * 20) / PHASES;
+    let k = 0;
     const tick = () => {
-      if (!talkers) for (const c of callers) c.sendPacket(silence);
-      else {
-        callers.forEach((c, i) => {
-          hear(c, talkers[i]!);
-          const f = talkers[i]!.frame(performance.now());
-          c.sendPacket(f < 0 ? silence : packets[f]!);
-        });
+      for (const [c, i] of mine) {
+        if (!talkers) {
+          c.sendPacket(silence);
+          continue;
+        }
+        hear(c, talkers[i]!);
+        const f = talkers[i]!.frame(performance.now());
+        c.sendPacket(f < 0 ? silence : packets[f]!);
       }
       k++;
       if (performance.now() - start >= job.seconds * 1000) return resolve();
-      setTimeout(tick, Math.max(0, start + k * 20 - performance.now()));
+      setTimeout(tick, Math.max(0, phase + k * 20 - performance.now()));
     };
-    tick();
-  });
+    setTimeout(tick, Math.max(0, phase - performance.now()));
+  })));
   callers.forEach((c) => {
     c.hangup();
     if (!talkers) addStream(c.arrivals!, r);
@@ -491,6 +498,7 @@ async function main(): Promise<void> {
       DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: '100000',
       ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
+      ...(process.env.MEDIA_CLOCK_SLOTS ? { MEDIA_CLOCK_SLOTS: process.env.MEDIA_CLOCK_SLOTS } : {}),
       ...(urls ? vendorConfig(urls) : {}),
     });
     const combined = await startCombined({
@@ -544,8 +552,8 @@ async function main(): Promise<void> {
      * of turn (STT final) → first agent frame handed to the transport, p50/p99. Against the client's figure it tells
      * the server's part of a turn from the way there and back (caller packets in, agent packets out, the client's
      * own event loop). */
-    const serverTurns = async (callIds: readonly string[]): Promise<string> => {
-      const rows = await db.any(sql.type(z.object({ logs: z.any() }))`SELECT logs FROM calls WHERE id = ANY(${sql.array(callIds as string[], 'uuid')})`);
+    const serverTurns = async (callIds: readonly string[], client: ReadonlyArray<[string, number, number]>): Promise<string> => {
+      const rows = await db.any(sql.type(z.object({ id: z.string(), logs: z.any() }))`SELECT id, logs FROM calls WHERE id = ANY(${sql.array(callIds as string[], 'uuid')})`);
       // the turn's steps, each from one event to the next: the server's own (final → LLM request, TTS first byte →
       // first frame, and LLM first token → TTS text) and the fakes' round trips (LLM request → first token, TTS text →
       // first byte: loopback to another process, so a loaded machine shows there too)
@@ -556,15 +564,32 @@ async function main(): Promise<void> {
       ];
       const finalToFrame: number[] = [];
       const by = steps.map(() => [] as number[]);
+      // the whole turn on one clock: the client's end of speech and first reply audio (wall times) around the server's
+      // STT final and first frame sent (the turn's started_at + offsets): the way in (end of speech → STT final, less
+      // the fake's fixed end-of-turn window: caller packets to the server, decoding, the STT adapter, the fake's
+      // process and its answer) and the way out (first frame sent → first audio at the client)
+      const ends = new Map<string, number[]>();
+      for (const [id, end] of client) ends.set(id, [...(ends.get(id) ?? []), end]);
+      const firstAt = new Map(client.map(([id, end, first]) => [`${id}/${end}`, first]));
+      const wayIn: number[] = [];
+      const wayOut: number[] = [];
       for (const r of rows) {
-        for (const l of ((r.logs as { latency?: Array<{ detail?: Record<string, number> }> } | null)?.latency ?? [])) {
+        for (const l of ((r.logs as { latency?: Array<{ detail?: Record<string, number>; started_at?: string | null }> } | null)?.latency ?? [])) {
           const d = l.detail ?? {};
           if (d.sttFinal_ms !== undefined && d.firstFrame_ms !== undefined) finalToFrame.push(d.firstFrame_ms - d.sttFinal_ms);
           steps.forEach(([, a, b], i) => { if (d[a] !== undefined && d[b] !== undefined) by[i]!.push(d[b]! - d[a]!); });
+          if (!l.started_at || d.sttFinal_ms === undefined || d.firstFrame_ms === undefined) continue;
+          const final = Date.parse(l.started_at) + d.sttFinal_ms;
+          const end = Math.max(...(ends.get(r.id) ?? []).filter((e) => e < final));
+          if (!Number.isFinite(end) || final - end > 8000) continue;
+          wayIn.push(final - end - FIXED_TURN_MS);
+          wayOut.push(firstAt.get(`${r.id}/${end}`)! - (Date.parse(l.started_at) + d.firstFrame_ms));
         }
       }
       return `server's view (logs.latency, ${finalToFrame.length} turns): STT final → first agent frame sent p50 ${f1(pct(finalToFrame, 50))} ms, p99 ${f1(pct(finalToFrame, 99))} ms ` +
-        `(${steps.map(([name], i) => `${name} ${f1(pct(by[i]!, 50))} / ${f1(pct(by[i]!, 99))}`).join(', ')} ms p50 / p99)`;
+        `(${steps.map(([name], i) => `${name} ${f1(pct(by[i]!, 50))} / ${f1(pct(by[i]!, 99))}`).join(', ')} ms p50 / p99); ` +
+        `on one clock (${wayIn.length} turns matched, ±1 ms): the way in (end of speech → STT final − ${FIXED_TURN_MS} ms) p50 ${f1(pct(wayIn, 50))} ms, p99 ${f1(pct(wayIn, 99))} ms, ` +
+        `the way out (first frame sent → first audio at the client) p50 ${f1(pct(wayOut, 50))} ms, p99 ${f1(pct(wayOut, 99))} ms`;
     };
     /** the jobs at once, each in its own client process; server CPU over the window and per-stage breakdown */
     const measure = async (jobs: Array<Omit<ClientJob, 'seconds'>>, seconds = SECONDS) => {
@@ -617,7 +642,7 @@ async function main(): Promise<void> {
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
-        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(m.callIds[0]!)}`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(m.callIds[0]!, r.talk.turnAt)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -635,7 +660,7 @@ async function main(): Promise<void> {
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
       for (const [i, j] of jobs.entries()) {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
-        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds)}`);
+        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
       }
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
