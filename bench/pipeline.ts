@@ -513,7 +513,6 @@ async function mainVendors(): Promise<void> {
       // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
       MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
       MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST ?? '0',
-      ...(process.env.MEDIA_CLOCK_SLOTS ? { MEDIA_CLOCK_SLOTS: process.env.MEDIA_CLOCK_SLOTS } : {}),
       ...vendorConfig(urls),
     };
     const config = loadConfig({ ...env, DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port) });

@@ -106,9 +106,6 @@ export const configSchema = z.object({
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */
   MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
-  /** Sub-ticks the media process's 20 ms frame clock is cut into; each call's audio ticks in one of them, so the
-   * per-tick work of many calls is spread over the period (media/pipeline/clock.ts). 1: every call in one tick. */
-  MEDIA_CLOCK_SLOTS: z.coerce.number().int().min(1).max(20).default(4),
   /** nice levels the media process raises the thread that paces audio by (core/priority.ts); 0 (default): off */
   MEDIA_PRIORITY_BOOST: z.coerce.number().int().min(0).max(39).default(0),
   /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it: README

@@ -142,9 +142,6 @@ export function createMediaService(deps: MediaDeps): MediaService {
   }
 
   const clock = deps.clock ?? sharedClock;
-  // the process's clock takes the configured slots while no call is on it (a second service in one process, as in
-  // tests, finds it in use and leaves it as it is)
-  if (clock === sharedClock && clock.size === 0 && clock.slots !== deps.config.MEDIA_CLOCK_SLOTS) clock.setSlots(deps.config.MEDIA_CLOCK_SLOTS);
   const upgrade: UpgradeHandler = (req, socket, head) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const m = WS_PATH.exec(url.pathname);
