@@ -106,7 +106,11 @@ function lastLoudSample(pcm: Int16Array): number {
 export async function callerSentence(): Promise<Int16Array> {
   const { createLocalTts } = await import('../media/services/tts/local.ts');
   const { resample } = await import('../media/audio/index.ts');
-  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 160 });
+  // eSpeak NG, named: the same audio every run. The `local` default is the Piper voice where it is installed, and
+  // Piper samples noise in every synthesis, so each run's sentence had its own length and its own quiet tail, and the
+  // STT fakes' end of turn (silence judged in 20 ms granules) moved by ± 20–40 ms between runs, for every transport
+  // alike (ninth session)
+  const tts = createLocalTts({ languages: ['en'], model: 'espeak-ng', binary: 'espeak-ng', wordsPerMinute: 160 });
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize('tell me something about your opening hours', new AbortController().signal)) parts.push(p);
   const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
