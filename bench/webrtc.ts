@@ -31,8 +31,13 @@
 // (WebRTC), sentences spoken / answered / unanswered within 8 s, end of speech → first reply audio p50/p99, and
 // server-added latency per turn p50/p99: that figure minus the fixed fake end-of-turn window (the STT fake's 400 ms
 // of silence less the 20 ms frame judged on arrival = 380 ms; the LLM and TTS fakes answer at once), as
-// bench/pipeline defines it; then server CPU per call and the per-stage breakdown (vendor adapter work, under
-// media/services, is a stage of its own). The warm-up call runs 8 s (one turn).
+// bench/pipeline defines it; the same turns as the server stored them (calls.logs.latency) and, matched on one clock,
+// split into the way in (end of speech → STT final, less the fixed window), the server's part (STT final → first
+// frame sent, with the LLM and TTS fakes' round trips apart) and the way out (first frame sent → first audio at the
+// client); the server's and the clients' event-loop delay; then server CPU per call and the per-stage breakdown
+// (vendor adapter work, under media/services, is a stage of its own). The warm-up call runs 8 s (one turn).
+// WebRTC callers send on 10 capture clocks 2 ms apart, as independent browsers would; CLIENT_PROCS=k spreads each
+// transport's callers over k client processes.
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
