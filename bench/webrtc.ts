@@ -49,6 +49,7 @@ import { f1, f2, pct } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
+import type { TurnLatency } from '../media/pipeline/metrics.ts';
 
 const ROLE = process.argv[2] ?? 'server';
 const log = (m: string) => process.stdout.write(`${m}\n`);
@@ -75,7 +76,8 @@ interface ClientResult {
   frames: number;
   connected: number;
   windowMs: number;
-  /** the client process's own event-loop delay over its window (ms): arrivals are stamped on that loop */
+  /** the client process's own event-loop delay (ms; WebRTC: over its window, the others: from its start): arrivals
+   * are stamped on that loop */
   loopMs?: { p99: number; max: number };
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
   talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'spoken' | 'turns' | 'unanswered'>;
@@ -553,9 +555,8 @@ async function main(): Promise<void> {
       return { kind, origin, key, callIds, ...(kind === 'carrier' ? { tokens: callIds.map((id) => streamToken(config, id)) } : {}), ...(speech ? { speech } : {}) };
     };
     /** The server's own view of these calls' turns (calls.logs.latency, written at each call's end): the vendor's end
-     * of turn (STT final) → first agent frame handed to the transport, p50/p99. Against the client's figure it tells
-     * the server's part of a turn from the way there and back (caller packets in, agent packets out, the client's
-     * own event loop). */
+     * of turn (STT final) → first agent frame handed to the transport, p50/p99; and, matched with the client's turns
+     * (`client`: [call id, end of speech, first reply audio]), the way there and back around it. */
     const serverTurns = async (callIds: readonly string[], client: ReadonlyArray<[string, number, number]>): Promise<string> => {
       const rows = await db.any(sql.type(z.object({ id: z.string(), logs: z.any() }))`SELECT id, logs FROM calls WHERE id = ANY(${sql.array(callIds as string[], 'uuid')})`);
       // the turn's steps, each from one event to the next: the server's own (final → LLM request, TTS first byte →
@@ -572,22 +573,26 @@ async function main(): Promise<void> {
       // STT final and first frame sent (the turn's started_at + offsets): the way in (end of speech → STT final, less
       // the fake's fixed end-of-turn window: caller packets to the server, decoding, the STT adapter, the fake's
       // process and its answer) and the way out (first frame sent → first audio at the client)
-      const ends = new Map<string, number[]>();
-      for (const [id, end] of client) ends.set(id, [...(ends.get(id) ?? []), end]);
-      const firstAt = new Map(client.map(([id, end, first]) => [`${id}/${end}`, first]));
+      const turnsOf = new Map<string, Array<[number, number]>>();
+      for (const [id, end, first] of client) {
+        if (!turnsOf.has(id)) turnsOf.set(id, []);
+        turnsOf.get(id)!.push([end, first]);
+      }
       const wayIn: number[] = [];
       const wayOut: number[] = [];
       for (const r of rows) {
-        for (const l of ((r.logs as { latency?: Array<{ detail?: Record<string, number>; started_at?: string | null }> } | null)?.latency ?? [])) {
+        for (const l of ((r.logs as { latency?: TurnLatency[] } | null)?.latency ?? [])) {
           const d = l.detail ?? {};
           if (d.sttFinal_ms !== undefined && d.firstFrame_ms !== undefined) finalToFrame.push(d.firstFrame_ms - d.sttFinal_ms);
           steps.forEach(([, a, b], i) => { if (d[a] !== undefined && d[b] !== undefined) by[i]!.push(d[b]! - d[a]!); });
           if (!l.started_at || d.sttFinal_ms === undefined || d.firstFrame_ms === undefined) continue;
           const final = Date.parse(l.started_at) + d.sttFinal_ms;
-          const end = Math.max(...(ends.get(r.id) ?? []).filter((e) => e < final));
-          if (!Number.isFinite(end) || final - end > 8000) continue;
-          wayIn.push(final - end - FIXED_TURN_MS);
-          wayOut.push(firstAt.get(`${r.id}/${end}`)! - (Date.parse(l.started_at) + d.firstFrame_ms));
+          // the client's turn this final answers: its latest end of speech before the final
+          let turn: [number, number] | null = null;
+          for (const t of turnsOf.get(r.id) ?? []) if (t[0] < final && (!turn || t[0] > turn[0])) turn = t;
+          if (!turn || final - turn[0] > 8000) continue;
+          wayIn.push(final - turn[0] - FIXED_TURN_MS);
+          wayOut.push(turn[1] - (Date.parse(l.started_at) + d.firstFrame_ms));
         }
       }
       return `server's view (logs.latency, ${finalToFrame.length} turns): STT final → first agent frame sent p50 ${f1(pct(finalToFrame, 50))} ms, p99 ${f1(pct(finalToFrame, 99))} ms ` +
@@ -622,8 +627,7 @@ async function main(): Promise<void> {
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callIds: jobs.map((j) => j.callIds),
-        callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } };
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } };
     };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
@@ -640,13 +644,14 @@ async function main(): Promise<void> {
     const solo: Array<{ kind: Kind; n: number; cpuPerCall: number; jitter99: number; added99: number }> = [];
     for (const n of [SMALL, CALLS].filter((x) => x > 0)) {
       for (const kind of KINDS) {
-        const m = await measure([await pendingCalls(kind, n)]);
+        const job = await pendingCalls(kind, n);
+        const m = await measure([job]);
         const r = m.rs[0]!;
         const cpuPerCall = m.cpuPct / Math.max(1, r.connected); // per connected call (a failed connect is reported, not averaged in)
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
-        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(m.callIds[0]!, r.talk.turnAt)}`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
