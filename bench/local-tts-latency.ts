@@ -1,7 +1,8 @@
 // First audio of the `local` TTS's Piper voice at 1 call: the time from a chunk handed to synthesize() (the first
 // clause of a reply, as the pipeline hands it over) to its first audio, over REPLIES replies with a pause between
 // them as in a conversation. The first reply after the pool started is reported on its own (cold: the helpers'
-// first inference) and within the percentiles. Also: the time a phonemizer takes per clause when it is an
+// first inference) and within the percentiles. Also: the audible gap inside a first clause (a lead piece played out
+// before the piece after it arrived), and the time a phonemizer takes per clause when it is an
 // `espeak-ng --ipa` process started per clause (what the Piper helper did before it kept one resident).
 // Latency depends on machine load: the load average is printed at the end.
 //   node_modules/.bin/node --import tsx bench/local-tts-latency.ts        REPLIES=60 PAUSE_MS=300
@@ -38,11 +39,23 @@ const first: number[] = [];
 const byLength: Record<'short' | 'long', number[]> = { short: [], long: [] };
 const byText = new Map<string, number[]>();
 let cold = NaN;
+const gaps: number[] = [];
 for (let i = 0; i < REPLIES; i++) {
   const text = FIRST[i % FIRST.length]!;
   const t = performance.now();
   let ms = NaN;
-  for await (const pcm of tts.synthesize(text, new AbortController().signal)) if (Number.isNaN(ms) && pcm.length) ms = performance.now() - t;
+  // audible gap: silence a player that starts at the first audio and plays every sample as soon as it can would
+  // insert before a later piece of the clause (0 when it came before the audio ahead of it finished playing)
+  let played = 0;
+  let gap = 0;
+  for await (const pcm of tts.synthesize(text, new AbortController().signal)) {
+    if (!pcm.length) continue;
+    const now = performance.now() - t;
+    if (Number.isNaN(ms)) ms = now;
+    else gap = Math.max(gap, now - (ms + played));
+    played += (pcm.length / 24000) * 1000 + Math.max(0, now - (ms + played));
+  }
+  gaps.push(gap);
   if (tts.model !== 'piper') throw new Error(`the Piper voice did not load (${tts.model} spoke instead)`);
   if (i === 0) cold = ms;
   first.push(ms);
@@ -63,6 +76,7 @@ const f0 = (x: number) => Math.round(x).toString();
 console.log(`Piper pool start (helpers forked, voice loaded${process.env.LOCAL_TTS_WORKERS ? `, ${process.env.LOCAL_TTS_WORKERS} workers` : ''}): ${f0(startMs)} ms; ${os.availableParallelism()} cores`);
 console.log(`first audio after the chunk is handed over, ${REPLIES} replies, 1 call: p50 ${f0(pct(first, 50))} ms, p90 ${f0(pct(first, 90))} ms, p99 ${f0(pct(first, 99))} ms, max ${f0(Math.max(...first))} ms; first reply after start ${f0(cold)} ms`);
 console.log(`  first clause ≤ 60 characters: p50 ${f0(pct(byLength.short, 50))} / p99 ${f0(pct(byLength.short, 99))} ms; longer: p50 ${f0(pct(byLength.long, 50))} / p99 ${f0(pct(byLength.long, 99))} ms`);
+console.log(`  audible gap inside a first clause (its later pieces late for playback): p99 ${f0(pct(gaps, 99))} ms, max ${f0(Math.max(...gaps))} ms, ${gaps.filter((g) => g > 0).length} of ${gaps.length} replies with one`);
 for (const [text, ms] of byText) console.log(`  ${JSON.stringify(text)}: ${ms.map(f0).join(' ')} ms`);
 console.log(`espeak-ng --ipa started per clause (phonemes only): p50 ${f0(pct(spawnMs, 50))} ms, p99 ${f0(pct(spawnMs, 99))} ms`);
 console.log(`load average during the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);

@@ -23,16 +23,19 @@ const LONG = 90;
 const MIN_PIECE = 24;
 /**
  * The first chunk of an utterance longer than this (characters) starts with a shorter lead piece: its first audio
- * comes after that piece's synthesis, ~0.12 s per second of speech on one core (~20 characters per second), so
- * 32 characters keep it near 200 ms on an idle core.
+ * comes after that piece's synthesis, which takes ~20 ms plus ~80 ms per second of speech on one core (~14–20
+ * characters a second; measured on an idle core: "Thanks for calling," 0.96 s of speech in ~90 ms, "You said: can I
+ * see Doctor Patel," 2.4 s in ~200 ms). 26 characters keep a lead piece under ~1.7 s of speech, ~160 ms.
  */
-const LEAD_MAX = 32;
-/** the lead piece is at least this long (a lone "Well," or "You said:" gains little) */
-const LEAD_MIN = 10;
-/** a clause boundary up to here is taken rather than a cut inside the clause (a name is not broken in two) */
-const LEAD_CLAUSE_MAX = 44;
+const LEAD_MAX = 26;
+/** the lead piece is at least this long (a lone "Well," or "Yes," gains little; "You said:" is taken) */
+const LEAD_MIN = 8;
+/** a clause boundary up to here is taken rather than a cut inside the clause; a sentence this short is not cut */
+const LEAD_CLAUSE_MAX = 30;
 /** words a phrase starts with: where a lead piece is cut when the first clause has no punctuation early enough */
 const PHRASE_START = new Set(['and', 'but', 'or', 'so', 'because', 'with', 'without', 'for', 'at', 'on', 'in', 'from', 'until', 'which', 'who', 'when', 'where', 'if', 'about', 'after', 'before', 'by', 'while']);
+/** words that lean on the word after them: a lead piece never ends with one ("Let me check the," is not a clause) */
+const LEANS_ON_NEXT = new Set([...PHRASE_START, 'the', 'a', 'an', 'my', 'your', 'our', 'their', 'his', 'her', 'its', 'this', 'that', 'these', 'those', 'to', 'of', 'into', 'than', 'some', 'any', 'no', 'every', 'each']);
 
 const pool = new SharedPool<PiperRequest, Int16Array>();
 
@@ -66,7 +69,8 @@ export function splitClauses(text: string): string[] {
  * A lead piece of at most LEAD_MAX characters off the front of a text, and the rest; null when the text is short
  * enough already and does not start with a short sentence of its own (that one is always the lead). Cut at the last clause boundary (. ! ? , ; : dashes) between LEAD_MIN and LEAD_MAX (or the first
  * one up to LEAD_CLAUSE_MAX), else, in a text longer than LEAD_CLAUSE_MAX, before the last word that starts a phrase
- * (and, with, for, on, ...), else at the last space; a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
+ * (and, with, for, on, ...), else at the last space — never inside a name and never after a word that leans on the
+ * next ("the", "to", "for"); a cut inside a clause gets a comma, so that the voice ends the piece as a clause (continuing), not as a
  * sentence.
  */
 export function leadPiece(text: string): [string, string] | null {
@@ -84,16 +88,25 @@ export function leadPiece(text: string): [string, string] | null {
   if (t.length <= LEAD_CLAUSE_MAX) return null;
   let space = -1;
   let phrase = -1;
+  let prev = { word: t.slice(0, t.indexOf(' ')), first: true };
   for (const m of t.matchAll(/ (\S+)/g)) {
+    const word = m[1]!;
+    const before = prev;
+    prev = { word, first: false };
     if (m.index > LEAD_MAX) break;
     if (m.index < LEAD_MIN) continue;
+    // not inside a name ("Bright Smile Dental", "Doctor Patel"), not after a word that leans on this one ("the")
+    if (!before.first && before.word !== 'I' && capitalized(before.word) && capitalized(word)) continue;
+    if (LEANS_ON_NEXT.has(before.word.toLowerCase())) continue;
     space = m.index;
-    if (PHRASE_START.has(m[1]!.toLowerCase())) phrase = m.index;
+    if (PHRASE_START.has(word.toLowerCase())) phrase = m.index;
   }
   const cut = phrase > 0 ? phrase : space;
   if (cut <= 0) return null;
   return [`${t.slice(0, cut).replace(/[,;:]$/, '')},`, t.slice(cut + 1)];
 }
+
+const capitalized = (w: string) => /^\p{Lu}/u.test(w);
 
 /** words whose period does not end a sentence ("Mr. Smith", "Dr. Patel", "approx. 5") */
 const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'st', 'jr', 'sr', 'prof', 'vs', 'etc', 'no', 'inc', 'ltd', 'co', 'mt', 'ft', 'approx', 'dept', 'apt', 'ave', 'blvd', 'rd', 'fig', 'gen', 'gov', 'sen', 'rep', 'capt', 'sgt', 'lt', 'col']);

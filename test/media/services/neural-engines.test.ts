@@ -124,15 +124,19 @@ test.serial('Whisper STT falls back to PocketSphinx when its model file is missi
 test('Piper TTS: the first chunk of an utterance starts with a short lead piece, cut at a clause boundary, else before a phrase', (t) => {
   t.deepEqual(leadPiece('Hello! How can I help you today?'), ['Hello!', 'How can I help you today?'], 'a short first sentence is the lead piece');
   t.is(leadPiece('Sure, I can help with that.'), null, 'short enough already');
-  t.is(leadPiece('It is 10.5 degrees outside today.'), null, 'a decimal point does not end a sentence');
+  t.is(leadPiece('It is 10.5 degrees today.'), null, 'a decimal point does not end a sentence');
   t.is(leadPiece('Goodbye!'), null, 'nothing after the sentence');
   t.is(leadPiece('Mr. Smith will call you back.'), null, 'an abbreviation does not end a sentence');
-  t.deepEqual(leadPiece('Thanks for calling Bright Smile Dental, how can I help you today?'), ['Thanks for calling Bright Smile Dental,', 'how can I help you today?']);
+  t.deepEqual(leadPiece('Thanks for calling Bright Smile Dental, how can I help you today?'), ['Thanks for calling,', 'Bright Smile Dental, how can I help you today?'], 'not inside the name');
+  t.deepEqual(leadPiece('You said: can I see Doctor Patel on Friday morning.'), ['You said:', 'can I see Doctor Patel on Friday morning.']);
+  t.deepEqual(leadPiece('Let me check the calendar for next Tuesday at three'), ['Let me check the calendar,', 'for next Tuesday at three'], 'before a phrase');
   t.deepEqual(leadPiece('I am sorry, I did not catch that, could you say it again?'), ['I am sorry,', 'I did not catch that, could you say it again?']);
   t.deepEqual(leadPiece('Your appointment for a teeth cleaning with Doctor Patel is booked for Friday'), ['Your appointment,', 'for a teeth cleaning with Doctor Patel is booked for Friday']);
-  t.deepEqual(leadPiece('Let me see whether the doctor has any time left next week'), ['Let me see whether the doctor,', 'has any time left next week'], 'else at the last space');
+  t.deepEqual(leadPiece('Let me see whether the doctor has any time left next week'), ['Let me see whether,', 'the doctor has any time left next week'], 'else at the last space, not after "the"');
+  t.deepEqual(leadPiece('Please hold while I put you through to Doctor Patel'), ['Please hold,', 'while I put you through to Doctor Patel']);
   t.is(leadPiece('Supercalifragilisticexpialidociousness is a word, really.'), null, 'no word boundary early enough: not cut');
-  t.is(leadPiece('Thanks for calling Bright Smile Dental.'), null, 'a short sentence is not cut inside its clause');
+  t.is(leadPiece('See you at the clinic Friday.'), null, 'a short sentence is not cut inside its clause');
+  t.deepEqual(leadPiece('I will put you through to Doctor Anna Patel, one moment'), ['I will put you through,', 'to Doctor Anna Patel, one moment'], 'never after "to", never inside a name');
 });
 
 withPiper('Piper TTS: non-silent 24 kHz speech of plausible length, in order, clause by clause', async (t) => {
