@@ -1,21 +1,41 @@
 // Shared start-up steps of every entry point: database (migrated), Temporal connection, signal handling.
 import type { Config } from './config.ts';
-import { createDb, type Db } from './db/pool.ts';
+import { createDb, isDatabaseUnavailable, type Db } from './db/pool.ts';
 import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
 import { connectTemporal, type TemporalHandle } from './temporal.ts';
 import { shutdownTracing } from './tracing.ts';
 
-export async function openDatabase(config: Config, logger: Logger, opts: { migrate?: boolean } = {}): Promise<Db> {
+/** How long a process that starts while the database is away (restarting, in crash recovery, failing over) waits for it. */
+const DATABASE_WAIT_MS = 60_000;
+
+/**
+ * The process's pool, the schema migrated. A database that is away when the process starts is waited for (retried
+ * every second for `waitMs`), as the Temporal connection is: a worker or media node that boots during a database
+ * restart must not exit. Any other error (a wrong database name, a bad password, a failing migration) throws at once.
+ */
+export async function openDatabase(config: Config, logger: Logger, opts: { waitMs?: number } = {}): Promise<Db> {
   if (!config.DATABASE_URL) {
     throw new Error('DATABASE_URL is not set. Run `npm start` for the embedded PostgreSQL, or point DATABASE_URL at a server.');
   }
-  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: config.DATABASE_POOL_SIZE });
-  if (opts.migrate !== false) {
-    const applied = await migrate(config.DATABASE_URL);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
+  const url = config.DATABASE_URL;
+  const deadline = Date.now() + (opts.waitMs ?? DATABASE_WAIT_MS);
+  let db: Db | null = null;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      db ??= await createDb(url, { maximumPoolSize: config.DATABASE_POOL_SIZE }); // opens its first connection
+      const applied = await migrate(url);
+      if (applied.length) logger.info({ applied }, 'migrations applied');
+      return db;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) || Date.now() >= deadline) {
+        await db?.end().catch(() => {});
+        throw err;
+      }
+      logger.warn({ err, attempt }, 'database unreachable: waiting for it');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   }
-  return db;
 }
 
 export async function openTemporal(config: Config, logger: Logger, opts: { required?: boolean } = {}): Promise<TemporalHandle | null> {

@@ -12,6 +12,9 @@ const MIGRATION_LOCK = 715_033_001;
 export async function migrate(databaseUrl: string): Promise<string[]> {
   const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
   const client = new pg.Client({ connectionString: databaseUrl });
+  // a connection lost mid-way rejects the query in flight; without a listener the client's 'error' would also kill
+  // the process
+  client.on('error', () => {});
   await client.connect();
   const applied: string[] = [];
   try {
@@ -27,8 +30,8 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
         await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
         await client.query('COMMIT');
       } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        await client.query('ROLLBACK').catch(() => {}); // nothing to roll back on a connection that died
+        throw new Error(`migration ${file} failed: ${(err as Error).message}`, { cause: err });
       }
       applied.push(file);
     }
