@@ -46,7 +46,7 @@ test('a database that comes up after the process started is waited for, then use
   const opening = openDatabase(loadConfig({ DATABASE_URL: late.toString() }), logger, { waitMs: 30_000 });
   await new Promise((r) => setTimeout(r, 2500)); // nothing listens yet: connections are refused
   const server = await relay(port, target);
-  t.teardown(() => new Promise((r) => server.close(r)));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   const db = await opening;
   t.teardown(() => db.end());
   t.true(lines.some((l) => l.level === 'warn' && l.msg === 'database unreachable: waiting for it'), 'said it waits');
