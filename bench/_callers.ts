@@ -3,6 +3,7 @@
 // that streams caller audio in real time, and the turn taking of a caller that speaks and pauses (SpeakingCaller,
 // any transport: bench/pipeline MODE=vendors, bench/webrtc SPEAK=1).
 import { fork } from 'node:child_process';
+import { resetChildPriority } from '../core/priority.ts';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -11,6 +12,8 @@ import WebSocket from 'ws';
  * any); `result` is the first message it sends back, or a rejection if it exits before sending one. */
 export function forkRole<T>(moduleUrl: string, role: string, job?: unknown): { result: Promise<T>; kill(): void } {
   const child = fork(fileURLToPath(moduleUrl), [role], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  // forked from a raised pacing thread (core/priority.ts): callers and fakes run at the run's own priority
+  resetChildPriority(child.pid);
   const result = new Promise<T>((resolve, reject) => {
     child.once('message', (r) => resolve(r as T));
     child.once('error', reject);

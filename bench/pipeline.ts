@@ -512,15 +512,16 @@ async function mainVendors(): Promise<void> {
       SIGNING_SECRET: 'bench-signing-secret-0123456789',
       // every call is measured: no refusals at the node's default capacity (25 per core) unless MEDIA_MAX_CALLS says so
       MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
-      MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST ?? '0',
+      // the product's default (raised 10 levels where permitted) unless MEDIA_PRIORITY_BOOST says otherwise
+      ...(process.env.MEDIA_PRIORITY_BOOST !== undefined ? { MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST } : {}),
       ...vendorConfig(urls),
     };
     const config = loadConfig({ ...env, DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port) });
-    // as the media process's entry does (media/main.ts): with MEDIA_PRIORITY_BOOST set (opt-in, core/priority.ts) its
-    // pacing thread runs above the callers, the fakes and the neighbour
+    // as the media process's entry does (media/main.ts): its pacing thread raised (core/priority.ts; by default 10
+    // levels) runs above the callers, the fakes and the neighbour
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
-    log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
+    log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST ?? 'unset: the default'}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;

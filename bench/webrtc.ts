@@ -505,8 +505,14 @@ async function main(): Promise<void> {
       DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: '100000',
       ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
+      ...(process.env.MEDIA_PRIORITY_BOOST !== undefined ? { MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST } : {}),
       ...(urls ? vendorConfig(urls) : {}),
     });
+    // as the media process's entry does (media/main.ts): its pacing thread raised where permitted (core/priority.ts;
+    // MEDIA_PRIORITY_BOOST, by default 10 levels); the callers and the fakes are processes of their own
+    const { applyMediaPriority } = await import('../core/priority.ts');
+    const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
+    console.log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
       // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production

@@ -106,8 +106,9 @@ export const configSchema = z.object({
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */
   MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
-  /** nice levels the media process raises the thread that paces audio by (core/priority.ts); 0 (default): off */
-  MEDIA_PRIORITY_BOOST: z.coerce.number().int().min(0).max(39).default(0),
+  /** nice levels the media process raises the thread that paces audio by (core/priority.ts); unset: 10 where
+   * permitted (CAP_SYS_NICE), quietly nothing where not; 0: off */
+  MEDIA_PRIORITY_BOOST: z.coerce.number().int().min(0).max(39).optional(),
   /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it: README
    * "Scaling and capacity"). Default: PUBLIC_URL, the address shared by every node behind the proxy. */
   MEDIA_PUBLIC_URL: url.optional(),

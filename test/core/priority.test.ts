@@ -57,3 +57,24 @@ test('MEDIA_PRIORITY_BOOST 0 changes nothing', async (t) => {
   t.is(r.worker, r.base);
   t.is(r.child, r.base);
 });
+
+test('MEDIA_PRIORITY_BOOST unset: the media process raises its pacing thread by the default levels where permitted, and only notes it where not', async (t) => {
+  const script = `
+    import os from 'node:os';
+    import { applyMediaPriority, DEFAULT_BOOST } from ${JSON.stringify(priority)};
+    const base = os.getPriority(0);
+    const said = [];
+    const outcome = applyMediaPriority({}, { info: (_o, m) => said.push(['info', m]), warn: (_o, m) => said.push(['warn', m]) });
+    console.log(JSON.stringify({ base, outcome, main: os.getPriority(0), said, boost: DEFAULT_BOOST }));
+  `;
+  const r = await new Promise<{ base: number; outcome: { applied: boolean; nice: number }; main: number; said: [string, string][]; boost: number }>((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim())))));
+  t.is(r.boost, 10);
+  if (r.outcome.applied) {
+    t.is(r.main, Math.max(-20, r.base - 10));
+    t.deepEqual(r.said, [['info', 'audio pacing thread priority raised (MEDIA_PRIORITY_BOOST)']]);
+  } else {
+    t.is(r.main, r.base);
+    t.deepEqual(r.said.map(([level]) => level), ['info'], 'a note, not a warning');
+  }
+});
