@@ -2,7 +2,7 @@
 // vendor fakes) so the server's CPU and memory figures are its own, a WebSocket caller on /api/v1/ws/audio
 // that streams caller audio in real time, and the turn taking of a caller that speaks and pauses (SpeakingCaller,
 // any transport: bench/pipeline MODE=vendors, bench/webrtc SPEAK=1).
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { resetChildPriority } from '../core/priority.ts';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 
 /** Run the bench module `moduleUrl` (its import.meta.url) again as a child with argv[2] = `role`, send it `job` (if
  * any); `result` is the first message it sends back, or a rejection if it exits before sending one. */
-export function forkRole<T>(moduleUrl: string, role: string, job?: unknown): { result: Promise<T>; kill(): void } {
+export function forkRole<T>(moduleUrl: string, role: string, job?: unknown): { result: Promise<T>; kill(): void; child: ChildProcess } {
   const child = fork(fileURLToPath(moduleUrl), [role], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
   // forked from a raised pacing thread (core/priority.ts): callers and fakes run at the run's own priority
   resetChildPriority(child.pid);
@@ -20,7 +20,7 @@ export function forkRole<T>(moduleUrl: string, role: string, job?: unknown): { r
     child.once('exit', (code) => reject(new Error(`${role} process exited (${code})`)));
   });
   if (job !== undefined) child.send(job as object);
-  return { result, kill: () => child.kill() };
+  return { result, kill: () => child.kill(), child };
 }
 
 export interface WsCaller {

@@ -26,14 +26,19 @@ export interface VendorFakeUrls {
  * of its own in reality; in one process the TTS fake's audio waited behind the STT fake's input at 200 calls, and
  * the server's pacer ran short between a reply's sentences for it. `kill` ends both.
  */
-export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): void } {
+export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): void; load(): Promise<{ stt: FakesLoad; reply: FakesLoad }> } {
   const stt = forkRole<Pick<VendorFakeUrls, 'deepgram' | 'soniox'>>(import.meta.url, 'fakes-stt');
   const reply = forkRole<Pick<VendorFakeUrls, 'openai' | 'elevenlabs'>>(import.meta.url, 'fakes-reply');
   const urls = Promise.all([stt.result, reply.result]).then(([a, b]) => ({ ...a, ...b }));
   // awaited later (after other set-up); a fakes process that died is reported there, not as an unhandled rejection
   urls.catch(() => {});
+  const ask = (child: typeof stt.child) => new Promise<FakesLoad>((ok) => {
+    child.once('message', (m) => ok(m as FakesLoad));
+    child.send('load?');
+  });
   return {
     urls,
+    load: async () => ({ stt: await ask(stt.child), reply: await ask(reply.child) }),
     kill: () => {
       stt.kill();
       reply.kill();
@@ -41,9 +46,23 @@ export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): voi
   };
 }
 
-/** A fakes process: its URLs back over IPC, then serve until the parent goes. */
+/** A fakes process's event-loop delay (ms) and CPU (ms) since the previous question: how long the vendors' side took. */
+export interface FakesLoad { p99: number; max: number; cpuMs: number }
+
+/** A fakes process: its URLs back over IPC, then serve until the parent goes; answers 'load?' with a FakesLoad. */
 async function runFakes(which: 'stt' | 'reply'): Promise<void> {
   process.on('disconnect', () => process.exit(0));
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let cpu = process.cpuUsage();
+  process.on('message', (m) => {
+    if (m !== 'load?') return;
+    const used = process.cpuUsage(cpu);
+    process.send!({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, cpuMs: (used.user + used.system) / 1000 } satisfies FakesLoad);
+    loop.reset();
+    cpu = process.cpuUsage();
+  });
   if (which === 'stt') {
     const { startDeepgramFake } = await import('../test/fakes/stt/deepgram.ts');
     const { startSonioxFake } = await import('../test/fakes/stt/soniox.ts');

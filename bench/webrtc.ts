@@ -47,7 +47,7 @@ import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
-import { benchStt, callerSentence, FIXED_TURN_MS, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
+import { benchStt, callerSentence, FIXED_TURN_MS, type FakesLoad, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
 import type { TurnLatency } from '../media/pipeline/metrics.ts';
 
@@ -615,12 +615,14 @@ async function main(): Promise<void> {
       const cpu0 = process.cpuUsage();
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
+      await fakes?.load(); // from here
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       loop.disable();
+      const fakesLoad = await fakes?.load();
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
       const profile = await stopProfile();
       const codecMs = codecCpuMs() - kids0;
@@ -633,8 +635,13 @@ async function main(): Promise<void> {
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } };
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad };
     };
+    // the vendors' side, sharing the cores here (each a service on its own machines in reality): a late STT final is
+    // in "the way in", a late TTS first byte in the server's part
+    const fakesLine = (l: { stt: FakesLoad; reply: FakesLoad }, wall: number) =>
+      `vendor fakes' processes: STT event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms, CPU ${f1(l.stt.cpuMs / wall * 100)} % of a core; ` +
+      `LLM + TTS event-loop delay p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms, CPU ${f1(l.reply.cpuMs / wall * 100)} %`;
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
       (r.talk ? `${r.frames} agent frames (greetings and replies); reply pacing jitter p50` : `agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); inter-arrival jitter p50`) +
@@ -658,6 +665,7 @@ async function main(): Promise<void> {
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
         if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
+        if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -677,6 +685,7 @@ async function main(): Promise<void> {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
         if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
       }
+      if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
