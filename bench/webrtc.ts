@@ -229,18 +229,9 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const { WebRtcCaller, until } = await import('../test/webrtc/peer.ts');
-  const { OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
+  const { bandwidthForPlayback, OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
-  const silence = new OpusEncoder48().encode(new Int16Array(FRAME_SAMPLES));
   const speech = job.speech ? sentenceFromBase64(job.speech) : null;
-  // the sentence as a browser sends it: 48 kHz, one Opus packet per 20 ms (packet k = the sentence's frame k)
-  const packets: Uint8Array[] = [];
-  if (speech) {
-    const { resample } = await import('../media/audio/index.ts');
-    const s48 = resample(speech, 16_000, 48_000);
-    const enc = new OpusEncoder48();
-    for (let k = 0; k * FRAME_SAMPLES < s48.length; k++) packets.push(enc.encode(speechFrame(s48, k, FRAME_SAMPLES)));
-  }
   const st = speakingStats();
   const r = { jitter: [] as number[], late: 0, frames: 0 };
   const t0 = performance.now();
@@ -277,6 +268,19 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   }));
   const callers = settled.filter((c) => c !== null);
   if (failures.length) process.stderr.write(`webrtc client: ${failures.length} of ${job.callIds.length} calls failed to connect: ${[...new Set(failures)].join('; ')}\n`);
+  // the sentence as a browser sends it: 48 kHz, one Opus packet per 20 ms (packet k = the sentence's frame k), encoded
+  // as the callers' own encoders are set up from the answer (the server's maxplaybackrate caps the band, as libwebrtc
+  // does): every caller sends the same packets, encoded once
+  const playback = callers[0]?.remotePlaybackRate;
+  const enc = () => new OpusEncoder48(32_000, playback ? { maxBandwidth: bandwidthForPlayback(playback) } : {});
+  const silence = enc().encode(new Int16Array(FRAME_SAMPLES));
+  const packets: Uint8Array[] = [];
+  if (speech) {
+    const { resample } = await import('../media/audio/index.ts');
+    const s48 = resample(speech, 16_000, 48_000);
+    const e = enc();
+    for (let k = 0; k * FRAME_SAMPLES < s48.length; k++) packets.push(e.encode(speechFrame(s48, k, FRAME_SAMPLES)));
+  }
   // every caller sends a packet each 20 ms (silence, or its sentence's next one), each on its own capture clock as
   // independent browsers do: the callers are spread over PHASES clocks 20/PHASES ms apart (one clock for all of them
   // would land every caller's packet on the server in the same instant, a burst no real population makes). A

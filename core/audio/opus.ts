@@ -63,10 +63,21 @@ export function opusBackend(): 'native' | 'wasm' {
 
 // opus_encoder_ctl / opus_decoder_ctl requests (opus_defines.h)
 const CTL = {
-  SET_BITRATE: 4002, GET_BITRATE: 4003, SET_VBR: 4006, SET_COMPLEXITY: 4010, GET_COMPLEXITY: 4011, SET_INBAND_FEC: 4012,
+  SET_BITRATE: 4002, GET_BITRATE: 4003, SET_MAX_BANDWIDTH: 4004, GET_MAX_BANDWIDTH: 4005, SET_VBR: 4006, SET_COMPLEXITY: 4010, GET_COMPLEXITY: 4011, SET_INBAND_FEC: 4012,
   GET_INBAND_FEC: 4013, SET_PACKET_LOSS_PERC: 4014, SET_SIGNAL: 4024, GET_SIGNAL: 4025,
 } as const;
 const SIGNAL = { auto: -1000, voice: 3001, music: 3002 } as const;
+const BANDWIDTH = { narrowband: 1101, mediumband: 1102, wideband: 1103, superwideband: 1104, fullband: 1105 } as const;
+export type OpusBandwidth = keyof typeof BANDWIDTH;
+
+/**
+ * The widest audio band worth encoding for a receiver that plays back at most `rate` Hz (the `maxplaybackrate` of
+ * its SDP, RFC 7587 §6.1), as libwebrtc maps it: ≤ 8 kHz narrowband, ≤ 12 kHz mediumband, ≤ 16 kHz wideband, ≤ 24 kHz
+ * superwideband, else fullband.
+ */
+export function bandwidthForPlayback(rate: number): OpusBandwidth {
+  return rate <= 8000 ? 'narrowband' : rate <= 12_000 ? 'mediumband' : rate <= 16_000 ? 'wideband' : rate <= 24_000 ? 'superwideband' : 'fullband';
+}
 
 export type OpusRate = 8000 | 12000 | 16000 | 24000 | 48000;
 
@@ -82,6 +93,8 @@ export interface OpusEncoderOptions {
   packetLossPct?: number;
   /** Default 'voice' for 'voip', 'auto' for 'audio' ('voice' would move 'audio' back to hybrid SILK). */
   signal?: keyof typeof SIGNAL;
+  /** The widest band encoded (default fullband): a receiver's maxplaybackrate through bandwidthForPlayback(). */
+  maxBandwidth?: OpusBandwidth;
 }
 
 export interface OpusEncoderSettings {
@@ -89,6 +102,7 @@ export interface OpusEncoderSettings {
   complexity: number;
   fec: boolean;
   signal: keyof typeof SIGNAL | number;
+  maxBandwidth: OpusBandwidth | number;
 }
 
 export class OpusEncoder48 {
@@ -107,6 +121,7 @@ export class OpusEncoder48 {
     this.set(CTL.SET_PACKET_LOSS_PERC, o.packetLossPct ?? 5);
     // 5 of 10: the usual real-time voice setting; bench/codec measures every level
     this.set(CTL.SET_COMPLEXITY, o.complexity ?? 5);
+    this.set(CTL.SET_MAX_BANDWIDTH, BANDWIDTH[o.maxBandwidth ?? 'fullband']);
   }
 
   private set(request: number, value: number): void {
@@ -118,7 +133,9 @@ export class OpusEncoder48 {
   settings(): OpusEncoderSettings {
     const signal = this.enc.ctl(CTL.GET_SIGNAL);
     const name = (Object.keys(SIGNAL) as Array<keyof typeof SIGNAL>).find((k) => SIGNAL[k] === signal);
-    return { bitrate: this.enc.ctl(CTL.GET_BITRATE), complexity: this.enc.ctl(CTL.GET_COMPLEXITY), fec: this.enc.ctl(CTL.GET_INBAND_FEC) === 1, signal: name ?? signal };
+    const bw = this.enc.ctl(CTL.GET_MAX_BANDWIDTH);
+    const band = (Object.keys(BANDWIDTH) as OpusBandwidth[]).find((k) => BANDWIDTH[k] === bw);
+    return { bitrate: this.enc.ctl(CTL.GET_BITRATE), complexity: this.enc.ctl(CTL.GET_COMPLEXITY), fec: this.enc.ctl(CTL.GET_INBAND_FEC) === 1, signal: name ?? signal, maxBandwidth: band ?? bw };
   }
 
   /** One 20 ms frame (frameSamples) → one Opus packet (copied: the addon reuses its output buffer). */

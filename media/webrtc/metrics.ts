@@ -16,3 +16,20 @@ export const rtpLossTotal = new prom.Counter({
   labelNames: ['kind'] as const,
   registers: [registry],
 });
+
+/** RFC 6716 §3.1: a packet's audio band from its TOC byte's configuration (the top 5 bits). */
+const BAND_OF_CONFIG = ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband'] as const;
+export type OpusBandName = (typeof BAND_OF_CONFIG)[number];
+export function opusPacketBand(toc: number): OpusBandName {
+  const config = toc >> 3;
+  if (config < 12) return BAND_OF_CONFIG[config >> 2]!; // SILK only: NB, MB, WB
+  if (config < 16) return config < 14 ? 'superwideband' : 'fullband'; // hybrid
+  return (['narrowband', 'wideband', 'superwideband', 'fullband'] as const)[(config - 16) >> 2]!; // CELT only
+}
+
+export const callerOpusBandTotal = new prom.Counter({
+  name: 'voice_webrtc_caller_opus_packets_total',
+  help: 'Caller Opus packets of ended WebRTC calls, by the audio band the browser encoded (the answer asks for at most wideband: maxplaybackrate=16000)',
+  labelNames: ['band'] as const,
+  registers: [registry],
+});

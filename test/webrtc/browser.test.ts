@@ -15,6 +15,7 @@ import { sql } from '../../core/db/pool.ts';
 import { wavHeader } from '../../core/storage/wav.ts';
 import { resample } from '../../media/audio/index.ts';
 import { createLocalTts } from '../../media/services/tts/local.ts';
+import { callerOpusBandTotal } from '../../media/webrtc/metrics.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 
@@ -145,6 +146,15 @@ browserTest('the call page: greeting heard, caller words in the live transcript,
   // the page shows the ended row
   await page.waitForSelector('#result dd[data-field="Ended reason"] >> text=user_hangup', { timeout: 20_000 });
   await page.context().close();
+  // Chromium read the answer's maxplaybackrate=16000 (RFC 7587) and capped its encoder: the microphone came as
+  // wideband packets (SILK), none wider, so the server decodes less than a fullband stream costs
+  const bands = await until(async () => {
+    const m = (await callerOpusBandTotal.get()).values;
+    return m.length ? Object.fromEntries(m.map((v) => [v.labels.band, v.value])) : null;
+  }, 10_000, 'the call\'s Opus bands in /metrics');
+  t.log(`caller Opus packets by band: ${JSON.stringify(bands)}`);
+  t.true((bands.wideband ?? 0) > 100, JSON.stringify(bands));
+  t.is((bands.superwideband ?? 0) + (bands.fullband ?? 0), 0, JSON.stringify(bands));
 });
 
 browserTest('a telephonySim test call from the page', async (t) => {

@@ -7,7 +7,7 @@ import { PhoneLine, phoneLine } from '../../media/audio/phone-line.ts';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
-import { FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
+import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
 import { AGENT_ENCODER, CallCodec } from '../../media/webrtc/call-codec.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
 import { announceSdp, parseOffer } from '../../media/webrtc/sdp.ts';
@@ -204,9 +204,29 @@ const dbOf = (amp: number, ref: number) => Math.max(-200, 20 * Math.log10(amp / 
 
 test('Opus settings reach libopus (read back through opus_encoder_ctl), for the test caller and the agent encoder', (t) => {
   // the package's property setters do nothing: before issue 24 these read back complexity 9, bitrate ≈ 72 k, no FEC
-  t.deepEqual(new OpusEncoder48().settings(), { bitrate: 32_000, complexity: 5, fec: true, signal: 'voice' });
-  t.deepEqual(new OpusEncoder48(AGENT_ENCODER.bitrate, AGENT_ENCODER).settings(), { bitrate: 32_000, complexity: 5, fec: false, signal: 'auto' });
-  t.deepEqual(new OpusEncoder48(64_000, { complexity: 2, application: 'audio' }).settings(), { bitrate: 64_000, complexity: 2, fec: false, signal: 'auto' });
+  t.deepEqual(new OpusEncoder48().settings(), { bitrate: 32_000, complexity: 5, fec: true, signal: 'voice', maxBandwidth: 'fullband' });
+  t.deepEqual(new OpusEncoder48(AGENT_ENCODER.bitrate, AGENT_ENCODER).settings(), { bitrate: 32_000, complexity: 5, fec: false, signal: 'auto', maxBandwidth: 'fullband' });
+  t.deepEqual(new OpusEncoder48(64_000, { complexity: 2, application: 'audio' }).settings(), { bitrate: 64_000, complexity: 2, fec: false, signal: 'auto', maxBandwidth: 'fullband' });
+  t.is(new OpusEncoder48(32_000, { maxBandwidth: 'wideband' }).settings().maxBandwidth, 'wideband');
+});
+
+test('maxplaybackrate caps the caller\'s band as libwebrtc does: 16 kHz → SILK wideband packets, a 1 kHz tone intact at 16 kHz', (t) => {
+  t.deepEqual([8000, 12_000, 16_000, 24_000, 48_000].map(bandwidthForPlayback), ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband']);
+  const speechLike = concatPcm([tone(300, 48_000, 0.5, 6000), tone(1000, 48_000, 0.5, 6000)]);
+  const toc = (band?: 'wideband') => {
+    const enc = new OpusEncoder48(32_000, band ? { maxBandwidth: band } : {});
+    const packets: Uint8Array[] = [];
+    for (let o = 0; o + FRAME_SAMPLES <= speechLike.length; o += FRAME_SAMPLES) packets.push(enc.encode(speechLike.subarray(o, o + FRAME_SAMPLES)));
+    return packets;
+  };
+  // RFC 6716 §3.1: TOC configs 8–11 are SILK-only wideband; 12–15 hybrid, 16–31 CELT
+  const capped = toc('wideband');
+  t.true(capped.every((p) => (p[0]! >> 3) >= 8 && (p[0]! >> 3) <= 11), `configs ${[...new Set(capped.map((p) => p[0]! >> 3))]}`);
+  t.true(toc().some((p) => (p[0]! >> 3) > 11), 'uncapped, the same audio is coded wider');
+  const dec = new OpusDecoder48(16_000);
+  const out = concatPcm(capped.map((p) => dec.decode(p)));
+  const level = dbOf(toneAmp(out.subarray(out.length / 2), 1000, 16_000, 3200), 6000);
+  t.true(Math.abs(level) <= 3, `1 kHz after SILK wideband: ${level.toFixed(2)} dB`);
 });
 
 test('agent audio, 24 kHz straight into Opus, decoded at 48 kHz: passband to 11.5 kHz kept (±1 dB), images above 12 kHz ≤ −60 dB', (t) => {

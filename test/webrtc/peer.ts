@@ -2,7 +2,7 @@
 // (sendrecv) and an `events` data channel, like the call page. It decodes the agent's RTP (Opus) and can send a
 // tone or silence as Opus RTP in real time.
 import nodeDataChannel, { type DataChannel, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
-import { OpusDecoder48, OpusEncoder48, FRAME_SAMPLES } from '../../media/webrtc/opus.ts';
+import { bandwidthForPlayback, OpusDecoder48, OpusEncoder48, FRAME_SAMPLES } from '../../media/webrtc/opus.ts';
 import { parseRtp } from '../../media/webrtc/rtp.ts';
 
 const { Audio, PeerConnection: Pc, RtpPacketizationConfig: RtpConfig, RtpPacketizer, RtcpSrReporter, RtcpReceivingSession } = nodeDataChannel;
@@ -18,7 +18,10 @@ export class WebRtcCaller {
   readonly track: Track;
   readonly dc: DataChannel;
   private readonly cfg: RtpPacketizationConfig;
-  private readonly enc = new OpusEncoder48();
+  /** the caller's encoder: fullband until the answer says how far the other side plays back (maxplaybackrate) */
+  enc = new OpusEncoder48();
+  /** the answer's Opus maxplaybackrate (RFC 7587), null when it names none */
+  remotePlaybackRate: number | null = null;
   private readonly dec = new OpusDecoder48();
   private ts = 12345;
   readonly events: ServerEvent[] = [];
@@ -102,6 +105,11 @@ export class WebRtcCaller {
 
   accept(answerSdp: string): void {
     this.pc.setRemoteDescription(answerSdp, 'answer');
+    // as a browser does (libwebrtc): the encoder's band capped to what the other side plays back
+    const fmtp = /^a=fmtp:111 (.*)$/m.exec(answerSdp)?.[1] ?? '';
+    const rate = /(?:^|;)\s*maxplaybackrate=(\d+)/.exec(fmtp)?.[1];
+    this.remotePlaybackRate = rate ? Number(rate) : null;
+    if (this.remotePlaybackRate) this.enc = new OpusEncoder48(32_000, { maxBandwidth: bandwidthForPlayback(this.remotePlaybackRate) });
   }
 
   /**

@@ -66,6 +66,8 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   const sdp: string = res.body.sdp;
   t.regex(sdp, /m=audio \d+ UDP\/TLS\/RTP\/SAVPF 111/);
   t.regex(sdp, /a=rtpmap:111 opus\/48000\/2/);
+  // the caller's audio is decoded to 16 kHz: the browser is told so, and caps its encoder at wideband
+  t.regex(sdp, /a=fmtp:111 [^\r\n]*maxplaybackrate=16000/);
   t.regex(sdp, /a=sendrecv/);
   t.regex(sdp, /m=application \d+ UDP\/DTLS\/SCTP webrtc-datachannel/);
   t.regex(sdp, /a=candidate:/);
@@ -74,6 +76,8 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   t.is((await getCallRow(s.db, callId)).status, 'active');
 
   c.accept(sdp);
+  t.is(c.remotePlaybackRate, 16_000);
+  t.is(c.enc.settings().maxBandwidth, 'wideband');
   await trickle(c, callId);
   await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), 15_000, 'greeting text');
   await until(() => c.audioSeconds > 0.8, 15_000, 'greeting audio');
