@@ -37,7 +37,9 @@
 // client); the server's and the clients' event-loop delay; then server CPU per call and the per-stage breakdown
 // (vendor adapter work, under media/services, is a stage of its own). The warm-up call runs 8 s (one turn).
 // WebRTC callers send on 10 capture clocks 2 ms apart, as independent browsers would; CLIENT_PROCS=k spreads each
-// transport's callers over k client processes.
+// transport's callers over k client processes. WebRTC callers cap their Opus band at the answer's maxplaybackrate, as
+// libwebrtc does (wideband: the server asks for 16 kHz); IGNORE_PLAYBACK=1 sends fullband instead (the old caller
+// stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU.
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
@@ -271,7 +273,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   // the sentence as a browser sends it: 48 kHz, one Opus packet per 20 ms (packet k = the sentence's frame k), encoded
   // as the callers' own encoders are set up from the answer (the server's maxplaybackrate caps the band, as libwebrtc
   // does): every caller sends the same packets, encoded once
-  const playback = callers[0]?.remotePlaybackRate;
+  const playback = process.env.IGNORE_PLAYBACK ? null : callers[0]?.remotePlaybackRate;
   const enc = () => new OpusEncoder48(32_000, playback ? { maxBandwidth: bandwidthForPlayback(playback) } : {});
   const silence = enc().encode(new Int16Array(FRAME_SAMPLES));
   const packets: Uint8Array[] = [];
