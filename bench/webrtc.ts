@@ -81,6 +81,8 @@ interface ClientResult {
   /** the client process's own event-loop delay (ms; WebRTC: over its window, the others: from its start): arrivals
    * are stamped on that loop */
   loopMs?: { p99: number; max: number };
+  /** the client processes' CPU (% of one core, summed over the processes) */
+  cpuPct?: number;
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
   talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'spoken' | 'turns' | 'unanswered'>;
 }
@@ -116,6 +118,7 @@ function mergeResults(parts: ClientResult[]): ClientResult {
     r.frames += p.frames;
     r.connected += p.connected;
     r.windowMs = Math.max(r.windowMs, p.windowMs);
+    if (r.cpuPct !== undefined && p.cpuPct !== undefined) r.cpuPct += p.cpuPct;
     if (r.loopMs && p.loopMs) r.loopMs = { p99: Math.max(r.loopMs.p99, p.loopMs.p99), max: Math.max(r.loopMs.max, p.loopMs.max) };
     if (r.talk && p.talk) {
       r.talk.replyMs.push(...p.talk.replyMs);
@@ -146,6 +149,8 @@ function talkResult(st: SpeakingStats, connected: number, windowMs: number): Cli
 const FRAME16 = 320;
 /** a client process's event-loop delay (ROLE=client) */
 const clientLoop = monitorEventLoopDelay({ resolution: 1 });
+/** the client process's CPU from here (WebRTC: from its window's start, like clientLoop; the others: its start) */
+const clientCpu = { at: performance.now(), usage: process.cpuUsage() };
 
 async function runWsClients(job: ClientJob): Promise<ClientResult> {
   const r = { jitter: [] as number[], late: 0, frames: 0 };
@@ -289,6 +294,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   // speaking caller first takes in the agent packets that arrived since its last packet (with their arrival times).
   const start = performance.now();
   clientLoop.reset(); // the window, not the connection set-up
+  Object.assign(clientCpu, { at: performance.now(), usage: process.cpuUsage() });
   const talkers = speech ? callers.map((c) => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length, id: c.callId })) : null;
   talkers?.forEach((t, i) => t.open(start, i));
   const hear = (c: (typeof callers)[number], t: SpeakingCaller) => {
@@ -333,7 +339,11 @@ if (ROLE === 'client') {
   clientLoop.enable();
   process.once('message', (job: ClientJob) => {
     void (job.kind === 'webrtc' ? runRtcClients(job) : job.kind === 'carrier' ? runCarrierClients(job) : runWsClients(job)).then(
-      (r) => process.send!({ ...r, loopMs: { p99: clientLoop.percentile(99) / 1e6, max: clientLoop.max / 1e6 } }, () => process.exit(0)),
+      (r) => {
+        const used = process.cpuUsage(clientCpu.usage);
+        const cpuPct = ((used.user + used.system) / 1000 / (performance.now() - clientCpu.at)) * 100;
+        process.send!({ ...r, loopMs: { p99: clientLoop.percentile(99) / 1e6, max: clientLoop.max / 1e6 }, cpuPct }, () => process.exit(0));
+      },
       (err: unknown) => {
         process.stderr.write(`client failed: ${(err as Error).stack ?? String(err)}\n`);
         process.exit(1);
@@ -648,11 +658,20 @@ async function main(): Promise<void> {
     const fakesLine = (l: { stt: FakesLoad; reply: FakesLoad }, wall: number) =>
       `vendor fakes' processes: STT event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms, CPU ${f1(l.stt.cpuMs / wall * 100)} % of a core; ` +
       `LLM + TTS event-loop delay p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms, CPU ${f1(l.reply.cpuMs / wall * 100)} %`;
+    // every process of the run on these cores: the server, the callers, the fakes (the bench's own main process is the
+    // server's): how much of the machine the run took
+    const machineLine = (m: { cpuPct: number; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }) => {
+      const clients = m.rs.reduce((a, r) => a + (r.cpuPct ?? 0), 0);
+      const fakes = m.fakesLoad ? ((m.fakesLoad.stt.cpuMs + m.fakesLoad.reply.cpuMs) / m.wall) * 100 : 0;
+      const total = m.cpuPct + clients + fakes;
+      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(total)} % of ${os.availableParallelism() * 100} %`;
+    };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
       (r.talk ? `${r.frames} agent frames (greetings and replies); reply pacing jitter p50` : `agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); inter-arrival jitter p50`) +
       ` ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
       (r.loopMs ? `; client event-loop delay p99 ${f1(r.loopMs.p99)} ms, max ${f1(r.loopMs.max)} ms` : '') +
+      (r.cpuPct !== undefined ? `; client processes CPU ${f1(r.cpuPct)} % of a core` : '') +
       (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}; caller frames concealed ${loss.concealed}, dropped late ${loss.late}` : '');
 
     // warm-up, not reported: one call per transport (JIT, Silero's model, node-datachannel's threads), so the first
@@ -672,6 +691,7 @@ async function main(): Promise<void> {
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
         if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
         if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
+      log(`  ${machineLine(m)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -692,6 +712,7 @@ async function main(): Promise<void> {
         if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
       }
       if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
+      log(`  ${machineLine(m)}`);
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
