@@ -12,9 +12,9 @@ import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
 import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
-import { callerOpusBandTotal, opusPacketBand, rtpLossTotal, rtpPacketsTotal, type OpusBandName } from '../webrtc/metrics.ts';
+import { callerOpusBandTotal, opusPacketBand, rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
 import { CALLER_RATE } from '../webrtc/call-codec.ts';
-import { FRAME_SAMPLES } from '../webrtc/opus.ts';
+import { FRAME_SAMPLES, type OpusBandwidth } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
 import { timed } from '../stage-cpu.ts';
@@ -364,7 +364,7 @@ export class WebRtcTransport implements LiveTransport {
 
   private destroyed = false;
   /** the caller's Opus packets by audio band (added to /metrics when the call ends: no label lookup per packet) */
-  private readonly bands = new Map<OpusBandName, number>();
+  private readonly bands = new Map<OpusBandwidth, number>();
   /** Free the peer connection (UDP ports, DTLS/SCTP state). */
   destroy(): void {
     if (this.destroyed) return;

@@ -2,6 +2,7 @@
 // conceal, packets dropped (late, or the peer was not ready). bench/webrtc reads them to tell server-side loss from
 // client-side loss.
 import { prom, registry } from '../../core/metrics.ts';
+import type { OpusBandwidth } from './opus.ts';
 
 export const rtpPacketsTotal = new prom.Counter({
   name: 'voice_webrtc_rtp_packets_total',
@@ -18,11 +19,9 @@ export const rtpLossTotal = new prom.Counter({
 });
 
 /** RFC 6716 §3.1: a packet's audio band from its TOC byte's configuration (the top 5 bits). */
-const BAND_OF_CONFIG = ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband'] as const;
-export type OpusBandName = (typeof BAND_OF_CONFIG)[number];
-export function opusPacketBand(toc: number): OpusBandName {
+export function opusPacketBand(toc: number): OpusBandwidth {
   const config = toc >> 3;
-  if (config < 12) return BAND_OF_CONFIG[config >> 2]!; // SILK only: NB, MB, WB
+  if (config < 12) return (['narrowband', 'mediumband', 'wideband'] as const)[config >> 2]!; // SILK only
   if (config < 16) return config < 14 ? 'superwideband' : 'fullband'; // hybrid
   return (['narrowband', 'wideband', 'superwideband', 'fullband'] as const)[(config - 16) >> 2]!; // CELT only
 }

@@ -9,6 +9,7 @@ import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
 import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
 import { AGENT_ENCODER, CallCodec } from '../../media/webrtc/call-codec.ts';
+import { opusPacketBand } from '../../media/webrtc/metrics.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
 import { announceSdp, parseOffer } from '../../media/webrtc/sdp.ts';
 
@@ -223,6 +224,9 @@ test('maxplaybackrate caps the caller\'s band as libwebrtc does: 16 kHz → SILK
   const capped = toc('wideband');
   t.true(capped.every((p) => (p[0]! >> 3) >= 8 && (p[0]! >> 3) <= 11), `configs ${[...new Set(capped.map((p) => p[0]! >> 3))]}`);
   t.true(toc().some((p) => (p[0]! >> 3) > 11), 'uncapped, the same audio is coded wider');
+  // the /metrics band of a packet, from its TOC byte
+  t.deepEqual([...new Set(capped.map((p) => opusPacketBand(p[0]!)))], ['wideband']);
+  t.deepEqual([0, 4, 8, 12, 14, 16, 20, 24, 28].map((c) => opusPacketBand(c << 3)), ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband', 'narrowband', 'wideband', 'superwideband', 'fullband']);
   const dec = new OpusDecoder48(16_000);
   const out = concatPcm(capped.map((p) => dec.decode(p)));
   const level = dbOf(toneAmp(out.subarray(out.length / 2), 1000, 16_000, 3200), 6000);
