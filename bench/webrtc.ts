@@ -528,7 +528,7 @@ async function main(): Promise<void> {
     // MEDIA_PRIORITY_BOOST, by default 10 levels); the callers and the fakes are processes of their own
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
-    console.log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
+    log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
       // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production
