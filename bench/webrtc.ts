@@ -236,7 +236,7 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const { WebRtcCaller, until } = await import('../test/webrtc/peer.ts');
-  const { bandwidthForPlayback, OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
+  const { OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
   const speech = job.speech ? sentenceFromBase64(job.speech) : null;
   const st = speakingStats();
@@ -278,8 +278,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   // the sentence as a browser sends it: 48 kHz, one Opus packet per 20 ms (packet k = the sentence's frame k), encoded
   // as the callers' own encoders are set up from the answer (the server's maxplaybackrate caps the band, as libwebrtc
   // does): every caller sends the same packets, encoded once
-  const playback = process.env.IGNORE_PLAYBACK ? null : callers[0]?.remotePlaybackRate;
-  const enc = () => new OpusEncoder48(32_000, playback ? { maxBandwidth: bandwidthForPlayback(playback) } : {});
+  const enc = () => (process.env.IGNORE_PLAYBACK || !callers[0] ? new OpusEncoder48() : callers[0].newEncoder());
   const silence = enc().encode(new Int16Array(FRAME_SAMPLES));
   const packets: Uint8Array[] = [];
   if (speech) {
@@ -653,18 +652,16 @@ async function main(): Promise<void> {
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
       return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad };
     };
-    // the vendors' side, sharing the cores here (each a service on its own machines in reality): a late STT final is
-    // in "the way in", a late TTS first byte in the server's part
-    const fakesLine = (l: { stt: FakesLoad; reply: FakesLoad }, wall: number) =>
-      `vendor fakes' processes: STT event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms, CPU ${f1(l.stt.cpuMs / wall * 100)} % of a core; ` +
-      `LLM + TTS event-loop delay p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms, CPU ${f1(l.reply.cpuMs / wall * 100)} %`;
-    // every process of the run on these cores: the server, the callers, the fakes (the bench's own main process is the
-    // server's): how much of the machine the run took
+    // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
+    // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
+    // final is in "the way in", a late TTS first byte in the server's part)
     const machineLine = (m: { cpuPct: number; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }) => {
       const clients = m.rs.reduce((a, r) => a + (r.cpuPct ?? 0), 0);
-      const fakes = m.fakesLoad ? ((m.fakesLoad.stt.cpuMs + m.fakesLoad.reply.cpuMs) / m.wall) * 100 : 0;
-      const total = m.cpuPct + clients + fakes;
-      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(total)} % of ${os.availableParallelism() * 100} %`;
+      const pctOf = (l: FakesLoad) => (l.cpuMs / m.wall) * 100;
+      const l = m.fakesLoad;
+      const fakes = l ? pctOf(l.stt) + pctOf(l.reply) : 0;
+      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
+        (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '');
     };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
@@ -690,8 +687,7 @@ async function main(): Promise<void> {
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
         if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
-        if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
-      log(`  ${machineLine(m)}`);
+        log(`  ${machineLine(m)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
     }
@@ -711,7 +707,6 @@ async function main(): Promise<void> {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
         if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
       }
-      if (m.fakesLoad) log(`  ${fakesLine(m.fakesLoad, m.wall)}`);
       log(`  ${machineLine(m)}`);
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
     }

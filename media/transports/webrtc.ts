@@ -14,7 +14,7 @@ import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
 import { callerOpusBandTotal, opusPacketBand, rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
 import { CALLER_RATE } from '../webrtc/call-codec.ts';
-import { FRAME_SAMPLES, type OpusBandwidth } from '../webrtc/opus.ts';
+import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
 import { timed } from '../stage-cpu.ts';
@@ -289,10 +289,7 @@ export class WebRtcTransport implements LiveTransport {
     const pkt = parseRtp(msg);
     if (!pkt || pkt.payloadType !== this.opusPt) return;
     rtpPacketsTotal.inc({ direction: 'received' });
-    if (pkt.payload.length) {
-      const band = opusPacketBand(pkt.payload[0]!);
-      this.bands.set(band, (this.bands.get(band) ?? 0) + 1);
-    }
+    if (pkt.payload.length) this.tocConfigs[pkt.payload[0]! >> 3]!++;
     const { concealed, late } = this.jitter.stats;
     this.jitter.push(pkt);
     if (this.jitter.stats.late > late) rtpLossTotal.inc({ kind: 'late' });
@@ -363,15 +360,16 @@ export class WebRtcTransport implements LiveTransport {
   }
 
   private destroyed = false;
-  /** the caller's Opus packets by audio band (added to /metrics when the call ends: no label lookup per packet) */
-  private readonly bands = new Map<OpusBandwidth, number>();
+  /** the caller's Opus packets by TOC configuration (RFC 6716 §3.1), added to /metrics by band when the call ends:
+   * one array increment per packet */
+  private readonly tocConfigs = new Uint32Array(32);
   /** Free the peer connection (UDP ports, DTLS/SCTP state). */
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
     this.phase = 'closed';
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
-    for (const [band, n] of this.bands) callerOpusBandTotal.inc({ band }, n);
+    this.tocConfigs.forEach((n, config) => n && callerOpusBandTotal.inc({ band: opusPacketBand(config << 3) }, n));
     this.jitter.close();
     this.codec.close();
     try {

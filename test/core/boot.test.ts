@@ -50,7 +50,7 @@ test('a database that comes up after the process started is waited for, then use
   const db = await opening;
   t.teardown(() => db.end());
   t.true(lines.some((l) => l.level === 'warn' && l.msg === 'database unreachable: waiting for it'), 'said it waits');
-  t.is(await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM schema_migrations`) > 0, true, 'migrated and usable');
+  t.true(await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM schema_migrations`) > 0, 'migrated and usable');
 });
 
 test('a database that stays away past the wait, and any other error, fail the start', async (t) => {

@@ -103,13 +103,18 @@ export class WebRtcCaller {
     }
   }
 
+  /** An encoder set up as this caller's own: its band capped at the answer's maxplaybackrate, if it named one. */
+  newEncoder(): OpusEncoder48 {
+    return new OpusEncoder48(undefined, this.remotePlaybackRate ? { maxBandwidth: bandwidthForPlayback(this.remotePlaybackRate) } : {});
+  }
+
   accept(answerSdp: string): void {
     this.pc.setRemoteDescription(answerSdp, 'answer');
     // as a browser does (libwebrtc): the encoder's band capped to what the other side plays back
     const fmtp = /^a=fmtp:111 (.*)$/m.exec(answerSdp)?.[1] ?? '';
     const rate = /(?:^|;)\s*maxplaybackrate=(\d+)/.exec(fmtp)?.[1];
     this.remotePlaybackRate = rate ? Number(rate) : null;
-    if (this.remotePlaybackRate) this.enc = new OpusEncoder48(32_000, { maxBandwidth: bandwidthForPlayback(this.remotePlaybackRate) });
+    this.enc = this.newEncoder();
   }
 
   /**
