@@ -44,7 +44,7 @@
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
 //   issue 24 goal 1:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, pct } from './_stats.ts';
@@ -412,6 +412,8 @@ async function startProfile(): Promise<() => Promise<Map<string, number>>> {
   return async () => {
     const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
     session.disconnect();
+    // PROFILE_OUT=file.cpuprofile keeps the raw profile (Chrome DevTools' format) for a closer look
+    if (process.env.PROFILE_OUT) writeFileSync(process.env.PROFILE_OUT, JSON.stringify(profile));
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);

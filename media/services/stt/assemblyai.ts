@@ -28,8 +28,8 @@ export interface AssemblyAiOptions {
 }
 
 const U3_PRO = new Set(['u3-rt-pro', 'universal-3-5-pro']);
-const CHUNK = 1600; // 100 ms
-const MIN_CHUNK = 800; // 50 ms
+/** audio messages of 100 ms; the vendor refuses messages under 50 ms (a part sent early is padded to it) */
+const CHUNK = { ms: 100, minMs: 50 };
 
 /** English-only agents get universal-streaming-english; en/es/fr/de/pt the multilingual model; else Universal-3.5 Pro. */
 export function assemblyAiDefaultModel(languages: string[]): string {
@@ -80,9 +80,6 @@ export class AssemblyAiStt implements SttService {
       endedOrder = order;
       turn.end(text);
     };
-    // gather 20 ms frames into 100 ms messages (the vendor refuses messages under 50 ms)
-    let acc = new Int16Array(CHUNK);
-    let n = 0;
     const sock: SttSocket = new SttSocket({
       vendor: 'assemblyai',
       url: vendorWsUrl(this.o.baseUrl, '/v3/ws', assemblyAiQuery(this.model, this.o.block ?? {}, opts.keyterms)),
@@ -94,8 +91,9 @@ export class AssemblyAiStt implements SttService {
         endedOrder = -1;
         turn.reset();
       },
+      chunk: CHUNK,
       // the gathered tail of the caller's audio goes first (padded), then silence
-      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => (n > 0 ? flush(true) : s.sendSilence(Math.max(50, this.o.keepaliveMs ?? 250))) },
+      keepalive: { idleMs: this.o.keepaliveMs ?? 250, send: (s) => s.sendSilence(Math.max(CHUNK.minMs, this.o.keepaliveMs ?? 250)) },
       closeMessage: () => JSON.stringify({ type: 'Terminate' }),
       isFatalClose: (code) => code === 1008 || code === 4001 || code === 4002 || code === 4003 || code === 3006,
       onMessage: (data, isBinary) => {
@@ -128,30 +126,11 @@ export class AssemblyAiStt implements SttService {
         pendingEnd = { order, text, timer };
       },
     });
-    const flush = (pad: boolean) => {
-      if (n === 0) return;
-      const len = pad ? Math.max(n, MIN_CHUNK) : n;
-      const out = new Int16Array(len);
-      out.set(acc.subarray(0, n));
-      sock.sendAudio(out);
-      acc = new Int16Array(CHUNK);
-      n = 0;
-    };
     await openWithin(sock);
     return {
-      write: (pcm) => {
-        let off = 0;
-        while (off < pcm.length) {
-          const take = Math.min(CHUNK - n, pcm.length - off);
-          acc.set(pcm.subarray(off, off + take), n);
-          n += take;
-          off += take;
-          if (n === CHUNK) flush(false);
-        }
-      },
-      finalize: () => flush(true),
+      write: (pcm) => sock.sendAudio(pcm),
+      finalize: () => sock.flushAudio(),
       close: async () => {
-        flush(true);
         if (pendingEnd) clearTimeout(pendingEnd.timer);
         await sock.close();
       },

@@ -7,6 +7,11 @@
 //  - a refusal (401/402/403/404/400/429 on the upgrade, or a vendor error the adapter classifies as fatal, or
 //    too many failed reconnects in a row) emits one fatal `error` event naming the vendor and the reason (never
 //    the key) and stops;
+//  - audio gathered into the vendor's recommended message size when it has one (`chunk`: Deepgram Flux 80 ms,
+//    AssemblyAI 100 ms), the gathered part sent early, before anything else goes out (a control or end-of-stream
+//    message, keepalive silence), on finalize(), and when the caller's audio stops for a chunk's length. With
+//    `liveAfterSpeechMs`, the quiet frames just after speech go out one by one (the part gathered before them
+//    first): that is where the vendor's end of turn falls, and gathering them would delay it by up to a chunk;
 //  - a keepalive: when no audio went out for `idleMs`, `keepalive()` runs (a vendor control message or silence)
 //    and repeats every `idleMs` until audio flows again;
 //  - a stall: the socket stays open but the vendor sends nothing for `stallMs` (default 10 s) while audio goes
@@ -67,6 +72,14 @@ export interface SttSocketOptions {
   /** a vendor close code/reason the adapter knows to be a refusal (else any unexpected close is transient) */
   isFatalClose?(code: number, reason: string): boolean;
   maxBufferMs?: number;
+  /** gather caller audio into messages of `ms` (the vendor's recommended size) instead of one per frame written; a
+   * part sent early is padded with silence to `minMs` (a vendor that refuses shorter messages) */
+  chunk?: {
+    ms: number;
+    minMs?: number;
+    /** quiet frames (below −56 dBFS RMS) within this many ms after the last speech frame are sent as they come */
+    liveAfterSpeechMs?: number;
+  };
   /** consecutive failed connection attempts before giving up (fatal) */
   maxReconnects?: number;
   connectTimeoutMs?: number;
@@ -85,6 +98,12 @@ export class SttSocket {
   private buffer: Array<Buffer | string> = [];
   private bufferedSamples = 0;
   private bufferSizes: number[] = [];
+  /** the chunk being gathered (`chunk` option): its samples so far and when its first one came */
+  private acc: Int16Array | null = null;
+  private accN = 0;
+  private accSince = 0;
+  /** samples since the last loud frame (the `liveAfterSpeechMs` window); starts outside it */
+  private sinceLoud = Number.POSITIVE_INFINITY;
   private failures = 0;
   private opens = 0;
   private lastAudioAt = Date.now();
@@ -123,12 +142,54 @@ export class SttSocket {
     }
   }
 
-  /** Send one audio chunk (buffered while reconnecting). */
+  /** Send caller audio (gathered into `chunk`-sized messages when set; buffered while reconnecting). */
   sendAudio(pcm: Int16Array): void {
     if (this.state === 'failed' || this.state === 'closed') return;
-    const frame = this.o.encodeAudio ? this.o.encodeAudio(pcm) : pcmBytes(pcm);
     this.lastAudioAt = Date.now();
     this.lastCallerAudioAt = this.lastAudioAt;
+    const chunk = this.o.chunk;
+    if (!chunk) return this.sendMessage(pcm);
+    if (chunk.liveAfterSpeechMs) {
+      if (isLoud(pcm)) this.sinceLoud = 0;
+      else {
+        this.sinceLoud += pcm.length;
+        if (this.sinceLoud <= (chunk.liveAfterSpeechMs * SAMPLE_RATE) / 1000) {
+          this.flushAudio();
+          return this.sendMessage(pcm);
+        }
+      }
+    }
+    const size = (chunk.ms * SAMPLE_RATE) / 1000;
+    for (let off = 0; off < pcm.length; ) {
+      if (!this.acc) {
+        this.acc = new Int16Array(size);
+        this.accN = 0;
+        this.accSince = this.lastAudioAt;
+      }
+      const take = Math.min(size - this.accN, pcm.length - off);
+      this.acc.set(pcm.subarray(off, off + take), this.accN);
+      this.accN += take;
+      off += take;
+      if (this.accN === size) this.flushAudio();
+    }
+  }
+
+  /** Send the chunk gathered so far now (padded with silence to `chunk.minMs`): before anything else goes out, at
+   * the end of the caller's speech, and when the caller's audio stopped. */
+  flushAudio(): void {
+    const acc = this.acc;
+    if (!acc) return;
+    this.acc = null;
+    if (this.accN === 0) return;
+    // the gathered chunk is zeros past accN: padding is a longer view of it
+    const len = Math.min(acc.length, Math.max(this.accN, ((this.o.chunk?.minMs ?? 0) * SAMPLE_RATE) / 1000));
+    this.sendMessage(len === acc.length ? acc : acc.subarray(0, len));
+  }
+
+  /** One audio message to the vendor (or into the reconnect buffer). */
+  private sendMessage(pcm: Int16Array): void {
+    if (this.state === 'failed' || this.state === 'closed') return;
+    const frame = this.o.encodeAudio ? this.o.encodeAudio(pcm) : pcmBytes(pcm);
     if (this.state === 'open' && this.ws?.readyState === WebSocket.OPEN) {
       // a vendor that stops reading: drop audio rather than queue it without bound in the socket
       if (this.ws.bufferedAmount > MAX_IN_FLIGHT_BYTES) {
@@ -153,6 +214,7 @@ export class SttSocket {
   /** Send a control message now (dropped when not connected: control messages are only meaningful live). */
   sendControl(msg: unknown): boolean {
     if (this.state !== 'open' || this.ws?.readyState !== WebSocket.OPEN) return false;
+    this.flushAudio();
     this.ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
     return true;
   }
@@ -165,6 +227,7 @@ export class SttSocket {
   /** Close the stream: vendor's end message, wait briefly for the vendor's close, then terminate. */
   async close(): Promise<void> {
     if (this.state === 'closed') return;
+    if (this.state === 'open') this.flushAudio();
     const wasOpen = this.state === 'open';
     this.state = 'closed';
     this.stopTimers();
@@ -267,6 +330,7 @@ export class SttSocket {
     if (this.state === 'failed' || this.state === 'closed') return;
     this.state = 'failed';
     this.stopTimers();
+    this.acc = null;
     this.buffer = [];
     this.bufferSizes = [];
     this.bufferedSamples = 0;
@@ -291,6 +355,8 @@ export class SttSocket {
       this.retry(`stalled: no message for ${Math.round((now - this.lastHeardAt) / 1000)} s`);
       return;
     }
+    // the caller's audio stopped part-way into a chunk: what was gathered goes out
+    if (this.acc && this.o.chunk && now - this.accSince >= this.o.chunk.ms) this.flushAudio();
     const k = this.o.keepalive;
     if (!k) return;
     if (Date.now() - this.lastAudioAt < k.idleMs) return;
@@ -301,6 +367,7 @@ export class SttSocket {
   /** Silence for keepalive (sent as audio but not counted as caller audio). */
   sendSilence(ms: number): void {
     if (this.state !== 'open' || this.ws?.readyState !== WebSocket.OPEN) return;
+    this.flushAudio();
     const pcm = new Int16Array(Math.round((ms * SAMPLE_RATE) / 1000));
     const frame = this.o.encodeAudio ? this.o.encodeAudio(pcm) : pcmBytes(pcm);
     this.ws.send(frame, { binary: typeof frame !== 'string' });
@@ -312,6 +379,15 @@ export class SttSocket {
     this.keepTimer = null;
     this.retryTimer = null;
   }
+}
+
+/** RMS above −56 dBFS (the VAD's "plainly silent" level, media/vad DEFAULT_SILENCE_RMS): speech or noise. */
+const LOUD_RMS = 0.0015 * 32768;
+
+function isLoud(pcm: Int16Array): boolean {
+  let e = 0;
+  for (let i = 0; i < pcm.length; i++) e += pcm[i]! * pcm[i]!;
+  return e > LOUD_RMS * LOUD_RMS * pcm.length;
 }
 
 /** A short, key-free description of a vendor's error body. */

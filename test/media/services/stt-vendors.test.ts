@@ -274,8 +274,10 @@ test('audio written while the vendor is away is kept up to 5 s (the oldest dropp
   fake.refuseUpgrades(null);
   await until(() => fake.connections.length === 2 && fake.connections[1]!.samples > 0, 'reconnected with the buffered audio');
   const c = fake.connections[1]!;
-  await until(() => c.samples >= 5 * 16000, 'five seconds delivered');
-  t.is(c.samples, 5 * 16000, 'exactly the newest 5 s of the 8 s written');
+  // Flux's audio goes out in 80 ms messages: the newest whole messages that fit in 5 s (62, 4.96 s)
+  const kept = Math.floor(5000 / 80) * 1280;
+  await until(() => c.samples >= kept, 'five seconds delivered');
+  t.is(c.samples, kept, 'exactly the newest 5 s of the 8 s written');
   t.false(s.events.some((e) => e.type === 'error'));
   await s.stream.close();
 });
@@ -461,6 +463,43 @@ test('deepgram: when the caller audio stops mid-turn, silence keeps flowing so F
   write(s.stream, tone(300)); // and then nothing: the transport went quiet
   const end = (await s.wait((e) => e.type === 'turn_end', 'turn_end from keepalive silence')) as { text: string };
   t.is(end.text, 'hello there');
+  await s.stream.close();
+});
+
+test('deepgram: 20 ms frames go out as 80 ms messages (Flux\'s recommended size); a part left when the audio stops goes out, in order, before CloseStream', async (t) => {
+  const fake = await startDeepgramFake({ script: ['hello there'] });
+  t.teardown(() => fake.close());
+  const s = await open(new DeepgramStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'flux-general-en', keepaliveMs: 10_000 }));
+  const c = fake.connections[0]!;
+  write(s.stream, tone(300)); // 15 frames: three 80 ms messages and 60 ms gathered
+  const audio = () => c.messages.filter((m): m is { kind: 'audio'; samples: number } => m.kind === 'audio').map((m) => m.samples);
+  await until(() => audio().length >= 3, 'three full messages');
+  t.deepEqual(audio().slice(0, 3), [1280, 1280, 1280]);
+  // the caller's audio stopped: the gathered 60 ms goes out within the socket's tick, not with the next audio
+  await until(() => audio().length === 4, 'the gathered part');
+  t.is(audio()[3], 960);
+  t.is(c.samples, 4800, 'every sample delivered once');
+  write(s.stream, tone(40)); // a part again, then the end of the stream: the audio before CloseStream
+  await s.stream.close();
+  t.deepEqual(audio().slice(4), [640]);
+  t.is(lastJson(c)?.type, 'CloseStream');
+});
+
+test('deepgram: the quiet second after speech goes out frame by frame (the end of turn falls there), then 80 ms messages again', async (t) => {
+  const fake = await startDeepgramFake({ script: ['hello there'], endMs: 5000 });
+  t.teardown(() => fake.close());
+  const s = await open(new DeepgramStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'flux-general-en', keepaliveMs: 10_000 }));
+  const c = fake.connections[0]!;
+  const audio = () => c.messages.filter((m): m is { kind: 'audio'; samples: number } => m.kind === 'audio').map((m) => m.samples);
+  write(s.stream, silence(160)); // before any speech: gathered
+  write(s.stream, tone(300)); // speech: gathered on
+  write(s.stream, silence(1200)); // the first 1 000 ms frame by frame, then gathered again
+  await until(() => c.samples === (160 + 300 + 1200) * 16, 'all the audio');
+  const sizes = audio();
+  // 460 ms gathered: five 80 ms messages and 60 ms, sent ahead of the first quiet frame after speech
+  t.deepEqual(sizes.slice(0, 6), [1280, 1280, 1280, 1280, 1280, 960]);
+  t.deepEqual(sizes.slice(6, 56), new Array<number>(50).fill(320), 'one message per 20 ms frame for 1 s after speech');
+  t.deepEqual(sizes.slice(56), [1280, 1280, 640], 'then gathered again (the last part flushed when the audio stopped)');
   await s.stream.close();
 });
 
