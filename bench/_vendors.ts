@@ -5,6 +5,7 @@
 // is a fakes process.
 import { fileURLToPath } from 'node:url';
 import { forkRole } from './_callers.ts';
+import { stallWatch, type Stall } from './_stats.ts';
 
 /** The STT fakes' end-of-turn silence window (Flux EndOfTurn / Soniox <end>). */
 export const STT_END_MS = 400;
@@ -47,7 +48,7 @@ export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): voi
 }
 
 /** A fakes process's event-loop delay (ms) and CPU (ms) since the previous question: how long the vendors' side took. */
-export interface FakesLoad { p99: number; max: number; cpuMs: number }
+export interface FakesLoad { p99: number; max: number; cpuMs: number; stalls: Stall[] }
 
 /** A fakes process: its URLs back over IPC, then serve until the parent goes; answers 'load?' with a FakesLoad. */
 async function runFakes(which: 'stt' | 'reply'): Promise<void> {
@@ -55,11 +56,12 @@ async function runFakes(which: 'stt' | 'reply'): Promise<void> {
   const { monitorEventLoopDelay } = await import('node:perf_hooks');
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
+  const stalls = stallWatch();
   let cpu = process.cpuUsage();
   process.on('message', (m) => {
     if (m !== 'load?') return;
     const used = process.cpuUsage(cpu);
-    process.send!({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, cpuMs: (used.user + used.system) / 1000 } satisfies FakesLoad);
+    process.send!({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, cpuMs: (used.user + used.system) / 1000, stalls: stalls.take() } satisfies FakesLoad);
     loop.reset();
     cpu = process.cpuUsage();
   });

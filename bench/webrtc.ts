@@ -39,7 +39,10 @@
 // WebRTC callers send on 10 capture clocks 2 ms apart, as independent browsers would; CLIENT_PROCS=k spreads each
 // transport's callers over k client processes. WebRTC callers cap their Opus band at the answer's maxplaybackrate, as
 // libwebrtc does (wideband: the server asks for 16 kHz); IGNORE_PLAYBACK=1 sends fullband instead (the old caller
-// stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU.
+// stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU. Server-added latency is
+// also split by time (the window's first third, while calls still greet, against the rest), and the turns whose
+// server-added time reached 40 ms are matched against the event-loop stalls (≥ 40 ms) of every process of the run:
+// the server, the callers and the vendor fakes. PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile.
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
@@ -47,7 +50,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { f1, f2, pct } from './_stats.ts';
+import { f1, f2, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, type FakesLoad, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
@@ -81,6 +84,8 @@ interface ClientResult {
   /** the client process's own event-loop delay (ms; WebRTC: over its window, the others: from its start): arrivals
    * are stamped on that loop */
   loopMs?: { p99: number; max: number };
+  /** the client processes' event-loop stalls over the window */
+  stalls?: Stall[];
   /** the client processes' CPU (% of one core, summed over the processes) */
   cpuPct?: number;
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
@@ -120,6 +125,7 @@ function mergeResults(parts: ClientResult[]): ClientResult {
     r.windowMs = Math.max(r.windowMs, p.windowMs);
     if (r.cpuPct !== undefined && p.cpuPct !== undefined) r.cpuPct += p.cpuPct;
     if (r.loopMs && p.loopMs) r.loopMs = { p99: Math.max(r.loopMs.p99, p.loopMs.p99), max: Math.max(r.loopMs.max, p.loopMs.max) };
+    r.stalls = [...(r.stalls ?? []), ...(p.stalls ?? [])];
     if (r.talk && p.talk) {
       r.talk.replyMs.push(...p.talk.replyMs);
       r.talk.turnAt.push(...p.talk.turnAt);
@@ -136,7 +142,31 @@ function turnsLine(t: NonNullable<ClientResult['talk']>): string {
   const added = t.replyMs.map((x) => x - FIXED_TURN_MS);
   return `turns: ${t.spoken} sentences spoken: ${t.turns} answered, ${t.unanswered} with no reply within 8 s, ${t.spoken - t.turns - t.unanswered} still waiting at hang-up; ` +
     `end of speech → first reply audio p50 ${f1(pct(t.replyMs, 50))} ms, p99 ${f1(pct(t.replyMs, 99))} ms; ` +
-    `server-added per turn (that − ${FIXED_TURN_MS} ms fixed STT end-of-turn window) p50 ${f1(pct(added, 50))} ms, p99 ${f1(pct(added, 99))} ms`;
+    `server-added per turn (that − ${FIXED_TURN_MS} ms fixed STT end-of-turn window) p50 ${f1(pct(added, 50))} ms, p99 ${f1(pct(added, 99))} ms${rampSplit(t.turnAt)}`;
+}
+
+/** The turns whose server-added time reached 40 ms, against the event-loop stalls of every process of the run
+ * (server, these callers' processes, the vendor fakes'): a late turn that overlaps a stall was held by it. */
+function slowTurnsLine(r: ClientResult, m: { serverStalls: Stall[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }): string {
+  const turns = (r.talk?.turnAt ?? []).map(([, end, reply]): [number, number] => [end, reply]);
+  return `turns with server-added ≥ 40 ms: ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, {
+    server: m.serverStalls,
+    callers: r.stalls ?? [],
+    ...(m.fakesLoad ? { 'STT fake': m.fakesLoad.stt.stalls, 'LLM + TTS fake': m.fakesLoad.reply.stalls } : {}),
+  })}`;
+}
+
+/** Server-added per turn in the first third of the turns' span (every call's first turns, while the others still
+ * connect and greet) against the rest (steady state). */
+function rampSplit(turnAt: Array<[string, number, number]>): string {
+  if (turnAt.length < 30) return '';
+  const ends = turnAt.map(([, end]) => end);
+  const from = Math.min(...ends);
+  const cut = from + (Math.max(...ends) - from) / 3;
+  const added = (early: boolean) => turnAt.filter(([, end]) => end < cut === early).map(([, end, reply]) => reply - end - FIXED_TURN_MS);
+  const a = added(true);
+  const b = added(false);
+  return ` (first third of the window: ${a.length} turns, p99 ${f1(pct(a, 99))} ms; the rest: ${b.length} turns, p99 ${f1(pct(b, 99))} ms)`;
 }
 
 /** Speaking callers' result: their replies' pacing and their turns. */
@@ -149,6 +179,8 @@ function talkResult(st: SpeakingStats, connected: number, windowMs: number): Cli
 const FRAME16 = 320;
 /** a client process's event-loop delay (ROLE=client) */
 const clientLoop = monitorEventLoopDelay({ resolution: 1 });
+/** a process's event-loop stalls ≥ 40 ms (each role's own: client, or the server in the bench's main process) */
+const stalls = stallWatch();
 /** the client process's CPU from here (WebRTC: from its window's start, like clientLoop; the others: its start) */
 const clientCpu = { at: performance.now(), usage: process.cpuUsage() };
 
@@ -293,6 +325,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   // speaking caller first takes in the agent packets that arrived since its last packet (with their arrival times).
   const start = performance.now();
   clientLoop.reset(); // the window, not the connection set-up
+  stalls.take();
   Object.assign(clientCpu, { at: performance.now(), usage: process.cpuUsage() });
   const talkers = speech ? callers.map((c) => new SpeakingCaller(st, { frameSamples: FRAME16, speechSamples: speech.length, id: c.callId })) : null;
   talkers?.forEach((t, i) => t.open(start, i));
@@ -341,7 +374,7 @@ if (ROLE === 'client') {
       (r) => {
         const used = process.cpuUsage(clientCpu.usage);
         const cpuPct = ((used.user + used.system) / 1000 / (performance.now() - clientCpu.at)) * 100;
-        process.send!({ ...r, loopMs: { p99: clientLoop.percentile(99) / 1e6, max: clientLoop.max / 1e6 }, cpuPct }, () => process.exit(0));
+        process.send!({ ...r, loopMs: { p99: clientLoop.percentile(99) / 1e6, max: clientLoop.max / 1e6 }, stalls: stalls.take(), cpuPct }, () => process.exit(0));
       },
       (err: unknown) => {
         process.stderr.write(`client failed: ${(err as Error).stack ?? String(err)}\n`);
@@ -633,12 +666,14 @@ async function main(): Promise<void> {
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
       await fakes?.load(); // from here
+      stalls.take();
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       loop.disable();
+      const serverStalls = stalls.take();
       const fakesLoad = await fakes?.load();
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
       const profile = await stopProfile();
@@ -652,7 +687,7 @@ async function main(): Promise<void> {
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad };
+      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
@@ -688,7 +723,7 @@ async function main(): Promise<void> {
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
-        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${slowTurnsLine(r, m)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
         log(`  ${machineLine(m)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
@@ -707,7 +742,7 @@ async function main(): Promise<void> {
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
       for (const [i, j] of jobs.entries()) {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
-        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
+        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${slowTurnsLine(m.rs[i]!, m)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
       }
       log(`  ${machineLine(m)}`);
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
