@@ -33,8 +33,9 @@ export function stallWatch(minMs = 40): { take(): Stall[] } {
 export function slowTurnsByStall(turns: Array<[number, number]>, slowMs: number, stalls: Record<string, readonly Stall[]>): string {
   const slow = turns.filter(([end, reply]) => reply - end >= slowMs);
   if (slow.length === 0) return 'none';
-  const hit = (ss: readonly Stall[]) => slow.filter(([end, reply]) => ss.some(([at, ms]) => at < reply && at + ms > end)).length;
-  const none = slow.filter(([end, reply]) => !Object.values(stalls).some((ss) => ss.some(([at, ms]) => at < reply && at + ms > end))).length;
+  const overlaps = ([end, reply]: [number, number], ss: readonly Stall[]) => ss.some(([at, ms]) => at < reply && at + ms > end);
+  const hit = (ss: readonly Stall[]) => slow.filter((t) => overlaps(t, ss)).length;
+  const none = slow.filter((t) => !Object.values(stalls).some((ss) => overlaps(t, ss))).length;
   const counts = Object.entries(stalls).map(([who, ss]) => `${who} ${hit(ss)} (${ss.length} stalls, longest ${Math.round(Math.max(0, ...ss.map(([, ms]) => ms)))} ms)`);
-  return `${slow.length} turns, overlapping an event-loop stall ≥ 40 ms of: ${counts.join(', ')}; none of these: ${none}`;
+  return `${slow.length} turns, overlapping an event-loop stall of: ${counts.join(', ')}; none of these: ${none}`;
 }

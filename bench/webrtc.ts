@@ -149,7 +149,7 @@ function turnsLine(t: NonNullable<ClientResult['talk']>): string {
  * (server, these callers' processes, the vendor fakes'): a late turn that overlaps a stall was held by it. */
 function slowTurnsLine(r: ClientResult, m: { serverStalls: Stall[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }): string {
   const turns = (r.talk?.turnAt ?? []).map(([, end, reply]): [number, number] => [end, reply]);
-  return `turns with server-added ≥ 40 ms: ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, {
+  return `turns with server-added ≥ 40 ms against the event-loop stalls (≥ 40 ms): ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, {
     server: m.serverStalls,
     callers: r.stalls ?? [],
     ...(m.fakesLoad ? { 'STT fake': m.fakesLoad.stt.stalls, 'LLM + TTS fake': m.fakesLoad.reply.stalls } : {}),

@@ -5,7 +5,7 @@
 // caller's audio stops (250 ms idle). Audio goes out in 80 ms messages, the size Deepgram strongly recommends for
 // Flux's accuracy and latency (a message per 20 ms frame also cost the media process a socket write each), except
 // the quiet second after speech, sent frame by frame: Flux's end of turn falls there and must not wait for a
-// message to fill (measured: +59 ms on every reply otherwise). Flux's own turn model decides the end of a turn:
+// message to fill (bench/pipeline: reply p50 +59 ms otherwise). Flux's own turn model decides the end of a turn:
 // finalize() sends nothing (ForceEndTurn would override the model with our VAD).
 // Out: `Connected`, then `TurnInfo{event, turn_index, transcript}` with event StartOfTurn → speech_started,
 // Update → interim, EagerEndOfTurn → eager_turn_end (the speculative reply starts), TurnResumed (only after an
