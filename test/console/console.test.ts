@@ -261,6 +261,9 @@ browserTest('Calls: filters, sort and pagination change the list; live calls are
 
   // pagination: 3 per page, Next shows other calls
   await go(page, '#/calls?per_page=3');
+  // the list, its empty message or its error drawn (under a full suite's load the rows were once read while the
+  // results were still empty)
+  await page.waitForSelector('#calls-table tbody tr, #no-calls, #call-results [role="alert"]');
   const first = await page.locator('#calls-table tbody tr').evaluateAll((rows) => rows.map((r) => (r as unknown as Row).dataset.callId));
   // (once, in a full suite on a loaded machine, this page showed no rows: say what it showed instead)
   t.is(first.length, 3, (await page.textContent('#call-results')) ?? '');
