@@ -70,13 +70,6 @@ function gcd(a: number, b: number): number {
   return a;
 }
 
-export function rms(pcm: Int16Array): number {
-  if (pcm.length === 0) return 0;
-  let s = 0;
-  for (let i = 0; i < pcm.length; i++) s += pcm[i]! * pcm[i]!;
-  return Math.sqrt(s / pcm.length);
-}
-
 export function clip16(v: number): number {
   return v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
 }

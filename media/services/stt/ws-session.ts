@@ -20,6 +20,7 @@
 //    rest of the call. A vendor that is quiet during caller silence gets a harmless reconnect per 10 s of it;
 //  - close(): the vendor's end-of-stream message, a short wait for the vendor to close, then terminate.
 import WebSocket from 'ws';
+import { rms } from '../../audio/pcm.ts';
 import type { EngineError, SttEvent, SttStream } from '../types.ts';
 
 /**
@@ -150,7 +151,7 @@ export class SttSocket {
     const chunk = this.o.chunk;
     if (!chunk) return this.sendMessage(pcm);
     if (chunk.liveAfterSpeechMs) {
-      if (isLoud(pcm)) this.sinceLoud = 0;
+      if (rms(pcm) > LOUD_RMS) this.sinceLoud = 0;
       else {
         this.sinceLoud += pcm.length;
         if (this.sinceLoud <= (chunk.liveAfterSpeechMs * SAMPLE_RATE) / 1000) {
@@ -383,12 +384,6 @@ export class SttSocket {
 
 /** RMS above −56 dBFS (the VAD's "plainly silent" level, media/vad DEFAULT_SILENCE_RMS): speech or noise. */
 const LOUD_RMS = 0.0015 * 32768;
-
-function isLoud(pcm: Int16Array): boolean {
-  let e = 0;
-  for (let i = 0; i < pcm.length; i++) e += pcm[i]! * pcm[i]!;
-  return e > LOUD_RMS * LOUD_RMS * pcm.length;
-}
 
 /** A short, key-free description of a vendor's error body. */
 function describeBody(body: string): string {
