@@ -19,3 +19,19 @@ export async function startBenchServer(scratch: ScratchDatabase, db: Db) {
   const server = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
   return { server, config, port, origin: `http://127.0.0.1:${port}`, base: `http://127.0.0.1:${port}/api/v1` };
 }
+
+/**
+ * SERVER_CHRT="<chrt options>" (an experiment, issue 24): after the product's own priority step, the bench process's
+ * main thread (the media pacing thread; its id is the process id) gets `chrt <options> <pid>`, e.g. "-R -r -p 10" for
+ * SCHED_RR priority 10 with threads started afterwards back at normal scheduling. The line it returns says what the
+ * kernel applied. Unset: nothing changes.
+ */
+export async function applyServerChrt(): Promise<string | null> {
+  const opts = process.env.SERVER_CHRT;
+  if (!opts) return null;
+  const { spawnSync } = await import('node:child_process');
+  const set = spawnSync('chrt', [...opts.split(/\s+/).filter(Boolean), String(process.pid)], { encoding: 'utf8' });
+  if (set.status !== 0) return `SERVER_CHRT "${opts}" refused: ${(set.stderr || set.error?.message || '').trim()}`;
+  const now = spawnSync('chrt', ['-p', String(process.pid)], { encoding: 'utf8' });
+  return `SERVER_CHRT "${opts}": ${now.stdout.trim().replace(/\n/g, '; ')}`;
+}

@@ -42,7 +42,9 @@
 // stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU. Server-added latency is
 // also split by time (the window's first third, while calls still greet, against the rest), and the turns whose
 // server-added time reached 40 ms are matched against the event-loop stalls (≥ 40 ms) of every process of the run:
-// the server, the callers and the vendor fakes. PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile.
+// the server, the callers and the vendor fakes, each stall with the share of it its main thread spent on a CPU (busy
+// with work, or waiting for a core). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile.
+// SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
@@ -563,6 +565,8 @@ async function main(): Promise<void> {
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
+    const chrt = await (await import('./_server.ts')).applyServerChrt();
+    if (chrt) log(chrt);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
       // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production
