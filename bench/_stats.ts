@@ -1,3 +1,5 @@
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+
 // Percentiles for every benchmark: nearest-rank (the smallest sample with at least p % of samples at or below it).
 export function pct(xs: readonly number[], p: number): number {
   if (xs.length === 0) return NaN;
@@ -57,4 +59,33 @@ export function slowTurnsByStall(turns: Array<[number, number]>, slowMs: number,
   const none = slow.filter((t) => !Object.values(stalls).some((ss) => overlaps(t, ss))).length;
   const counts = Object.entries(stalls).map(([who, ss]) => `${who} ${hit(ss)} (${ss.length} stalls, longest ${Math.round(Math.max(0, ...ss.map(([, ms]) => ms)))} ms${onCpu(ss)})`);
   return `${slow.length} turns, overlapping an event-loop stall of: ${counts.join(', ')}; none of these: ${none}`;
+}
+
+/** This process's garbage collections from now on, summed by kind: `take()` gives the line and starts again. */
+export function gcWatch(): { take(): string } {
+  const names: Record<number, string> = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+  };
+  let by = new Map<string, { n: number; ms: number; max: number }>();
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = names[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
+      const s = by.get(kind) ?? { n: 0, ms: 0, max: 0 };
+      s.n++;
+      s.ms += e.duration;
+      s.max = Math.max(s.max, e.duration);
+      by.set(kind, s);
+    }
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    take: () => {
+      const line = [...by].map(([k, s]) => `${s.n} ${k} (${f1(s.ms)} ms, longest ${f1(s.max)})`).join(', ') || 'none';
+      by = new Map();
+      return line;
+    },
+  };
 }

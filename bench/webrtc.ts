@@ -52,7 +52,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { f1, f2, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
+import { f1, f2, gcWatch, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, type FakesLoad, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
@@ -667,17 +667,21 @@ async function main(): Promise<void> {
       const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
       const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
+      const main0 = process.threadCpuUsage();
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
       await fakes?.load(); // from here
       stalls.take();
+      const gcs = gcWatch();
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      const main = process.threadCpuUsage(main0);
       loop.disable();
       const serverStalls = stalls.take();
+      const serverGc = gcs.take();
       const fakesLoad = await fakes?.load();
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
       const profile = await stopProfile();
@@ -691,18 +695,21 @@ async function main(): Promise<void> {
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      return { rs, wall, cpuPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls };
+      // the main thread alone (the profiler's sampling lands on it too: STAGES=0 for the clean figure)
+      const mainPct = ((main.user + main.system) / 1000 / wall) * 100;
+      return { rs, wall, cpuPct, mainPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
     // final is in "the way in", a late TTS first byte in the server's part)
-    const machineLine = (m: { cpuPct: number; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }) => {
+    const machineLine = (m: { cpuPct: number; mainPct: number; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined; serverGc: string }) => {
       const clients = m.rs.reduce((a, r) => a + (r.cpuPct ?? 0), 0);
       const pctOf = (l: FakesLoad) => (l.cpuMs / m.wall) * 100;
       const l = m.fakesLoad;
       const fakes = l ? pctOf(l.stt) + pctOf(l.reply) : 0;
-      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
-        (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '');
+      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % (its main thread ${f1(m.mainPct)} %) + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
+        (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '') +
+        `; server GC over the window: ${m.serverGc}`;
     };
     const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
