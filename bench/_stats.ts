@@ -61,15 +61,15 @@ export function slowTurnsByStall(turns: Array<[number, number]>, slowMs: number,
   return `${slow.length} turns, overlapping an event-loop stall of: ${counts.join(', ')}; none of these: ${none}`;
 }
 
-/** This process's garbage collections from now on, summed by kind: `take()` gives the line and starts again. */
-export function gcWatch(): { take(): string } {
+/** This process's garbage collections from now on, summed by kind: `stop()` ends the watch and gives the line. */
+export function gcWatch(): { stop(): string } {
   const names: Record<number, string> = {
     [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
     [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
     [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
     [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
   };
-  let by = new Map<string, { n: number; ms: number; max: number }>();
+  const by = new Map<string, { n: number; ms: number; max: number }>();
   const obs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const kind = names[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
@@ -82,10 +82,9 @@ export function gcWatch(): { take(): string } {
   });
   obs.observe({ entryTypes: ['gc'] });
   return {
-    take: () => {
-      const line = [...by].map(([k, s]) => `${s.n} ${k} (${f1(s.ms)} ms, longest ${f1(s.max)})`).join(', ') || 'none';
-      by = new Map();
-      return line;
+    stop: () => {
+      obs.disconnect();
+      return [...by].map(([k, s]) => `${s.n} ${k} (${f1(s.ms)} ms, longest ${f1(s.max)})`).join(', ') || 'none';
     },
   };
 }

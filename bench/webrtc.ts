@@ -681,7 +681,7 @@ async function main(): Promise<void> {
       const main = process.threadCpuUsage(main0);
       loop.disable();
       const serverStalls = stalls.take();
-      const serverGc = gcs.take();
+      const serverGc = gcs.stop();
       const fakesLoad = await fakes?.load();
       const stages = stageCpuDelta(st0, stageCpuSnapshot());
       const profile = await stopProfile();
