@@ -4,8 +4,16 @@ import { Processor } from './processor.ts';
 import type { SttEvent, SttStream } from '../services/types.ts';
 
 /** The VAD contract (media/vad, Silero): feed 16 kHz frames in order; onset/offset events come back. */
+export interface VadResult {
+  speechStart?: boolean;
+  speechEnd?: boolean;
+  probability: number;
+}
+
 export interface Vad {
-  process(frame16k: Int16Array): Promise<{ speechStart?: boolean; speechEnd?: boolean; probability: number }>;
+  process(frame16k: Int16Array): Promise<VadResult>;
+  /** In order, without a promise per frame: `done` at once when no inference was needed (media/vad feed()). */
+  feed?(frame16k: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void;
   close?(): void | Promise<void>;
 }
 
@@ -79,25 +87,40 @@ export class VadStage extends Processor {
   protected override process(frame: Frame): void {
     if (frame.type !== 'audioIn') return this.push(frame);
     this.push(frame);
+    if (this.vad.feed) {
+      // no promise per frame: the result comes back at once when no window needed the model
+      this.vad.feed(frame.pcm, this.onResult, this.onFailure);
+      return;
+    }
     const pcm = frame.pcm;
     this.chain = this.chain.then(async () => {
       if (this.closed) return;
       try {
-        const r = await this.vad.process(pcm);
-        if (this.closed) return;
-        if (r.speechStart && !this.speaking) {
-          this.speaking = true;
-          this.push({ type: 'userStartedSpeaking' });
-        }
-        if (r.speechEnd && this.speaking) {
-          this.speaking = false;
-          this.push({ type: 'userStoppedSpeaking' });
-        }
+        this.onResult(await this.vad.process(pcm));
       } catch (err) {
-        this.onError(err, this.name);
+        this.onFailure(err);
       }
     });
   }
+  /** a frame's VAD result (in frame order): speech start and end become frames */
+  private readonly onResult = (r: VadResult): void => {
+    if (this.closed) return;
+    try {
+      if (r.speechStart && !this.speaking) {
+        this.speaking = true;
+        this.push({ type: 'userStartedSpeaking' });
+      }
+      if (r.speechEnd && this.speaking) {
+        this.speaking = false;
+        this.push({ type: 'userStoppedSpeaking' });
+      }
+    } catch (err) {
+      this.onError(err, this.name);
+    }
+  };
+  private readonly onFailure = (err: unknown): void => {
+    if (!this.closed) this.onError(err, this.name);
+  };
   override async close(): Promise<void> {
     this.closed = true;
     await this.vad.close?.();

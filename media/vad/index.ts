@@ -45,6 +45,13 @@ export interface VadResult {
 
 export interface Vad {
   process(frame: Int16Array): Promise<VadResult>;
+  /**
+   * The same without a promise per frame (the call pipeline's path, 50 frames a second per call): frames are taken
+   * in order and `done` gets each frame's result in order — at once when the frame needs no inference (no window
+   * completed, or only plainly silent ones), else when the inference is back. `fail` instead when it failed (the
+   * window is then dropped). Neither may throw: a throw from a late result would be an unhandled rejection.
+   */
+  feed(frame: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void;
   /** forget the recurrent state and any partial window */
   reset(): void;
   close(): void;
@@ -295,72 +302,124 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
   let silenceMs = 0;
   let lastProb = 0;
   let closed = false;
-  let chain: Promise<unknown> = Promise.resolve();
 
-  const probability = async (): Promise<number> => {
-    vadStats.windows++;
-    if (silenceRms > 0 && w.energy < silentEnergy) {
-      if (++silentRun === RESET_AFTER_SILENT) {
-        state.h.fill(0);
-        state.c.fill(0);
-      }
-      return 0;
-    }
-    silentRun = 0;
-    return batched ? sharedBatcher.infer(state, win) : inferOne(state, win);
-  };
-
-  const step = async (): Promise<{ start: boolean; end: boolean }> => {
-    const p = await probability();
+  /** One frame's hysteresis step for a window's probability; the result records a start or an end. */
+  const step = (p: number, result: VadResult): void => {
     lastProb = p;
-    let start = false;
-    let end = false;
     if (!speaking) {
       if (p >= positive || (speechMs > 0 && p >= negative)) {
         speechMs += WINDOW_MS;
         if (speechMs >= minSpeechMs) {
           speaking = true;
-          start = true;
           silenceMs = 0;
+          result.speechStart = true;
+          delete result.speechEnd;
         }
       } else speechMs = 0;
     } else if (p < negative) {
       silenceMs += WINDOW_MS;
       if (silenceMs >= redemptionMs) {
         speaking = false;
-        end = true;
         speechMs = 0;
         silenceMs = 0;
+        result.speechEnd = true;
       }
     } else if (p >= positive) silenceMs = 0;
-    return { start, end };
   };
 
-  const run = async (frame: Int16Array): Promise<VadResult> => {
-    const result: VadResult = { probability: lastProb };
-    for (let i = 0; i < frame.length; ) {
-      i = fillWindow(w, frame, i);
+  // Frames in order: `current` is the frame being worked on (its windows up to `at`), `backlog` the frames that came
+  // while an inference for `current` was out. Nothing is allocated per frame unless a window needs the model.
+  interface Work {
+    frame: Int16Array;
+    at: number;
+    result: VadResult;
+    done: (r: VadResult) => void;
+    fail: (err: unknown) => void;
+  }
+  let current: Work | null = null;
+  const backlog: Work[] = [];
+
+  /** Runs `work` from where it stopped: true when the frame is through, false when a window went to the model. */
+  const advance = (work: Work): boolean => {
+    const frame = work.frame;
+    while (work.at < frame.length) {
+      work.at = fillWindow(w, frame, work.at);
       if (w.filled < VAD_WINDOW || closed) break;
-      const { start, end } = await step();
-      w.filled = 0;
-      w.energy = 0;
-      if (start) {
-        result.speechStart = true;
-        delete result.speechEnd;
+      vadStats.windows++;
+      if (silenceRms > 0 && w.energy < silentEnergy) {
+        if (++silentRun === RESET_AFTER_SILENT) {
+          state.h.fill(0);
+          state.c.fill(0);
+        }
+        w.filled = 0;
+        w.energy = 0;
+        step(0, work.result);
+        continue;
       }
-      if (end) result.speechEnd = true;
+      silentRun = 0;
+      (batched ? sharedBatcher.infer(state, win) : inferOne(state, win)).then(onProbability, onFailure);
+      return false;
     }
-    result.probability = lastProb;
-    return result;
+    work.result.probability = lastProb;
+    return true;
+  };
+
+  const onProbability = (p: number): void => {
+    const work = current!;
+    w.filled = 0;
+    w.energy = 0;
+    step(p, work.result);
+    if (advance(work)) finish(work);
+  };
+
+  const onFailure = (err: unknown): void => {
+    const work = current!;
+    // the window is dropped with the frame; the next frame starts a new one
+    w.filled = 0;
+    w.energy = 0;
+    current = null;
+    try {
+      work.fail(err);
+    } finally {
+      next();
+    }
+  };
+
+  const finish = (work: Work): void => {
+    current = null;
+    try {
+      work.done(work.result);
+    } finally {
+      next();
+    }
+  };
+
+  /** The backlog's frames, in order, until one waits for the model. */
+  const next = (): void => {
+    while (!current && backlog.length) {
+      const work = backlog.shift()!;
+      current = work;
+      if (advance(work)) finish(work);
+    }
+  };
+
+  const feed = (frame: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void => {
+    const work: Work = { frame, at: 0, result: { probability: lastProb }, done, fail };
+    if (current) {
+      backlog.push(work);
+      return;
+    }
+    current = work;
+    if (advance(work)) {
+      current = null;
+      done(work.result);
+    }
   };
 
   return {
-    process(frame: Int16Array): Promise<VadResult> {
-      // in order, one inference at a time per call (the recurrent state depends on the previous window)
-      const p = chain.then(() => run(frame));
-      chain = p.catch(() => undefined);
-      return p;
-    },
+    // in order, one inference at a time per call (the recurrent state depends on the previous window)
+    process: (frame: Int16Array) => new Promise<VadResult>((resolve, reject) => feed(frame, resolve, reject)),
+    feed,
     reset() {
       state.h.fill(0);
       state.c.fill(0);

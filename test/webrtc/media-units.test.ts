@@ -339,3 +339,17 @@ test('SDP: the offer facts the answerer needs; host candidates announced for NAT
   t.is(announced, ['c=IN IP4 203.0.113.5', 'a=candidate:1 1 UDP 2114977791 203.0.113.5 40001 typ host', 'a=candidate:4 1 UDP 1 198.51.100.9 40001 typ srflx raddr 0.0.0.0 rport 0'].join('\r\n'));
   t.is(announceSdp(answer, undefined), answer);
 });
+
+test('Opus decode: every decoded frame is memory of its own (a later decode leaves an earlier frame as it was)', (t) => {
+  const enc = new OpusEncoder48(32_000);
+  const dec = new OpusDecoder48(16_000);
+  const loud = enc.encode(new Int16Array(FRAME_SAMPLES).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 48_000))));
+  const a = dec.decode(loud);
+  const kept = a.slice();
+  const b = dec.decode(enc.encode(new Int16Array(FRAME_SAMPLES)));
+  dec.decode(loud);
+  t.is(a.length, 320);
+  t.not(a.buffer, b.buffer);
+  t.deepEqual(a, kept, 'the first frame is unchanged by the decodes after it');
+  t.true(kept.some((x) => x !== 0));
+});

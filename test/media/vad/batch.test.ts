@@ -70,3 +70,33 @@ test('plainly silent windows skip inference; speech after silence is still detec
   const endShift = full!.ends[0]! - gated!.ends[0]!;
   t.true(endShift >= 0 && endShift <= 3200, `end ${gated!.ends[0]} vs ${full!.ends[0]}`);
 });
+
+test('feed(): frames given all at once come back in order with the results process() gives one by one; a silent frame answers at once', async (t) => {
+  const speech = await caller('What time do you open tomorrow?');
+  const audio = concatInt16([new Int16Array(8000), speech, new Int16Array(16000), speech, new Int16Array(16000)]);
+  const [oneByOne] = await run([audio], {});
+  const vad = await createVad({});
+  // a frame of digital silence on an idle stream: no window needs the model, so the result is there before feed returns
+  const sync: number[] = [];
+  vad.feed(new Int16Array(320), (r) => sync.push(r.probability), (err) => t.fail(String(err)));
+  t.deepEqual(sync, [0]);
+  vad.reset();
+  // every frame at once, without waiting: the frames behind an inference queue up and come back in order
+  const got: Array<{ k: number; p: number; start: boolean; end: boolean }> = [];
+  const frames = Math.ceil(audio.length / 320);
+  await new Promise<void>((resolve, reject) => {
+    for (let k = 0; k < frames; k++) {
+      vad.feed(audio.subarray(k * 320, k * 320 + 320), (r) => {
+        got.push({ k, p: r.probability, start: !!r.speechStart, end: !!r.speechEnd });
+        if (got.length === frames) resolve();
+      }, reject);
+    }
+  });
+  vad.close();
+  t.deepEqual(got.map((g) => g.k), Array.from({ length: frames }, (_, k) => k), 'in frame order');
+  t.deepEqual(got.flatMap((g) => (g.start ? [g.k * 320] : [])), oneByOne!.starts);
+  t.deepEqual(got.flatMap((g) => (g.end ? [g.k * 320] : [])), oneByOne!.ends);
+  t.is(oneByOne!.starts.length, 2);
+  const maxDiff = Math.max(...got.map((g, k) => Math.abs(g.p - oneByOne!.probs[k]!)));
+  t.true(maxDiff < 1e-3, `probabilities differ by ${maxDiff}`);
+});
