@@ -43,7 +43,8 @@
 // also split by time (the window's first third, while calls still greet, against the rest), and the turns whose
 // server-added time reached 40 ms are matched against the event-loop stalls (≥ 40 ms) of every process of the run:
 // the server, the callers and the vendor fakes, each stall with the share of it its main thread spent on a CPU (busy
-// with work, or waiting for a core). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile.
+// with work, or waiting for a core). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
+// ALLOC_OUT=file.heapprofile keeps the server's sampled allocations over the window (dead objects included).
 // SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
@@ -689,20 +690,6 @@ async function main(): Promise<void> {
       const main0 = process.threadCpuUsage();
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
-      if (process.env.RENICE_THREADS) {
-        // experiment: the named threads of this process back to the given nice
-        const { readdirSync, readFileSync } = await import('node:fs');
-        const [names, nice] = process.env.RENICE_THREADS.split('=') as [string, string];
-        const done: string[] = [];
-        for (const tid of readdirSync('/proc/self/task')) {
-          const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
-          if (names.split(',').includes(comm)) {
-            os.setPriority(Number(tid), Number(nice));
-            done.push(`${comm}:${os.getPriority(Number(tid))}`);
-          }
-        }
-        log(`RENICE_THREADS: ${done.join(' ')}`);
-      }
       await fakes?.load(); // from here
       stalls.take();
       const gcs = gcWatch();

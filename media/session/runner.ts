@@ -113,11 +113,10 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     let session: CallSession | null = null;
     let clientGone = false;
     const inStage = `pipeline: caller audio in (${transport.kind})`;
+    const pushAudio = (pcm: Int16Array) => session!.pushAudio(pcm);
     transport.onAudio((pcm) => {
-      if (session) {
-        const s = session;
-        timed(inStage, () => s.pushAudio(pcm));
-      } else if (early.length < 500) early.push(pcm);
+      if (session) timed(inStage, pushAudio, pcm);
+      else if (early.length < 500) early.push(pcm);
     });
     transport.onClose(() => {
       clientGone = true;

@@ -12,7 +12,7 @@ import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
 import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
-import { callerOpusBandTotal, opusPacketBand, rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
+import { callerOpusBandTotal, countRtpReceived, opusPacketBand, rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
 import { CALLER_RATE } from '../webrtc/call-codec.ts';
 import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
@@ -254,7 +254,8 @@ export class WebRtcTransport implements LiveTransport {
     packetizer.addToChain(new RtcpNackResponder());
     packetizer.addToChain(new RtcpReceivingSession());
     track.setMediaHandler(packetizer);
-    track.onMessage((msg) => timed('webrtc: rtp receive (parse, jitter buffer)', () => this.onRtp(msg)));
+    const onRtp = (msg: Buffer) => this.onRtp(msg);
+    track.onMessage((msg) => timed('webrtc: rtp receive (parse, jitter buffer)', onRtp, msg));
     track.onError((err) => this.log.debug({ err }, 'audio track error'));
     this.track = track;
     this.rtpConfig = cfg;
@@ -288,7 +289,7 @@ export class WebRtcTransport implements LiveTransport {
     if (this.phase === 'closed') return;
     const pkt = parseRtp(msg);
     if (!pkt || pkt.payloadType !== this.opusPt) return;
-    rtpPacketsTotal.inc({ direction: 'received' });
+    countRtpReceived();
     if (pkt.payload.length) this.tocConfigs[pkt.payload[0]! >> 3]!++;
     const { concealed, late } = this.jitter.stats;
     this.jitter.push(pkt);

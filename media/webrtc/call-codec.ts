@@ -34,7 +34,7 @@ export class CallCodec {
   private readonly frame = new Int16Array(AGENT_RATE / 50);
   private fill = 0;
   private readonly stage: DecodeStage;
-  private decoded: Int16Array[] = [];
+  private readonly decoded: Int16Array[] = [];
 
   constructor() {
     this.stage = new DecodeStage(new OpusDecoder48(CALLER_RATE), (pcm16) => this.decoded.push(pcm16), CALLER_RATE);
@@ -66,22 +66,38 @@ export class CallCodec {
   /** Play instructions in order → caller audio at 16 kHz, and how many packets failed to decode (concealed). */
   decode(ops: readonly DecodeOp[]): { pcm: Int16Array; corrupt: number } {
     const corrupt = this.stage.corrupt;
-    for (const op of ops) {
-      if (typeof op !== 'number') this.stage.packet(op);
-      else if (op === CONCEAL) this.stage.conceal();
-      else this.stage.silence(op);
-    }
-    const parts = this.decoded;
-    this.decoded = [];
-    return { pcm: concat(parts), corrupt: this.stage.corrupt - corrupt };
+    for (const op of ops) this.run(op);
+    return { pcm: this.take(), corrupt: this.stage.corrupt - corrupt };
+  }
+
+  /** Whether the instruction of the last decodeOne() failed to decode (1: it was concealed) or not (0). */
+  lastCorrupt = 0;
+
+  /** One play instruction → its caller audio (16 kHz); lastCorrupt says whether it decoded. Made once per call, so
+   * the inline path (a packet every 20 ms per call) passes it around without a closure or an array per packet. */
+  readonly decodeOne = (op: DecodeOp): Int16Array => {
+    const corrupt = this.stage.corrupt;
+    this.run(op);
+    this.lastCorrupt = this.stage.corrupt - corrupt;
+    return this.take();
+  };
+
+  private run(op: DecodeOp): void {
+    if (typeof op !== 'number') this.stage.packet(op);
+    else if (op === CONCEAL) this.stage.conceal();
+    else this.stage.silence(op);
+  }
+
+  /** the audio decoded since the last take (the parts list is reused) */
+  private take(): Int16Array {
+    const pcm = concat(this.decoded);
+    this.decoded.length = 0;
+    return pcm;
   }
 
   /** The jitter buffer's sink for inline use: instructions decoded at once, PCM to `out`. */
   sink(out: (pcm16k: Int16Array, corrupt: number) => void): FrameSink {
-    const run = (op: DecodeOp) => {
-      const r = this.decode([op]);
-      out(r.pcm, r.corrupt);
-    };
+    const run = (op: DecodeOp) => out(this.decodeOne(op), this.lastCorrupt);
     return { packet: run, conceal: () => run(CONCEAL), silence: run };
   }
 }

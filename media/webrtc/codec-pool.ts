@@ -81,8 +81,8 @@ class Channel implements CodecChannel {
       if (this.closed) return;
       if (this.inline) {
         const inline = this.inline;
-        const r = timed('webrtc: opus decode', () => inline.decode([o]));
-        return this.h.pcm(r.pcm, r.corrupt, 0);
+        const pcm = timed('webrtc: opus decode', inline.decodeOne, o);
+        return this.h.pcm(pcm, inline.lastCorrupt, 0);
       }
       this.queue().ops.push(o);
     };

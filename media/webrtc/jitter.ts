@@ -142,6 +142,15 @@ export class JitterBuffer {
     this.stats.received++;
     this.updateJitter(pkt.timestamp, at);
     if (this.next === null) this.next = pkt.sequence;
+    if (pkt.sequence === this.next && this.queue.size === 0) {
+      // the usual case: the packet due, nothing waiting behind a gap: it plays at once, without going through the
+      // queue (a Map that would otherwise grow and shrink, an entry object, for every packet of every call)
+      this.play(pkt);
+      this.next = (this.next + 1) & 0xffff;
+      this.gapSince = null;
+      this.armGapTimer();
+      return;
+    }
     if (seqDiff(pkt.sequence, this.next) < 0 || this.queue.has(pkt.sequence)) {
       this.stats.late++;
       return;

@@ -4,12 +4,25 @@
 import { prom, registry } from '../../core/metrics.ts';
 import type { OpusBandwidth } from './opus.ts';
 
+/** caller packets received since /metrics was last read (see countRtpReceived) */
+let receivedPending = 0;
+
 export const rtpPacketsTotal = new prom.Counter({
   name: 'voice_webrtc_rtp_packets_total',
   help: 'Opus RTP packets of WebRTC calls, by direction (sent: agent audio, received: caller audio)',
   labelNames: ['direction'] as const,
   registers: [registry],
+  collect() {
+    if (receivedPending) this.inc({ direction: 'received' }, receivedPending);
+    receivedPending = 0;
+  },
 });
+
+/** One caller packet received: a plain add on the audio path (50 a second per call); the counter gets the sum when
+ * /metrics is read (prom-client's inc hashes its labels on every call). */
+export function countRtpReceived(): void {
+  receivedPending++;
+}
 
 export const rtpLossTotal = new prom.Counter({
   name: 'voice_webrtc_frames_lost_total',

@@ -353,3 +353,15 @@ test('Opus decode: every decoded frame is memory of its own (a later decode leav
   t.deepEqual(a, kept, 'the first frame is unchanged by the decodes after it');
   t.true(kept.some((x) => x !== 0));
 });
+
+test('received RTP packets are counted on the audio path as plain adds and reach /metrics when it is read', async (t) => {
+  const { registry } = await import('../../core/metrics.ts');
+  const { countRtpReceived } = await import('../../media/webrtc/metrics.ts');
+  const received = async () => Number(/direction="received"\} (\d+)/.exec(await registry.getSingleMetricAsString('voice_webrtc_rtp_packets_total'))?.[1] ?? 0);
+  const before = await received();
+  for (let i = 0; i < 3; i++) countRtpReceived();
+  t.is(await received(), before + 3);
+  t.is(await received(), before + 3, 'read twice: counted once');
+  countRtpReceived();
+  t.is(await received(), before + 4);
+});
