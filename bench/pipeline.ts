@@ -10,7 +10,7 @@
 // (b) the same clients with 1 call.
 //
 //   npm run bench -- pipeline          CALLS=200 TURNS=30 node --import tsx bench/pipeline.ts
-// (runs the server side with --max-semi-space-size=32, see V8_FLAG)
+// (runs the server side with the media process's Node flags: scripts/infra.ts MEDIA_NODE_FLAGS)
 //
 // MODE=vendors: the same two measurements with the real vendor adapters (STT deepgram Flux, or STT=soniox; LLM
 // openai; TTS elevenlabs) built the production way (createEngines + Silero VAD), each against its local fake over
@@ -96,15 +96,11 @@ async function runClients(job: ClientJob): Promise<ClientResult> {
   return { jitter, late, frames, opened, closedBadly };
 }
 
-// The media process is allocation-heavy (20 ms frames): a larger young generation keeps GC pauses off the pacing
-// clock. Operators should run media with the same flag; the bench re-executes itself with it.
-const V8_FLAG = '--max-semi-space-size=32';
+// The server side runs with the media process's Node flags (a larger young generation), as production does: the
+// bench re-executes itself with them (bench/_server.ts withMediaFlags).
+if (ROLE === 'server') await (await import('./_server.ts')).withMediaFlags(fileURLToPath(import.meta.url));
 
-if (ROLE === 'server' && !process.execArgv.includes(V8_FLAG) && !(process.env.NODE_OPTIONS ?? '').includes('max-semi-space-size')) {
-  const { spawnSync } = await import('node:child_process');
-  const r = spawnSync(process.execPath, [V8_FLAG, ...process.execArgv, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: process.env });
-  process.exit(r.status ?? 1);
-} else if (ROLE === 'client') {
+if (ROLE === 'client') {
   // forked after the server raised its pacing thread: the callers are not the media process (core/priority.ts)
   (await import('../core/priority.ts')).resetHelperPriority();
   process.once('message', (job: ClientJob | SpeakingJob) => {
@@ -464,10 +460,11 @@ async function runMediaProcess(): Promise<void> {
   process.send!({ kind: 'ready', origin: `http://127.0.0.1:${port}` });
 }
 
-/** Another media process (role 'media'), with the same V8 flag as this one. */
+/** Another media process (role 'media'), with the media process's Node flags as this one. */
 async function forkMedia(job: MediaJob): Promise<{ origin: string; ask(m: MediaMsg): Promise<any>; kill(): void }> {
   const { fork } = await import('node:child_process');
-  const child = fork(fileURLToPath(import.meta.url), ['media'], { execArgv: [V8_FLAG, '--import', 'tsx'], stdio: 'inherit' });
+  const { MEDIA_NODE_FLAGS } = await import('../scripts/infra.ts');
+  const child = fork(fileURLToPath(import.meta.url), ['media'], { execArgv: [...MEDIA_NODE_FLAGS, '--import', 'tsx'], stdio: 'inherit' });
   const next = () =>
     new Promise<any>((resolve, reject) => {
       child.once('message', resolve);

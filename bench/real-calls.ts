@@ -260,7 +260,7 @@ for (let i = 0, seed = 7; i < HISS.length; i++) {
 const { loadConfig } = await import('../core/config.ts');
 const { createDb, sql } = await import('../core/db/pool.ts');
 const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
-const { startScratchDatabase, freePort, waitForPort } = await import('../scripts/infra.ts');
+const { startScratchDatabase, freePort, waitForPort, MEDIA_NODE_FLAGS } = await import('../scripts/infra.ts');
 const { createLocalTts } = await import('../media/services/tts/local.ts');
 const { resample } = await import('../media/audio/index.ts');
 void loadConfig;
@@ -281,7 +281,7 @@ try {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
-  server = spawn(process.execPath, ['--max-semi-space-size=32', ...prof, '--import', 'tsx', 'scripts/server-main.ts'], {
+  server = spawn(process.execPath, [...MEDIA_NODE_FLAGS, ...prof, '--import', 'tsx', 'scripts/server-main.ts'], {
     cwd: REPO,
     env: {
       ...process.env,

@@ -51,6 +51,7 @@
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
 //   issue 24 goal 1:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
 import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, gcWatch, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
@@ -369,6 +370,9 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   nodeDataChannel.cleanup();
   return speech ? talkResult(st, callers.length, performance.now() - t0) : { ...r, connected: callers.length, windowMs: performance.now() - t0 };
 }
+
+// the server side (this process) with the media process's Node flags, as production runs it
+if (ROLE === 'server') await (await import('./_server.ts')).withMediaFlags(fileURLToPath(import.meta.url));
 
 if (ROLE === 'client') {
   clientLoop.enable();

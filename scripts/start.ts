@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { loadConfigOrExit } from '../core/config.ts';
 import { migrate } from '../core/db/migrate.ts';
-import { startEmbeddedPostgres, startTemporalDev, takeOverSignals, type EmbeddedPg, type TemporalDev } from './infra.ts';
+import { MEDIA_NODE_FLAGS, startEmbeddedPostgres, startTemporalDev, takeOverSignals, type EmbeddedPg, type TemporalDev } from './infra.ts';
 
 const config = loadConfigOrExit();
 const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
@@ -51,8 +51,8 @@ try {
     if (!env.TEMPORAL_UI_URL && started.temporal.uiUrl) env.TEMPORAL_UI_URL = started.temporal.uiUrl;
   }
 
-  const run = (name: string, script: string) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: 'inherit' });
+  const run = (name: string, script: string, flags: readonly string[] = []) => {
+    const child = spawn(process.execPath, [...flags, '--import', 'tsx', script], { env, stdio: 'inherit' });
     child.once('exit', (code, signal) => {
       if (!stopping) {
         log(`${name} exited (${signal ?? code}); stopping the rest`);
@@ -61,7 +61,7 @@ try {
     });
     started.children.push(child);
   };
-  run('server', 'scripts/server-main.ts');
+  run('server', 'scripts/server-main.ts', MEDIA_NODE_FLAGS); // api + media in one process
   run('worker', 'activities/worker.ts');
 
   const base = config.publicUrl;
