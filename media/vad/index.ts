@@ -369,37 +369,36 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
     w.filled = 0;
     w.energy = 0;
     step(p, work.result);
-    if (advance(work)) finish(work);
+    if (!advance(work)) return;
+    current = null;
+    settle(work.done, work.result);
   };
 
   const onFailure = (err: unknown): void => {
     const work = current!;
-    // the window is dropped with the frame; the next frame starts a new one
+    // the window is dropped with the rest of the frame; the next frame starts a new one
     w.filled = 0;
     w.energy = 0;
     current = null;
-    try {
-      work.fail(err);
-    } finally {
-      next();
-    }
+    settle(work.fail, err);
   };
 
-  const finish = (work: Work): void => {
-    current = null;
+  /** Hand one frame's outcome over, then run the frames queued behind it (in a loop, not recursion). */
+  const settle = <T,>(cb: (v: T) => void, v: T): void => {
     try {
-      work.done(work.result);
+      cb(v);
     } finally {
-      next();
-    }
-  };
-
-  /** The backlog's frames, in order, until one waits for the model. */
-  const next = (): void => {
-    while (!current && backlog.length) {
-      const work = backlog.shift()!;
-      current = work;
-      if (advance(work)) finish(work);
+      while (!current && backlog.length) {
+        const work = backlog.shift()!;
+        current = work;
+        if (!advance(work)) break;
+        current = null;
+        try {
+          work.done(work.result);
+        } catch {
+          // the contract says done does not throw; the frames behind it still get theirs
+        }
+      }
     }
   };
 

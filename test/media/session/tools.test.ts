@@ -257,8 +257,16 @@ test('a call left active by a crashed media process is reconciled to pipeline_er
     INSERT INTO media_nodes (node_id, heartbeat_at) VALUES ('alive:2:node', now()) ON CONFLICT DO NOTHING`);
   await s.db.query(sql.type(z.object({}))`
     UPDATE calls SET status = 'active', started_at = now(), connection_status = 'completed', media_node = 'alive:2:node' WHERE id = ${other}`);
+  // a node is dead after MEDIA_NODE_DEAD_AFTER_S; reconciliation waits until the database has been up that long (a
+  // restarted database has not seen the nodes' heartbeats yet): with the default 45 s this test failed when its file
+  // ran within 45 s of the suite's PostgreSQL start (alone, or early)
+  const deadAfterS = 10;
+  const upS = async () => Number((await s.db.one(sql.type(z.object({ s: z.coerce.number() }))`SELECT extract(epoch FROM now() - pg_postmaster_start_time()) AS s`)).s);
+  const wait = deadAfterS + 1 - (await upS());
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait * 1000));
+  await s.db.query(sql.type(z.object({}))`UPDATE media_nodes SET heartbeat_at = now() WHERE node_id = 'alive:2:node'`);
   // a freshly started media process reconciles at start
-  const media = createMediaService({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), storage: s.storage, temporal: null });
+  const media = createMediaService({ config: { ...s.config, MEDIA_NODE_DEAD_AFTER_S: deadAfterS }, db: s.db, logger: createLogger({ level: 'silent' }), storage: s.storage, temporal: null });
   try {
     const row = await until(async () => {
       const r = await getCallRow(s.db, callId);
