@@ -3,13 +3,14 @@ import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { SttEvent, SttStream } from '../services/types.ts';
 
-/** The VAD contract (media/vad, Silero): feed 16 kHz frames in order; onset/offset events come back. */
+/** One frame's VAD outcome: whether speech started or ended with it, and the last window's probability. */
 export interface VadResult {
   speechStart?: boolean;
   speechEnd?: boolean;
   probability: number;
 }
 
+/** The VAD contract (media/vad, Silero): feed 16 kHz frames in order; onset/offset events come back. */
 export interface Vad {
   process(frame16k: Int16Array): Promise<VadResult>;
   /** In order, without a promise per frame: `done` at once when no inference was needed (media/vad feed()). */
