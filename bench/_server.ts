@@ -43,7 +43,7 @@ export async function applyServerChrt(): Promise<string | null> {
  */
 export async function withMediaFlags(script: string): Promise<void> {
   const { MEDIA_NODE_FLAGS } = await import('../scripts/infra.ts');
-  if (MEDIA_NODE_FLAGS.every((f) => process.execArgv.includes(f)) || (process.env.NODE_OPTIONS ?? '').includes('semi-space')) return;
+  if (MEDIA_NODE_FLAGS.every((f) => process.execArgv.includes(f)) || (process.env.NODE_OPTIONS ?? '').includes('max-semi-space-size')) return;
   const { spawnSync } = await import('node:child_process');
   const r = spawnSync(process.execPath, [...MEDIA_NODE_FLAGS, ...process.execArgv, script, ...process.argv.slice(2)], { stdio: 'inherit', env: process.env });
   process.exit(r.status ?? 1);

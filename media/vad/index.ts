@@ -328,7 +328,8 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
   };
 
   // Frames in order: `current` is the frame being worked on (its windows up to `at`), `backlog` the frames that came
-  // while an inference for `current` was out. Nothing is allocated per frame unless a window needs the model.
+  // while an inference for `current` was out. A frame costs one small record, no promise or closure, unless a
+  // window needs the model.
   interface Work {
     frame: Int16Array;
     at: number;
@@ -383,36 +384,33 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
     settle(work.fail, err);
   };
 
-  /** Hand one frame's outcome over, then run the frames queued behind it (in a loop, not recursion). */
+  /** Hand one frame's outcome over, then run the frames queued behind it. */
   const settle = <T,>(cb: (v: T) => void, v: T): void => {
     try {
       cb(v);
     } finally {
-      while (!current && backlog.length) {
-        const work = backlog.shift()!;
-        current = work;
-        if (!advance(work)) break;
-        current = null;
-        try {
-          work.done(work.result);
-        } catch {
-          // the contract says done does not throw; the frames behind it still get theirs
-        }
+      drain();
+    }
+  };
+
+  /** The queued frames, in order (a loop, not recursion), until one waits for the model. */
+  const drain = (): void => {
+    while (!current && backlog.length) {
+      const work = backlog.shift()!;
+      current = work;
+      if (!advance(work)) return;
+      current = null;
+      try {
+        work.done(work.result);
+      } catch {
+        // the contract says done does not throw; the frames behind it still get theirs
       }
     }
   };
 
   const feed = (frame: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void => {
-    const work: Work = { frame, at: 0, result: { probability: lastProb }, done, fail };
-    if (current) {
-      backlog.push(work);
-      return;
-    }
-    current = work;
-    if (advance(work)) {
-      current = null;
-      done(work.result);
-    }
+    backlog.push({ frame, at: 0, result: { probability: lastProb }, done, fail });
+    drain();
   };
 
   return {
