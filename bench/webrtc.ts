@@ -45,6 +45,8 @@
 // the server, the callers and the vendor fakes, each stall with the share of it its main thread spent on a CPU (busy
 // with work, or waiting for a core). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
 // ALLOC_OUT=file.heapprofile keeps the server's sampled allocations over the window (dead objects included).
+// WebRTC runs also report caller packets on their way in: at the server's main thread, against each call's quickest
+// packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
 // SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
@@ -92,6 +94,8 @@ interface ClientResult {
   stalls?: Stall[];
   /** the client processes' CPU (% of one core, summed over the processes) */
   cpuPct?: number;
+  /** WebRTC: how late each capture tick of the callers ran against its 20 ms grid (ms): the callers' own sending */
+  ticksLate?: number[];
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
   talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'spoken' | 'turns' | 'unanswered'>;
 }
@@ -130,6 +134,7 @@ function mergeResults(parts: ClientResult[]): ClientResult {
     if (r.cpuPct !== undefined && p.cpuPct !== undefined) r.cpuPct += p.cpuPct;
     if (r.loopMs && p.loopMs) r.loopMs = { p99: Math.max(r.loopMs.p99, p.loopMs.p99), max: Math.max(r.loopMs.max, p.loopMs.max) };
     r.stalls = [...(r.stalls ?? []), ...(p.stalls ?? [])];
+    if (p.ticksLate) r.ticksLate = [...(r.ticksLate ?? []), ...p.ticksLate];
     if (r.talk && p.talk) {
       r.talk.replyMs.push(...p.talk.replyMs);
       r.talk.turnAt.push(...p.talk.turnAt);
@@ -147,6 +152,49 @@ function turnsLine(t: NonNullable<ClientResult['talk']>): string {
   return `turns: ${t.spoken} sentences spoken: ${t.turns} answered, ${t.unanswered} with no reply within 8 s, ${t.spoken - t.turns - t.unanswered} still waiting at hang-up; ` +
     `end of speech → first reply audio p50 ${f1(pct(t.replyMs, 50))} ms, p99 ${f1(pct(t.replyMs, 99))} ms; ` +
     `server-added per turn (that − ${FIXED_TURN_MS} ms fixed STT end-of-turn window) p50 ${f1(pct(added, 50))} ms, p99 ${f1(pct(added, 99))} ms${rampSplit(t.turnAt)}`;
+}
+
+/**
+ * Caller audio on its way in (media/stage-cpu.ts setRtpArrivalProbe): each call's RTP packets as they reach the
+ * server's main thread, against the call's own earliest packet on the RTP clock (arrival − timestamp / 48; each
+ * call's first second is left out of the reference, as the connection settles). The callers send on a 20 ms grid,
+ * so this is the delay a packet met on the way (the callers' sending, loopback, node-datachannel's receive threads,
+ * the wait for the main thread) beyond the quickest one. Split by whether the event loop had been idle since the
+ * previous packet: a packet that found the loop idle met the way up to the main thread only; the others also
+ * waited for the main thread to finish what it was doing.
+ */
+function ingressWatch(setProbe: (p: ((stream: object, ts: number) => void) | null) => void) {
+  const streams = new Map<object, { ts0: number; n: number; best: number }>();
+  const samples: Array<[{ best: number }, number, boolean]> = [];
+  let lastIdle = performance.eventLoopUtilization().idle;
+  setProbe((stream, ts) => {
+    const now = performance.now();
+    let s = streams.get(stream);
+    if (!s) streams.set(stream, (s = { ts0: ts, n: 0, best: Infinity }));
+    const idle = performance.eventLoopUtilization().idle;
+    const afterIdle = idle > lastIdle;
+    lastIdle = idle;
+    if (++s.n <= 50) return;
+    const v = now - ((ts - s.ts0) >>> 0) / 48;
+    if (v < s.best) s.best = v;
+    samples.push([s, v, afterIdle]);
+  });
+  return {
+    stop(ticksLate: readonly number[]): string {
+      setProbe(null);
+      const all: number[] = [];
+      const idle: number[] = [];
+      const busy: number[] = [];
+      for (const [s, v, afterIdle] of samples) {
+        all.push(v - s.best);
+        (afterIdle ? idle : busy).push(v - s.best);
+      }
+      return `caller packets on their way in (at the server's main thread, against each call's quickest): ${all.length} packets, p50 ${f1(pct(all, 50))} ms, ` +
+        `p99 ${f1(pct(all, 99))} ms, p99.9 ${f1(pct(all, 99.9))} ms, ${all.filter((x) => x > LATE_MS).length} later than ${LATE_MS} ms; ` +
+        `those that found the event loop idle (the way up to it only) p50 ${f1(pct(idle, 50))} ms, p99 ${f1(pct(idle, 99))} ms, the others p50 ${f1(pct(busy, 50))} ms, p99 ${f1(pct(busy, 99))} ms; ` +
+        `the callers' capture ticks late p50 ${f1(pct([...ticksLate], 50))} ms, p99 ${f1(pct([...ticksLate], 99))} ms, max ${f1(ticksLate.reduce((a, b) => Math.max(a, b), 0))} ms`;
+    },
+  };
 }
 
 /** The turns whose server-added time reached 40 ms, against the event-loop stalls of every process of the run
@@ -338,11 +386,13 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
     c.arrivals!.length = 0;
   };
   const PHASES = Math.min(10, Math.max(1, callers.length));
+  const ticksLate: number[] = [];
   await Promise.all(Array.from({ length: PHASES }, (_, g) => new Promise<void>((resolve) => {
     const mine = callers.map((c, i) => [c, i] as const).filter(([, i]) => i % PHASES === g);
     const phase = start + (g * 20) / PHASES;
     let k = 0;
     const tick = () => {
+      ticksLate.push(performance.now() - (phase + k * 20));
       for (const [c, i] of mine) {
         if (!talkers) {
           c.sendPacket(silence);
@@ -368,7 +418,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   for (const c of callers) c.close();
   await new Promise((r) => setTimeout(r, 300));
   nodeDataChannel.cleanup();
-  return speech ? talkResult(st, callers.length, performance.now() - t0) : { ...r, connected: callers.length, windowMs: performance.now() - t0 };
+  return { ...(speech ? talkResult(st, callers.length, performance.now() - t0) : { ...r, connected: callers.length, windowMs: performance.now() - t0 }), ticksLate };
 }
 
 // the server side (this process) with the media process's Node flags, as production runs it
@@ -542,7 +592,7 @@ async function main(): Promise<void> {
   // per-stage CPU accounting in the media process (media/stage-cpu.ts); set before the media modules load, so the
   // VAD worker thread inherits it and names itself
   if (process.env.STAGES !== '0') process.env.MEDIA_STAGE_CPU = '1';
-  const { enableStageCpu, stageCpuSnapshot, stageCpuDelta } = await import('../media/stage-cpu.ts');
+  const { enableStageCpu, stageCpuSnapshot, stageCpuDelta, setRtpArrivalProbe } = await import('../media/stage-cpu.ts');
   if (process.env.STAGES !== '0') enableStageCpu();
   const { createDb, sql } = await import('../core/db/pool.ts');
   const { z } = await import('zod');
@@ -697,6 +747,7 @@ async function main(): Promise<void> {
       stalls.take();
       const gcs = gcWatch();
       const stopAlloc = await startAllocationProfile();
+      const ingress = ingressWatch(setRtpArrivalProbe);
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
@@ -704,6 +755,8 @@ async function main(): Promise<void> {
       const cpu = process.cpuUsage(cpu0);
       loop.disable();
       const serverStalls = stalls.take();
+      const webrtc = rs.find((_, i) => jobs[i]!.kind === 'webrtc');
+      const ingressLine = ingress.stop(webrtc?.ticksLate ?? []);
       const serverGc = gcs.stop();
       await stopAlloc();
       const fakesLoad = await fakes?.load();
@@ -722,7 +775,7 @@ async function main(): Promise<void> {
       // the main thread alone, from the stage snapshot's own reading of it (the profiler's sampling lands on it too:
       // STAGES=0 for the clean figure)
       const mainPct = (stages.mainUs / 1000 / wall) * 100;
-      return { rs, wall, cpuPct, mainPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc };
+      return { rs, wall, cpuPct, mainPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc, ingressLine };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
@@ -760,6 +813,7 @@ async function main(): Promise<void> {
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
         if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${slowTurnsLine(r, m)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
+        if (kind === 'webrtc') log(`  ${m.ingressLine}`);
         log(`  ${machineLine(m)}`);
         if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
       }
@@ -779,6 +833,7 @@ async function main(): Promise<void> {
       for (const [i, j] of jobs.entries()) {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
         if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${slowTurnsLine(m.rs[i]!, m)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
+        if (j.kind === 'webrtc') log(`    ${m.ingressLine}`);
       }
       log(`  ${machineLine(m)}`);
       if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);

@@ -24,6 +24,21 @@ const totals = new Map<string, { us: number; n: number }>();
 /** µs of the stages nested in the one being timed (subtracted from it) */
 let nestedUs = 0;
 
+/**
+ * A benchmark's probe on caller audio as it reaches the main thread (bench/webrtc's ingress figure): called with the
+ * receiving transport and the packet's RTP timestamp. Unset in production: one null check per packet.
+ */
+let rtpArrivalProbe: ((stream: object, rtpTimestamp: number) => void) | null = null;
+
+export function setRtpArrivalProbe(probe: ((stream: object, rtpTimestamp: number) => void) | null): void {
+  rtpArrivalProbe = probe;
+}
+
+/** A caller RTP packet of `stream` reached the main thread (media/transports/webrtc.ts). */
+export function rtpArrived(stream: object, rtpTimestamp: number): void {
+  if (rtpArrivalProbe) rtpArrivalProbe(stream, rtpTimestamp);
+}
+
 export function enableStageCpu(): void {
   enabled = true;
 }

@@ -17,7 +17,7 @@ import { CALLER_RATE } from '../webrtc/call-codec.ts';
 import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
-import { timed } from '../stage-cpu.ts';
+import { rtpArrived, timed } from '../stage-cpu.ts';
 import type { CloseKind, LiveTransport } from './types.ts';
 
 /**
@@ -289,6 +289,7 @@ export class WebRtcTransport implements LiveTransport {
     if (this.phase === 'closed') return;
     const pkt = parseRtp(msg);
     if (!pkt || pkt.payloadType !== this.opusPt) return;
+    rtpArrived(this, pkt.timestamp);
     countRtpReceived();
     if (pkt.payload.length) this.tocConfigs[pkt.payload[0]! >> 3]!++;
     const { concealed, late } = this.jitter.stats;

@@ -7,6 +7,7 @@ import { sql } from '../../core/db/pool.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentConfig, endedRow, getCallRow, insertPendingCall } from '../helpers/calls.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
+import { setRtpArrivalProbe } from '../../media/stage-cpu.ts';
 import { WebRtcCaller, until } from './peer.ts';
 
 const book = new ScenarioBook();
@@ -89,8 +90,18 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   // wait for the greeting to finish, then speak
   await until(() => c.lastPacketAt > 0 && Date.now() - c.lastPacketAt > 300, 15_000, 'greeting to end');
   const greetingAudio = c.audioSeconds;
+  // the benchmark's probe (bench/webrtc's ingress figure) sees each caller packet as it reaches the main thread,
+  // per call, with its RTP timestamp
+  const arrived = new Map<object, number[]>();
+  setRtpArrivalProbe((stream, ts) => {
+    if (!arrived.has(stream)) arrived.set(stream, []);
+    arrived.get(stream)!.push(ts);
+  });
   await c.send(900, true);
   await c.send(400, false);
+  setRtpArrivalProbe(null);
+  const steps = [...arrived.values()].filter((ts) => ts.length >= 60).map((ts) => ts.slice(1).map((x, i) => (x - ts[i]!) >>> 0));
+  t.true(steps.some((d) => d.every((x) => x === 960)), 'this call\'s 65 packets, 20 ms (960 ticks at 48 kHz) apart');
   const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'final transcription');
   t.is(final.payload!.text, 'what are your opening hours');
   await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'We are open from nine to five.'), 15_000, 'reply');
