@@ -39,11 +39,12 @@ export async function applyServerChrt(): Promise<string | null> {
 /**
  * A bench whose own process hosts the media side runs with the media process's Node flags (scripts/infra.ts
  * MEDIA_NODE_FLAGS), as production does: without them it re-executes itself with them and exits with the child's
- * status. NODE_OPTIONS that already size the young generation are left alone (an A/B of the flag).
+ * status. A run that sizes the heap itself (on the command line or in NODE_OPTIONS) is left alone: an A/B of the flags.
  */
 export async function withMediaFlags(script: string): Promise<void> {
   const { MEDIA_NODE_FLAGS } = await import('../scripts/infra.ts');
-  if (MEDIA_NODE_FLAGS.every((f) => process.execArgv.includes(f)) || (process.env.NODE_OPTIONS ?? '').includes('max-semi-space-size')) return;
+  const heapFlag = (a: string) => a.includes('max-semi-space-size') || a.includes('initial-old-space-size');
+  if (process.execArgv.some(heapFlag) || heapFlag(process.env.NODE_OPTIONS ?? '')) return;
   const { spawnSync } = await import('node:child_process');
   const r = spawnSync(process.execPath, [...MEDIA_NODE_FLAGS, ...process.execArgv, script, ...process.argv.slice(2)], { stdio: 'inherit', env: process.env });
   process.exit(r.status ?? 1);

@@ -51,6 +51,14 @@ test('compose: the observability profile adds Prometheus, Grafana and Jaeger, wi
   t.is(compose.services.api.environment.OTEL_EXPORTER_OTLP_ENDPOINT, '${OTEL_EXPORTER_OTLP_ENDPOINT:-}');
 });
 
+test('the media process runs with the Node flags of scripts/infra.ts (MEDIA_NODE_FLAGS) in compose and in npm run media', async (t) => {
+  const { MEDIA_NODE_FLAGS } = await import('../../scripts/infra.ts');
+  const cmd: string[] = compose.services.media.command;
+  t.deepEqual(cmd.slice(1, 1 + MEDIA_NODE_FLAGS.length), [...MEDIA_NODE_FLAGS]);
+  const script: string = JSON.parse(read('package.json')).scripts.media;
+  t.is(script, `node ${MEDIA_NODE_FLAGS.join(' ')} --import tsx media/main.ts`);
+});
+
 test('prometheus.yml scrapes /metrics of every api and media replica on the port the image serves', (t) => {
   const target = binds('prometheus').get('deploy/prometheus/prometheus.yml');
   t.is(target, '/etc/prometheus/prometheus.yml');
