@@ -186,13 +186,14 @@ function ingressWatch(setProbe: (p: ((stream: object, ts: number) => void) | nul
       const idle: number[] = [];
       const busy: number[] = [];
       for (const [s, v, afterIdle] of samples) {
-        all.push(v - s.best);
-        (afterIdle ? idle : busy).push(v - s.best);
+        const d = v - s.best;
+        all.push(d);
+        (afterIdle ? idle : busy).push(d);
       }
       return `caller packets on their way in (at the server's main thread, against each call's quickest): ${all.length} packets, p50 ${f1(pct(all, 50))} ms, ` +
         `p99 ${f1(pct(all, 99))} ms, p99.9 ${f1(pct(all, 99.9))} ms, ${all.filter((x) => x > LATE_MS).length} later than ${LATE_MS} ms; ` +
         `those that found the event loop idle (the way up to it only) p50 ${f1(pct(idle, 50))} ms, p99 ${f1(pct(idle, 99))} ms, the others p50 ${f1(pct(busy, 50))} ms, p99 ${f1(pct(busy, 99))} ms; ` +
-        `the callers' capture ticks late p50 ${f1(pct([...ticksLate], 50))} ms, p99 ${f1(pct([...ticksLate], 99))} ms, max ${f1(ticksLate.reduce((a, b) => Math.max(a, b), 0))} ms`;
+        `the callers' capture ticks late p50 ${f1(pct(ticksLate, 50))} ms, p99 ${f1(pct(ticksLate, 99))} ms, max ${f1(ticksLate.reduce((a, b) => Math.max(a, b), 0))} ms`;
     },
   };
 }

