@@ -6,6 +6,7 @@ RUN apt-get update \
  && python3 -m venv /opt/stt-venv && /opt/stt-venv/bin/pip install --no-cache-dir pocketsphinx==5.1.1
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund && npm cache clean --force
 COPY . .
 ENV NODE_ENV=production PORT=8080 LOCAL_STT_PYTHON=/opt/stt-venv/bin/python

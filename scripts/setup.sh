@@ -45,9 +45,10 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   fi
 fi
 
-# 2. npm dependencies (re-installed when package-lock.json changes).
+# 2. npm dependencies (re-installed when package-lock.json, package.json or a patch under patches/ changes; the
+#    postinstall step applies those patches to node_modules with patch-package).
 stamp=node_modules/.setup-stamp
-lockhash=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
+lockhash=$(sha256sum package-lock.json package.json patches/*.patch | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lockhash" ] || [ ! -x node_modules/.bin/node ]; then
   say "installing npm dependencies (includes Node 24 from the npm registry)..."
   # `npm install` (not `npm ci`): it installs the locked versions too, and tolerates optional per-platform

@@ -63,6 +63,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (e instanceof ConnectionError || e instanceof BackendTerminatedError || e instanceof BackendTerminatedUnexpectedlyError) return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+    // pg's own error for a socket closed under it, outside a slonik query (slonik wraps that one): no code
+    if (e instanceof Error && /^Connection terminated( unexpectedly)?$/.test(e.message)) return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;

@@ -71,3 +71,42 @@ test('a database that stays away past the wait, and any other error, fail the st
   await t.throwsAsync(openDatabase(loadConfig({ DATABASE_URL: missing.toString() }), quiet.logger, { waitMs: 30_000 }), { message: /does not exist/ });
   t.deepEqual(quiet.lines.filter((l) => l.level === 'warn'), [], 'not retried');
 });
+
+// Seen in the fault suite: a worker starting while PostgreSQL was SIGKILLed died of an unhandled 'error' event
+// ("Connection terminated unexpectedly") from the one pg client slonik opens at pool creation to read the type
+// OIDs; it had no error listener (patches/@slonik+pg-driver*.patch adds one). The relay here cuts the first
+// connection the moment the client sends that pg_type query; the process must survive and wait.
+test('a connection lost during the pool\'s type lookup is an outage to wait out, not a crash', async (t) => {
+  const { db: own, url } = await createTestDb();
+  t.teardown(() => own.end());
+  const target = new URL(url);
+  const port = await freePort();
+  let cut = 0;
+  const server = net.createServer((c) => {
+    const up = net.connect(Number(target.port), target.hostname);
+    const drop = cut === 0;
+    c.on('data', (d: Buffer) => {
+      if (drop && cut === 0 && d.includes('pg_type')) {
+        cut += 1;
+        up.destroy();
+        c.end(); // the server's side closes mid-query, as a killed backend's socket does
+        return;
+      }
+      up.write(d);
+    });
+    up.pipe(c);
+    c.on('error', () => up.destroy());
+    up.on('error', () => c.destroy());
+  });
+  await new Promise<void>((ok) => server.listen(port, '127.0.0.1', () => ok()));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const via = new URL(url);
+  via.hostname = '127.0.0.1';
+  via.port = String(port);
+  const { lines, logger } = recordingLogger();
+  const db = await openDatabase(loadConfig({ DATABASE_URL: via.toString() }), logger, { waitMs: 30_000 });
+  t.teardown(() => db.end());
+  t.is(cut, 1, 'the type lookup\'s connection was cut once');
+  t.true(lines.some((l) => l.level === 'warn' && l.msg === 'database unreachable: waiting for it'), 'said it waits');
+  t.true(await db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM schema_migrations`) > 0, 'usable');
+});
