@@ -102,6 +102,7 @@ export const configSchema = z.object({
   WEBRTC_ANNOUNCED_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
   /** Worker threads running the Opus codec and resamplers of WebRTC calls (default: one per core; 0 = on the event loop). */
   WEBRTC_CODEC_THREADS: z.coerce.number().int().min(0).max(64).optional(),
+  WEBRTC_CODEC_DECODE: z.enum(['inline', 'thread']).default('thread'),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */

@@ -43,6 +43,8 @@ export interface WebRtcNetOptions {
   /** Codec worker processes of the process (WEBRTC_CODEC_THREADS; default 0 = inline on the event loop). Read once,
    * by the first peer of the process. */
   codecThreads?: number | undefined;
+  /** with codec workers: where caller audio is decoded ('thread' with the encoding, or 'inline' on the event loop) */
+  codecDecode?: 'inline' | 'thread' | undefined;
 }
 
 export interface WebRtcOptions extends WebRtcNetOptions {
@@ -95,7 +97,7 @@ export class WebRtcTransport implements LiveTransport {
       ...(o.portRange ? { portRangeBegin: o.portRange.begin, portRangeEnd: o.portRange.end } : {}),
       ...(o.bindAddress ? { bindAddress: o.bindAddress } : {}),
     });
-    this.codec = codecPool(o.codecThreads, o.logger).open({
+    this.codec = codecPool(o.codecThreads, o.logger, o.codecDecode === 'inline').open({
       packets: (packets, lost, tsJump) => this.sendPackets(packets, lost, tsJump),
       pcm: (pcm16, corrupt, lost) => {
         if (corrupt || lost) {

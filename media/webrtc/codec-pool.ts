@@ -6,6 +6,15 @@
 // (README "Browser calls (WebRTC)"). So inline is the default; the pool stays for a node whose event loop is
 // short of time with many calls and whose cores are not (measure with bench/webrtc before turning it on).
 //
+// WEBRTC_CODEC_DECODE=inline (with WEBRTC_CODEC_THREADS ≥ 1) moves only the encoding: the caller's packets are
+// decoded on the event loop as they come (node-datachannel hands them over one event-loop turn each, so sending them
+// to a worker cost a message per packet), while the agent's frames of every call, produced together by the 20 ms
+// clock, go to the workers as one message per tick. At 150 WebRTC calls (bench/webrtc, 4 alternated pairs) that
+// shortened the tick the main thread spends on all calls: the server's part of a turn p99 8.4–14.9 against
+// 15.9–20.4 ms in every pair, frames late 0–31 against 0–113, server-added p99 lower in 3 of 4 (31.5–87.7 against
+// 37.9–180.2 ms), for 8–16 points more CPU (the IPC) and a p50 0.1–3.9 ms higher. Not the default: measured at 150
+// calls only (fourteenth session; README "Browser calls (WebRTC)").
+//
 // With WEBRTC_CODEC_THREADS ≥ 1, a pool of worker processes holds the codec state of the calls:
 // each call is pinned to one worker for its life (the one with the fewest calls when it opens), so its Opus
 // encoder/decoder state never moves. Work of all calls queued within one turn of the event loop travels as ONE
@@ -66,6 +75,8 @@ interface Pending {
 class Channel implements CodecChannel {
   thread: CodecThread | null = null;
   inline: CallCodec | null = null;
+  /** the decoder on the event loop while encoding runs on a worker (the pool's decodeInline) */
+  local: CallCodec | null = null;
   pending: Pending | null = null;
   /** submissions in flight on the thread: 24 kHz samples to encode and decode instructions, oldest first */
   readonly inFlight: Array<{ encodeSamples: number; tag: number; ops: number; silence: number }> = [];
@@ -77,19 +88,20 @@ class Channel implements CodecChannel {
     readonly h: CodecHandlers,
     private readonly pool: CodecPool,
   ) {
+    if (pool.decodeInline) this.local = new CallCodec();
     const op = (o: DecodeOp) => {
       if (this.closed) return;
-      if (this.inline) {
-        const inline = this.inline;
-        const pcm = timed('webrtc: opus decode', inline.decodeOne, o);
-        return this.h.pcm(pcm, inline.lastCorrupt, 0);
+      const here = this.inline ?? this.local;
+      if (here) {
+        const pcm = timed('webrtc: opus decode', here.decodeOne, o);
+        return this.h.pcm(pcm, here.lastCorrupt, 0);
       }
       this.queue().ops.push(o);
     };
     this.sink = {
-      // the payload is a view into node-datachannel's message buffer: inline it is decoded at once; queued for a
+      // the payload is a view into node-datachannel's message buffer: decoded here it is used at once; queued for a
       // worker it needs a copy we own
-      packet: (p) => op(this.inline ? p : p.slice()),
+      packet: (p) => op(this.inline ?? this.local ? p : p.slice()),
       conceal: () => op(CONCEAL),
       silence: (n) => op(n),
     };
@@ -289,6 +301,8 @@ export class CodecPool {
   constructor(
     readonly size: number,
     private readonly log?: Logger,
+    /** decode caller audio on the event loop, encode on the workers (WEBRTC_CODEC_DECODE=inline) */
+    readonly decodeInline = false,
   ) {
     if (size < 1) this.broken = 'WEBRTC_CODEC_THREADS=0';
   }
@@ -350,7 +364,8 @@ export class CodecPool {
   private goInline(c: Channel): void {
     reportLost(c);
     c.thread = null;
-    c.inline = new CallCodec();
+    // a decoder already on the event loop keeps its state; its encoder, never used, starts the agent stream afresh
+    c.inline = c.local ?? new CallCodec();
   }
 
   private onDeath(t: CodecThread, why: string): void {
@@ -386,7 +401,7 @@ let shared: CodecPool | null = null;
 export const DEFAULT_CODEC_THREADS = 0;
 
 /** The process's codec pool (created on first use; `threads` and `log` count only then). */
-export function codecPool(threads?: number, log?: Logger): CodecPool {
-  shared ??= new CodecPool(threads ?? DEFAULT_CODEC_THREADS, log);
+export function codecPool(threads?: number, log?: Logger, decodeInline = false): CodecPool {
+  shared ??= new CodecPool(threads ?? DEFAULT_CODEC_THREADS, log, decodeInline);
   return shared;
 }

@@ -91,6 +91,7 @@ export function createWebRtcSignaling(
     bindAddress: config.WEBRTC_BIND_ADDRESS,
     announcedAddress: config.WEBRTC_ANNOUNCED_ADDRESS,
     codecThreads: config.WEBRTC_CODEC_THREADS,
+    codecDecode: config.WEBRTC_CODEC_DECODE,
   };
   const release = acquireWebRtcRuntime();
   const peers = new Map<string, Entry>(); // by call id

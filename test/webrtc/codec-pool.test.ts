@@ -221,3 +221,40 @@ test('a codec worker that dies (killed, or crashing) is replaced: its calls go o
     await pool.close();
   }
 });
+
+test('decode on the event loop, encode on a worker (WEBRTC_CODEC_DECODE=inline): packets identical to inline, caller audio decoded at once, a dead pool keeps the decoder', async (t) => {
+  const pool = new CodecPool(1, undefined, true);
+  try {
+    const a = { ...collector(), blocks: agentBlocks(40, 6) };
+    const ch = pool.open(a.h);
+    t.is(ch.mode, 'thread');
+    const w = pool.workerOf(ch)!;
+    t.truthy(w, 'encoding goes to a worker');
+    for (const b of a.blocks) ch.encode(b, 1);
+    const ref = inlineReference(a.blocks);
+    // caller audio: every instruction is decoded before sink.packet() returns, no message involved
+    const ops = decodeOps(ref.packets.map((p) => Uint8Array.from(p)));
+    const half = Math.floor(ops.length / 2);
+    const feed = (o: DecodeOp) => (typeof o !== 'number' ? ch.sink.packet(o) : o === CONCEAL ? ch.sink.conceal() : ch.sink.silence(o));
+    for (const o of ops.slice(0, half)) feed(o);
+    const decodedBeforeAnyTurn = a.got.pcm.length;
+    t.true(decodedBeforeAnyTurn > 0, 'decoded synchronously, on the event loop');
+    await settle(() => a.got.packets.length === ref.packets.length, 'all packets from the worker');
+    t.deepEqual(a.got.packets, ref.packets, 'byte-identical Opus packets in order');
+    t.is(a.got.tags, 40, 'tags come back with their packets');
+    // the worker goes for good (four deaths): the call goes inline and its decoder carries on with the same state
+    for (let k = 0; k < 4; k++) {
+      const x = pool.workerOf(ch)!;
+      x.send({ t: 'crash' });
+      await settle(() => pool.workerOf(ch) !== x, `death ${k + 1} noticed`);
+    }
+    t.is(ch.mode, 'inline');
+    for (const o of ops.slice(half)) feed(o);
+    t.is(a.got.pcm.length, ref.pcm.length);
+    t.true(a.got.pcm.every((s, i) => s === ref.pcm[i]), 'sample-exact caller audio across the fall-back: the decoder state was kept');
+    t.is(a.got.pcmLost, 0, 'no caller frame was ever in flight');
+    ch.close();
+  } finally {
+    await pool.close();
+  }
+});
