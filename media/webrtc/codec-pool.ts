@@ -12,8 +12,8 @@
 // clock, go to the workers as one message per tick. At 150 WebRTC calls (bench/webrtc, 4 alternated pairs) that
 // shortened the tick the main thread spends on all calls: the server's part of a turn p99 8.4–14.9 against
 // 15.9–20.4 ms in every pair, frames late 0–31 against 0–113, server-added p99 lower in 3 of 4 (31.5–87.7 against
-// 37.9–180.2 ms), for 8–16 points more CPU (the IPC) and a p50 0.1–3.9 ms higher. Not the default: measured at 150
-// calls only (fourteenth session; README "Browser calls (WebRTC)").
+// 37.9–180.2 ms), for 8–16 points more CPU (the IPC) and a p50 0.1–3.9 ms higher. Not the default: 50 WebRTC calls
+// cost 50.1 % of a core with it against 33.7 % inline (fourteenth session; README "Browser calls (WebRTC)").
 //
 // With WEBRTC_CODEC_THREADS ≥ 1, a pool of worker processes holds the codec state of the calls:
 // each call is pinned to one worker for its life (the one with the fewest calls when it opens), so its Opus
