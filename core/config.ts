@@ -100,8 +100,9 @@ export const configSchema = z.object({
   WEBRTC_BIND_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
   /** Public address written into the server's ICE host candidates (1:1 NAT, containers publishing the port range). */
   WEBRTC_ANNOUNCED_ADDRESS: z.union([z.ipv4(), z.ipv6()]).optional(),
-  /** Worker threads running the Opus codec and resamplers of WebRTC calls (default: one per core; 0 = on the event loop). */
+  /** Worker processes running the Opus codec of WebRTC calls (default 0 = on the event loop; media/webrtc/codec-pool.ts). */
   WEBRTC_CODEC_THREADS: z.coerce.number().int().min(0).max(64).optional(),
+  /** With codec workers: caller audio decoded on them ('thread') or on the event loop ('inline': only encoding moves). */
   WEBRTC_CODEC_DECODE: z.enum(['inline', 'thread']).default('thread'),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),

@@ -91,7 +91,7 @@ class Channel implements CodecChannel {
     if (pool.decodeInline) this.local = new CallCodec();
     const op = (o: DecodeOp) => {
       if (this.closed) return;
-      const here = this.inline ?? this.local;
+      const here = this.decoder;
       if (here) {
         const pcm = timed('webrtc: opus decode', here.decodeOne, o);
         return this.h.pcm(pcm, here.lastCorrupt, 0);
@@ -101,7 +101,7 @@ class Channel implements CodecChannel {
     this.sink = {
       // the payload is a view into node-datachannel's message buffer: decoded here it is used at once; queued for a
       // worker it needs a copy we own
-      packet: (p) => op(this.inline ?? this.local ? p : p.slice()),
+      packet: (p) => op(this.decoder ? p : p.slice()),
       conceal: () => op(CONCEAL),
       silence: (n) => op(n),
     };
@@ -109,6 +109,18 @@ class Channel implements CodecChannel {
 
   get mode(): 'thread' | 'inline' {
     return this.inline ? 'inline' : 'thread';
+  }
+
+  /** The codec that decodes this call's caller audio on the event loop, or null when a worker does. */
+  private get decoder(): CallCodec | null {
+    return this.inline ?? this.local;
+  }
+
+  /** Encode and decode on the event loop from now on; a decoder already here keeps its state (its encoder, never
+   *  used, starts the agent stream afresh). */
+  goInline(): void {
+    this.thread = null;
+    this.inline = this.local ?? new CallCodec();
   }
 
   encode(pcm24k: Int16Array, tag = 0): void {
@@ -309,7 +321,7 @@ export class CodecPool {
 
   open(h: CodecHandlers): CodecChannel {
     const c = new Channel(this.nextId++, h, this);
-    if (this.broken) c.inline = new CallCodec();
+    if (this.broken) c.goInline();
     else this.leastLoaded().attach(c);
     return c;
   }
@@ -363,9 +375,7 @@ export class CodecPool {
 
   private goInline(c: Channel): void {
     reportLost(c);
-    c.thread = null;
-    // a decoder already on the event loop keeps its state; its encoder, never used, starts the agent stream afresh
-    c.inline = c.local ?? new CallCodec();
+    c.goInline();
   }
 
   private onDeath(t: CodecThread, why: string): void {
@@ -400,7 +410,7 @@ let shared: CodecPool | null = null;
 /** Codec workers when WEBRTC_CODEC_THREADS is unset: none, the codec runs inline (see the header). */
 export const DEFAULT_CODEC_THREADS = 0;
 
-/** The process's codec pool (created on first use; `threads` and `log` count only then). */
+/** The process's codec pool (created on first use; `threads`, `log` and `decodeInline` count only then). */
 export function codecPool(threads?: number, log?: Logger, decodeInline = false): CodecPool {
   shared ??= new CodecPool(threads ?? DEFAULT_CODEC_THREADS, log, decodeInline);
   return shared;

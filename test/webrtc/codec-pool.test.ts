@@ -75,6 +75,13 @@ async function settle(cond: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** One decode instruction through a channel's sink, as the jitter buffer gives it. */
+function feed(ch: CodecChannel, o: DecodeOp): void {
+  if (typeof o !== 'number') ch.sink.packet(o);
+  else if (o === CONCEAL) ch.sink.conceal();
+  else ch.sink.silence(o);
+}
+
 function inlineReference(blocks: Int16Array[]): { packets: number[][]; pcm: number[]; corrupt: number } {
   const codec = new CallCodec();
   const packets = blocks.flatMap((b) => codec.encode(b));
@@ -109,10 +116,7 @@ test('worker processes give the inline audio exactly: same Opus packets, same de
     for (let i = 0; i < allOps[0]!.length; i++) {
       for (const [k, c] of calls.entries()) {
         const o = allOps[k]![i];
-        if (o === undefined) continue;
-        if (typeof o !== 'number') c.ch!.sink.packet(o);
-        else if (o === CONCEAL) c.ch!.sink.conceal();
-        else c.ch!.sink.silence(o);
+        if (o !== undefined) feed(c.ch!, o);
       }
       if (i % 9 === 0) await new Promise((r) => setImmediate(r));
     }
@@ -235,8 +239,7 @@ test('decode on the event loop, encode on a worker (WEBRTC_CODEC_DECODE=inline):
     // caller audio: every instruction is decoded before sink.packet() returns, no message involved
     const ops = decodeOps(ref.packets.map((p) => Uint8Array.from(p)));
     const half = Math.floor(ops.length / 2);
-    const feed = (o: DecodeOp) => (typeof o !== 'number' ? ch.sink.packet(o) : o === CONCEAL ? ch.sink.conceal() : ch.sink.silence(o));
-    for (const o of ops.slice(0, half)) feed(o);
+    for (const o of ops.slice(0, half)) feed(ch, o);
     const decodedBeforeAnyTurn = a.got.pcm.length;
     t.true(decodedBeforeAnyTurn > 0, 'decoded synchronously, on the event loop');
     await settle(() => a.got.packets.length === ref.packets.length, 'all packets from the worker');
@@ -249,7 +252,7 @@ test('decode on the event loop, encode on a worker (WEBRTC_CODEC_DECODE=inline):
       await settle(() => pool.workerOf(ch) !== x, `death ${k + 1} noticed`);
     }
     t.is(ch.mode, 'inline');
-    for (const o of ops.slice(half)) feed(o);
+    for (const o of ops.slice(half)) feed(ch, o);
     t.is(a.got.pcm.length, ref.pcm.length);
     t.true(a.got.pcm.every((s, i) => s === ref.pcm[i]), 'sample-exact caller audio across the fall-back: the decoder state was kept');
     t.is(a.got.pcmLost, 0, 'no caller frame was ever in flight');
