@@ -632,6 +632,7 @@ async function main(): Promise<void> {
       DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'silent',
       SIGNING_SECRET: 'bench-signing-secret-0123456789', MEDIA_MAX_CALLS: '100000',
       ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
+      ...(process.env.WEBRTC_MEDIA_THREAD ? { WEBRTC_MEDIA_THREAD: process.env.WEBRTC_MEDIA_THREAD } : {}),
       ...(process.env.MEDIA_PRIORITY_BOOST !== undefined ? { MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST } : {}),
       ...(urls ? vendorConfig(urls) : {}),
     });

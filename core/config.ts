@@ -104,6 +104,9 @@ export const configSchema = z.object({
   WEBRTC_CODEC_THREADS: z.coerce.number().int().min(0).max(64).optional(),
   /** With codec workers: caller audio decoded on them ('thread') or on the event loop ('inline': only encoding moves). */
   WEBRTC_CODEC_DECODE: z.enum(['inline', 'thread']).default('thread'),
+  /** Run every WebRTC peer (node-datachannel, Opus, jitter buffer, SRTP) on one media-plane thread beside the
+   * pipeline (media/webrtc/plane.ts); off: on the event loop. WEBRTC_CODEC_THREADS does not apply with it on. */
+  WEBRTC_MEDIA_THREAD: bool.default(false),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
   /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */

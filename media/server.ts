@@ -28,7 +28,7 @@ import { createAdmission } from './admission.ts';
 import { afterOutageGuard, endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
 import { recoverSpools } from './session/spool.ts';
 import { createTelephonyStreams } from './telephony-streams.ts';
-import { createWebRtcSignaling } from './webrtc/signaling.ts';
+import { createWebRtcSignaling, type WebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
 import { warmMedia } from './session/warm.ts';
 import { safeDecode } from '../core/input-guard.ts';
@@ -37,6 +37,8 @@ import { sharedClock } from './pipeline/clock.ts';
 export interface MediaService {
   upgrade: UpgradeHandler[];
   http: HttpHandler[];
+  /** WebRTC signaling and its peers (tests reach the media-plane thread through it). */
+  webrtc: WebRtcSignaling;
   /** Live calls on this process (reported in /metrics and used when draining). */
   activeCalls(): number;
   /** Load as reported in media_nodes, /metrics and /readyz: calls (live + joining on any transport), capacity, event-loop lag. */
@@ -202,6 +204,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   return {
     upgrade: [upgrade, phone.upgrade],
     http: [webrtc.http, callPageHandler],
+    webrtc,
     activeCalls: () => live.size,
     load,
     async drain(graceMs: number) {

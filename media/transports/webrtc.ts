@@ -7,18 +7,19 @@
 //
 // The call session never sees any of this: it talks to the `Transport` interface like every other transport.
 import { randomBytes, randomUUID } from 'node:crypto';
-import nodeDataChannel, { type DataChannel, type Direction, type IceServer, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
+import nodeDataChannel, { type DataChannel, type Direction, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
 import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
 import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
-import { callerOpusBandTotal, countRtpReceived, opusPacketBand, rtpLossTotal, rtpPacketsTotal } from '../webrtc/metrics.ts';
+import { countCallerBand, countRtpLoss, countRtpReceived, countRtpSent, opusPacketBand } from '../webrtc/metrics.ts';
 import { CALLER_RATE } from '../webrtc/call-codec.ts';
 import { FRAME_SAMPLES } from '../webrtc/opus.ts';
 import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
 import { rtpArrived, timed } from '../stage-cpu.ts';
-import type { CloseKind, LiveTransport } from './types.ts';
+import type { CloseKind } from './types.ts';
+import { OfferError, type WebRtcOptions, type WebRtcPeer } from '../webrtc/peer-types.ts';
 
 /**
  * The Opus parameters of our side of the SDP. `maxplaybackrate` (RFC 7587 §6.1): the caller's audio is decoded
@@ -30,36 +31,11 @@ const OPUS_FMTP = `minptime=10;useinbandfec=1;maxplaybackrate=${CALLER_RATE}`;
 
 const { Audio, PeerConnection: Pc, RtcpNackResponder, RtcpReceivingSession, RtcpSrReporter, RtpPacketizationConfig: RtpConfig, RtpPacketizer } = nodeDataChannel;
 
-export interface WebRtcNetOptions {
-  /** STUN/TURN servers in node-datachannel's form (none by default). */
-  iceServers: IceServer[];
-  portRange?: { begin: number; end: number } | null;
-  bindAddress?: string | undefined;
-  announcedAddress?: string | undefined;
-  /** Longest wait for ICE gathering before the answer is returned with the candidates found so far. */
-  gatherTimeoutMs?: number;
-  /** A 'disconnected' peer that does not recover within this time is gone (default 5 s). */
-  disconnectGraceMs?: number;
-  /** Codec worker processes of the process (WEBRTC_CODEC_THREADS; default 0 = inline on the event loop). Read once,
-   * by the first peer of the process. */
-  codecThreads?: number | undefined;
-  /** with codec workers: where caller audio is decoded ('thread' with the encoding, or 'inline' on the event loop) */
-  codecDecode?: 'inline' | 'thread' | undefined;
-}
-
-export interface WebRtcOptions extends WebRtcNetOptions {
-  callId: string;
-  logger: Logger;
-  /** Put the phone-line simulation in front of the caller audio (test calls with telephonySim). */
-  telephonySim?: boolean;
-}
-
-/** A refused offer (bad SDP): the signaling endpoint answers 400 with this message. */
-export class OfferError extends Error {}
+export { OfferError, type WebRtcNetOptions, type WebRtcOptions } from '../webrtc/peer-types.ts';
 
 export type PeerPhase = 'new' | 'connected' | 'closed';
 
-export class WebRtcTransport implements LiveTransport {
+export class WebRtcTransport implements WebRtcPeer {
   readonly kind = 'webrtc';
   /** Identifies this peer connection to the browser (renegotiation sends it back). */
   readonly pcId = randomUUID();
@@ -74,6 +50,8 @@ export class WebRtcTransport implements LiveTransport {
   private rtpConfig: RtpPacketizationConfig | null = null;
   private opusPt = 111;
   private dc: DataChannel | null = null;
+  /** every data channel the browser opened (closed before the peer connection: destroy()) */
+  private readonly channels: DataChannel[] = [];
   private readonly pendingEvents: string[] = [];
   private readonly codec: CodecChannel;
   private readonly line: PhoneLine | null;
@@ -103,7 +81,7 @@ export class WebRtcTransport implements LiveTransport {
         if (corrupt || lost) {
           this.jitter.stats.corrupt += corrupt;
           this.jitter.stats.concealed += corrupt + lost;
-          rtpLossTotal.inc({ kind: 'concealed' }, corrupt + lost);
+          countRtpLoss('concealed', corrupt + lost);
         }
         this.deliver(pcm16);
       },
@@ -162,7 +140,7 @@ export class WebRtcTransport implements LiveTransport {
   sendAudio(pcm24k: Int16Array): void {
     if (this.phase !== 'connected' || !this.track || !this.rtpConfig) {
       this.dropped++;
-      rtpLossTotal.inc({ kind: 'unsent' });
+      countRtpLoss('unsent');
       return;
     }
     const now = performance.now();
@@ -178,7 +156,7 @@ export class WebRtcTransport implements LiveTransport {
     if (lost) {
       // encoded by a codec thread that died: never came back
       this.dropped += lost;
-      rtpLossTotal.inc({ kind: 'unsent' }, lost);
+      countRtpLoss('unsent', lost);
       this.rtpTs = (this.rtpTs + lost * FRAME_SAMPLES) >>> 0;
     }
     let sent = 0;
@@ -192,20 +170,24 @@ export class WebRtcTransport implements LiveTransport {
           sent++;
         } else {
           this.dropped++;
-          rtpLossTotal.inc({ kind: 'unsent' });
+          countRtpLoss('unsent');
         }
       } catch (err) {
         this.dropped++;
-        rtpLossTotal.inc({ kind: 'unsent' });
+        countRtpLoss('unsent');
         this.log.debug({ err }, 'rtp send failed');
       }
       this.rtpTs = (this.rtpTs + FRAME_SAMPLES) >>> 0;
     }
-    if (sent) rtpPacketsTotal.inc({ direction: 'sent' }, sent);
+    if (sent) countRtpSent(sent);
   }
 
   sendEvent(event: Record<string, unknown>): void {
-    const text = JSON.stringify(event);
+    this.sendEventText(JSON.stringify(event));
+  }
+
+  /** An event already in its JSON text (the media-plane thread gets them so). */
+  sendEventText(text: string): void {
     if (this.dc?.isOpen()) {
       try {
         this.dc.sendMessage(text);
@@ -296,8 +278,8 @@ export class WebRtcTransport implements LiveTransport {
     if (pkt.payload.length) this.tocConfigs[pkt.payload[0]! >> 3]!++;
     const { concealed, late } = this.jitter.stats;
     this.jitter.push(pkt);
-    if (this.jitter.stats.late > late) rtpLossTotal.inc({ kind: 'late' });
-    if (this.jitter.stats.concealed > concealed) rtpLossTotal.inc({ kind: 'concealed' }, this.jitter.stats.concealed - concealed);
+    if (this.jitter.stats.late > late) countRtpLoss('late');
+    if (this.jitter.stats.concealed > concealed) countRtpLoss('concealed', this.jitter.stats.concealed - concealed);
   }
 
   private deliver(pcm16: Int16Array): void {
@@ -309,6 +291,7 @@ export class WebRtcTransport implements LiveTransport {
   }
 
   private adoptChannel(dc: DataChannel): void {
+    this.channels.push(dc);
     if (this.dc && this.dc.isOpen()) return; // one events channel per call
     this.dc = dc;
     const flush = () => {
@@ -373,9 +356,18 @@ export class WebRtcTransport implements LiveTransport {
     this.destroyed = true;
     this.phase = 'closed';
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
-    this.tocConfigs.forEach((n, config) => n && callerOpusBandTotal.inc({ band: opusPacketBand(config << 3) }, n));
+    this.tocConfigs.forEach((n, config) => n && countCallerBand(opusPacketBand(config << 3), n));
     this.jitter.close();
     this.codec.close();
+    // data channels before their peer connection: node-datachannel's cleanup() releases a data channel's callbacks
+    // a second time (a use after free: a segfault on a worker thread, the media plane's) unless the channel was
+    // closed first (measured with a pair of connected peers on a worker thread: 0 of 9 crashes this way, every run
+    // crashed without)
+    for (const dc of this.channels) {
+      try {
+        dc.close();
+      } catch { /* already closed */ }
+    }
     try {
       this.pc.close();
     } catch { /* already closed */ }

@@ -27,9 +27,9 @@ import type { MediaDeps } from '../deps.ts';
 import type { Admission } from '../admission.ts';
 import type { CallRunner } from '../session/runner.ts';
 import { claimCall, loadCall, type CallRow } from '../session/lifecycle.ts';
-import { OfferError, WebRtcTransport, type WebRtcNetOptions } from '../transports/webrtc.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers, type BrowserIceServer } from './ice.ts';
-import { acquireWebRtcRuntime } from './runtime.ts';
+import { OfferError, type WebRtcNetOptions, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
+import { MediaPlane } from './plane.ts';
 
 const OFFER_PATH = /^\/api\/v1\/webrtc\/offer\/([^/?#]+)\/?$/;
 const ICE_PATH = /^\/api\/v1\/webrtc\/ice-servers\/?$/;
@@ -57,7 +57,7 @@ const patchBody = z.object({
 interface Entry {
   callId: string;
   orgId: string;
-  transport: WebRtcTransport;
+  transport: WebRtcPeer;
   row: CallRow;
   timer: NodeJS.Timeout | null;
   running: boolean;
@@ -69,6 +69,8 @@ export interface WebRtcSignaling {
   http: HttpHandler;
   /** Live peers of this process (answered, connecting or in a call). */
   readonly peers: ReadonlyMap<string, Entry>;
+  /** The media-plane thread's owner (WEBRTC_MEDIA_THREAD), or null when the peers run on the event loop. */
+  readonly plane: MediaPlane | null;
   close(): Promise<void>;
 }
 
@@ -93,7 +95,16 @@ export function createWebRtcSignaling(
     codecThreads: config.WEBRTC_CODEC_THREADS,
     codecDecode: config.WEBRTC_CODEC_DECODE,
   };
-  const release = acquireWebRtcRuntime();
+  // the peers on the media-plane thread (WEBRTC_MEDIA_THREAD), or on this event loop: then node-datachannel is loaded
+  // here, lazily (with the plane on, this thread must never load it)
+  const plane = config.WEBRTC_MEDIA_THREAD ? new MediaPlane(logger, config.LOG_LEVEL) : null;
+  let releaseRuntime: (() => void) | null = null;
+  const answer = async (sdp: string, o: WebRtcOptions): Promise<{ transport: WebRtcPeer; sdp: string }> => {
+    if (plane) return plane.answer(sdp, o);
+    releaseRuntime ??= (await import('./runtime.ts')).acquireWebRtcRuntime();
+    const { WebRtcTransport } = await import('../transports/webrtc.ts');
+    return WebRtcTransport.answer(sdp, o);
+  };
   const peers = new Map<string, Entry>(); // by call id
   const byPc = new Map<string, Entry>();
   const starting = new Set<string>(); // call ids whose first offer is being answered
@@ -137,7 +148,12 @@ export function createWebRtcSignaling(
       return;
     }
     const session = await runner
-      .run(e.transport, { ...e.row, started_at: startedAt }, { claimed: true, onFinished: async () => forget(e) })
+      .run(e.transport, { ...e.row, started_at: startedAt }, {
+        claimed: true,
+        onFinished: async () => forget(e),
+        // the media-plane thread died under it: not the caller's hang-up
+        hangupReason: () => (e.transport.lostWith ? 'pipeline_error' : 'user_hangup'),
+      })
       .finally(() => e.release()); // live now (or it could not start): no longer joining
     if (!session) forget(e);
   }
@@ -163,12 +179,12 @@ export function createWebRtcSignaling(
     if (!admitted.ok) throw new Reply(503, admitted.text);
 
     starting.add(callId);
-    let transport: WebRtcTransport | null = null;
+    let transport: WebRtcPeer | null = null;
     let release: (() => void) | null = admitted.release;
     try {
       const telephonySim = await deps.db.maybeOneFirst(sql.type(z.object({ telephony_sim: z.boolean() }))`
         SELECT telephony_sim FROM calls WHERE id = ${callId}`);
-      const answered = await WebRtcTransport.answer(body.sdp, { ...net, callId, logger, telephonySim: telephonySim ?? false }).catch(offerFailed);
+      const answered = await answer(body.sdp, { ...net, callId, logger, telephonySim: telephonySim ?? false }).catch(offerFailed);
       transport = answered.transport;
       const claimed = await claimCall(deps.db, callId, orgId);
       if (!claimed) throw new Reply(409, DUPLICATE_OFFER);
@@ -209,7 +225,7 @@ export function createWebRtcSignaling(
       const mid = typeof c === 'string' ? null : (c.sdpMid ?? null);
       if (text.trim() && !/^(a=)?candidate:/.test(text.trim())) throw new Reply(400, 'Invalid ICE candidate');
       try {
-        e.transport.addRemoteCandidate(text, mid);
+        await e.transport.addRemoteCandidate(text, mid);
       } catch {
         throw new Reply(400, 'Invalid ICE candidate');
       }
@@ -277,6 +293,7 @@ export function createWebRtcSignaling(
   return {
     http: handler,
     peers,
+    plane,
     async close() {
       // answered peers that never connected end like any unconnected call; running calls were ended by the runner
       await Promise.allSettled([...peers.values()].filter((e) => !e.running).map((e) => noParticipant(e, 'media process shutting down')));
@@ -284,8 +301,9 @@ export function createWebRtcSignaling(
         forget(e);
         e.transport.destroy();
       }
-      await new Promise((r) => setTimeout(r, 300)); // DTLS close notifications leave
-      release();
+      if (plane) await plane.close(); // DTLS close notifications leave before the thread ends
+      else await new Promise((r) => setTimeout(r, 300)); // DTLS close notifications leave
+      releaseRuntime?.();
     },
   };
 }

@@ -94,6 +94,12 @@ export class WebRtcCaller {
     return o.trickle ? sdp.split(/\r?\n/).filter((l) => !l.startsWith('a=candidate:') && l !== 'a=end-of-candidates').join('\r\n') : sdp;
   }
 
+  /** A new offer on the connected peer (renegotiation), as the local description has it. */
+  reoffer(): string {
+    this.pc.setLocalDescription('offer');
+    return this.pc.localDescription()!.sdp;
+  }
+
   /** Wait until ICE gathering completes (trickle: all local candidates known). */
   async gathered(): Promise<void> {
     const deadline = Date.now() + 10_000;

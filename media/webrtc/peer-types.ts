@@ -1,0 +1,51 @@
+// What the signaling endpoint needs from a WebRTC peer, wherever the peer runs: on the event loop
+// (media/transports/webrtc.ts) or on the media-plane thread behind a proxy (media/webrtc/plane.ts). No
+// node-datachannel value import here (types only, erased): with the media-plane thread the main thread must never
+// load it (the addon, loaded by two threads of one process, aborts the process).
+import type { IceServer } from 'node-datachannel';
+import type { Logger } from '../../core/logger.ts';
+import type { LiveTransport } from '../transports/types.ts';
+
+export interface WebRtcNetOptions {
+  /** STUN/TURN servers in node-datachannel's form (none by default). */
+  iceServers: IceServer[];
+  portRange?: { begin: number; end: number } | null;
+  bindAddress?: string | undefined;
+  announcedAddress?: string | undefined;
+  /** Longest wait for ICE gathering before the answer is returned with the candidates found so far. */
+  gatherTimeoutMs?: number;
+  /** A 'disconnected' peer that does not recover within this time is gone (default 5 s). */
+  disconnectGraceMs?: number;
+  /** Codec worker processes of the process (WEBRTC_CODEC_THREADS; default 0 = inline on the event loop). Read once,
+   * by the first peer of the process. */
+  codecThreads?: number | undefined;
+  /** with codec workers: where caller audio is decoded ('thread' with the encoding, or 'inline' on the event loop) */
+  codecDecode?: 'inline' | 'thread' | undefined;
+}
+
+export interface WebRtcOptions extends WebRtcNetOptions {
+  callId: string;
+  logger: Logger;
+  /** Put the phone-line simulation in front of the caller audio (test calls with telephonySim). */
+  telephonySim?: boolean;
+}
+
+/** A refused offer (bad SDP): the signaling endpoint answers 400 with this message. */
+export class OfferError extends Error {}
+
+/** A peer connection answering a browser, as the signaling endpoint drives it. */
+export interface WebRtcPeer extends LiveTransport {
+  /** Identifies this peer connection to the browser (renegotiation sends it back). */
+  readonly pcId: string;
+  /** A new offer on the live peer: resolves with the new answer (OfferError for a bad one). */
+  renegotiate(offerSdp: string): Promise<string>;
+  /** Trickle ICE: one remote candidate ('' = end of candidates, ignored); throws (or rejects) on a bad one. */
+  addRemoteCandidate(candidate: string, mid: string | null): void | Promise<void>;
+  onConnected(cb: () => void): void;
+  /** The peer failed or closed before it ever connected. */
+  onFailed(cb: (why: string) => void): void;
+  /** Free the peer connection at once. */
+  destroy(): void;
+  /** Why the peer went away other than by the far end (its media-plane thread died), or null. */
+  readonly lostWith?: string | null;
+}

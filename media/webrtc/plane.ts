@@ -1,0 +1,347 @@
+// The WebRTC media plane on a thread of its own (WEBRTC_MEDIA_THREAD=1, issue 24): every peer connection of the
+// media process — node-datachannel's peer, the Opus encoder and decoder, the jitter buffer, RTP packetizing and SRTP
+// sends, the events data channel — runs on one worker thread (plane-thread.ts, the ordinary WebRtcTransport there),
+// and the main thread keeps the pipeline (VAD, STT/LLM/TTS adapters, the 20 ms pacer) and sees each call through a
+// PlanePeer: the same Transport interface, so the call session never learns where its peer runs.
+//
+// Why: at 150 WebRTC calls the main thread's 20 ms tick spent ~10–12 ms on the frames of ~100 speaking calls (57 %
+// Opus encode, 28 % SRTP send), and caller packets waited behind it; a slow tick became a stall of 100–200 ms
+// (README "Browser calls (WebRTC)", fourteenth session). Here that work runs beside the pipeline on the second core.
+//
+// Traffic: one message per event-loop turn each way, whatever the number of calls. Main → plane ('down'): the agent
+// frames the pacer produced this turn (all calls' PCM in one transferred buffer, with each part's call and length),
+// then data-channel events and close/destroy in order. Plane → main ('up'): the caller audio decoded this turn (same
+// packing), then connected / failed / gone. Offers, renegotiations and candidates are requests with a reply.
+//
+// Threads, not processes: node-datachannel may be loaded by one thread of a process only; with the plane on, the main
+// thread never loads it (signaling.ts imports the transport lazily). Opus runs here as its WASM build (plane-thread.ts
+// says why not the native one). The plane thread keeps the main thread's raised priority
+// (core/priority.ts): it paces RTP as the main thread did. Counters it keeps are shared memory (metrics.ts).
+//
+// A fault on the plane thread ends its calls — connected ones as pipeline_error (the far end did not hang up), joining
+// ones as never connected — and the thread goes on taking calls. It is started once per process and never
+// restarted: node-datachannel cannot be loaded by a second thread after the first ended (plane-thread.ts).
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../../core/logger.ts';
+import type { CloseKind } from '../transports/types.ts';
+import { shareWebRtcCounts } from './metrics.ts';
+import { OfferError, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
+
+/** PCM of many calls in one buffer: part i is `lens[i]` samples of call `ids[i]`. */
+export interface PlaneAudio {
+  ids: number[];
+  lens: number[];
+  pcm: Int16Array;
+}
+export type DownOp = ['event', number, string] | ['close', number, CloseKind, string | undefined] | ['destroy', number];
+export type UpOp = ['connected', number] | ['failed', number, string] | ['gone', number] | ['lost', number];
+type PeerOptions = Omit<WebRtcOptions, 'logger' | 'codecThreads' | 'codecDecode'>;
+export type ToPlane =
+  | { t: 'down'; audio?: PlaneAudio; ops: DownOp[] }
+  | { t: 'answer'; req: number; id: number; sdp: string; options: PeerOptions }
+  | { t: 'renegotiate'; req: number; id: number; sdp: string }
+  | { t: 'candidate'; req: number; id: number; candidate: string; mid: string | null }
+  | { t: 'stop' }
+  | { t: 'crash' };
+export type FromPlane =
+  | { t: 'ready' }
+  | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
+  | { t: 'res'; req: number; ok: true; sdp?: string; pcId?: string }
+  | { t: 'res'; req: number; ok: false; offer: boolean; message: string };
+export interface PlaneInit {
+  counts: SharedArrayBuffer;
+  logLevel: string;
+}
+
+/** Many calls' PCM packed into one buffer (transferred with the message). */
+export function packAudio(ids: number[], parts: Int16Array[]): PlaneAudio | null {
+  if (!ids.length) return null;
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const pcm = new Int16Array(n);
+  const lens: number[] = [];
+  n = 0;
+  for (const p of parts) {
+    pcm.set(p, n);
+    n += p.length;
+    lens.push(p.length);
+  }
+  return { ids, lens, pcm };
+}
+
+/** Each packed part in order, as a view into the one buffer. */
+export function unpackAudio(a: PlaneAudio, each: (id: number, pcm: Int16Array) => void): void {
+  let off = 0;
+  for (let i = 0; i < a.ids.length; i++) {
+    const n = a.lens[i]!;
+    each(a.ids[i]!, a.pcm.subarray(off, off + n));
+    off += n;
+  }
+}
+
+const THREAD_FILE = new URL('./plane-thread.ts', import.meta.url);
+
+export class MediaPlane {
+  private worker: Worker | null = null;
+  private readonly counts = shareWebRtcCounts();
+  private readonly peers = new Map<number, PlanePeer>();
+  private readonly requests = new Map<number, { resolve(v: { sdp?: string; pcId?: string }): void; reject(e: Error): void }>();
+  private nextId = 1;
+  private nextReq = 1;
+  // this turn's traffic to the plane
+  private ops: DownOp[] = [];
+  private audioIds: number[] = [];
+  private audioLens: number[] = [];
+  private audioBuf = new Int16Array(1 << 16);
+  private audioFill = 0;
+  private scheduled = false;
+  /** messages posted to the plane (the benchmark's batching figure) */
+  posted = 0;
+  /** why the plane thread is gone for good (closed, or it exited), or null */
+  private ended: string | null = null;
+
+  constructor(private readonly log: Logger, private readonly logLevel: string) {}
+
+  /** The plane thread's id (the benchmark finds its CPU time in /proc), or null before the first peer. */
+  get threadId(): number | null {
+    return this.worker?.threadId ?? null;
+  }
+
+  /** Answer a browser offer on the plane thread. */
+  async answer(offerSdp: string, o: WebRtcOptions): Promise<{ transport: PlanePeer; sdp: string }> {
+    const { logger: _l, codecThreads: _c, codecDecode: _d, ...options } = o;
+    const id = this.nextId++;
+    const res = await this.request({ t: 'answer', req: 0, id, sdp: offerSdp, options });
+    const peer = new PlanePeer(this, id, res.pcId!);
+    this.peers.set(id, peer);
+    return { transport: peer, sdp: res.sdp! };
+  }
+
+  request(m: Extract<ToPlane, { req: number }>): Promise<{ sdp?: string; pcId?: string }> {
+    const w = this.start();
+    m.req = this.nextReq++;
+    return new Promise((resolve, reject) => {
+      this.requests.set(m.req, { resolve, reject });
+      w.postMessage(m);
+    });
+  }
+
+  /** Agent audio of a call for this turn's message (copied at once: the caller may reuse its buffer). */
+  audio(id: number, pcm: Int16Array): void {
+    if (this.audioFill + pcm.length > this.audioBuf.length) {
+      const bigger = new Int16Array(Math.max(this.audioBuf.length * 2, this.audioFill + pcm.length));
+      bigger.set(this.audioBuf.subarray(0, this.audioFill));
+      this.audioBuf = bigger;
+    }
+    this.audioBuf.set(pcm, this.audioFill);
+    this.audioFill += pcm.length;
+    this.audioIds.push(id);
+    this.audioLens.push(pcm.length);
+    this.schedule();
+  }
+
+  op(op: DownOp): void {
+    this.ops.push(op);
+    this.schedule();
+  }
+
+  forget(id: number): void {
+    this.peers.delete(id);
+  }
+
+  /** Throw an uncaught exception on the plane thread (tests: what its calls do then). Never Worker.terminate():
+   * that aborts the process while node-datachannel is loaded (plane-thread.ts). */
+  crash(): void {
+    this.worker?.postMessage({ t: 'crash' } satisfies ToPlane);
+  }
+
+  /** Stop the thread (process shutdown): its peers are destroyed, node-datachannel's runtime goes with it. */
+  async close(): Promise<void> {
+    this.ended ??= 'closed';
+    const w = this.worker;
+    if (!w) return;
+    this.flush();
+    const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+    w.postMessage({ t: 'stop' } satisfies ToPlane);
+    // never terminate() it (that aborts the process); a thread that does not end is left to the process's exit
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise<void>((resolve) => (timer = setTimeout(() => {
+      this.log.warn('webrtc media plane thread did not end within 5 s of its stop');
+      resolve();
+    }, 5000)))]);
+    clearTimeout(timer);
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    // one thread per process lifetime: node-datachannel cannot be loaded again by a second thread (plane-thread.ts)
+    if (this.ended) throw new Error(`The WebRTC media plane is not running (${this.ended})`);
+    const w = new Worker(THREAD_FILE, { workerData: { counts: this.counts, logLevel: this.logLevel } satisfies PlaneInit });
+    this.worker = w;
+    w.on('message', (m: FromPlane) => this.onMessage(m));
+    w.on('error', (err) => this.log.error({ err }, 'webrtc media plane thread failed'));
+    w.on('exit', (code) => this.died(w, code));
+    return w;
+  }
+
+  private onMessage(m: FromPlane): void {
+    if (m.t === 'up') {
+      if (m.audio) unpackAudio(m.audio, (id, pcm) => this.peers.get(id)?.deliver(pcm));
+      for (const op of m.ops) {
+        const p = this.peers.get(op[1]);
+        if (!p) continue;
+        if (op[0] === 'connected') p.connected();
+        else if (op[0] === 'failed') p.failed(op[2]);
+        else if (op[0] === 'lost') p.lost('the WebRTC media plane failed');
+        else p.gone();
+      }
+    } else if (m.t === 'res') {
+      const r = this.requests.get(m.req);
+      if (!r) return;
+      this.requests.delete(m.req);
+      if (m.ok) r.resolve(m);
+      else r.reject(m.offer ? new OfferError(m.message) : new Error(m.message));
+    }
+  }
+
+  /** The thread ended (closed, or it failed in a way it could not catch): its peers are gone, its requests fail. */
+  private died(w: Worker, code: number): void {
+    if (this.worker !== w) return;
+    this.worker = null;
+    this.ended ??= `its thread exited (${code})`;
+    this.ops = [];
+    this.audioIds = [];
+    this.audioLens = [];
+    this.audioFill = 0;
+    const peers = [...this.peers.values()];
+    this.peers.clear();
+    if (peers.length || this.requests.size) this.log.error({ code, calls: peers.length }, 'webrtc media plane thread exited: its calls end');
+    for (const r of this.requests.values()) r.reject(new Error('the WebRTC media plane thread exited'));
+    this.requests.clear();
+    for (const p of peers) p.lost('the WebRTC media plane thread exited');
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const w = this.worker;
+    if (!w || (!this.ops.length && !this.audioIds.length)) return;
+    const audio: PlaneAudio | null = this.audioIds.length ? { ids: this.audioIds, lens: this.audioLens, pcm: this.audioBuf.slice(0, this.audioFill) } : null;
+    const msg: ToPlane = { t: 'down', ops: this.ops, ...(audio ? { audio } : {}) };
+    this.ops = [];
+    this.audioIds = [];
+    this.audioLens = [];
+    this.audioFill = 0;
+    this.posted++;
+    w.postMessage(msg, audio ? [audio.pcm.buffer as ArrayBuffer] : []);
+  }
+}
+
+/** A peer on the plane thread, as the signaling endpoint and the call runner see it. */
+export class PlanePeer implements WebRtcPeer {
+  readonly kind = 'webrtc';
+  private phase: 'new' | 'connected' | 'closed' = 'new';
+  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
+  private early: Int16Array[] | null = [];
+  private readonly closeCbs: Array<() => void> = [];
+  private readonly connectedCbs: Array<() => void> = [];
+  private readonly failedCbs: Array<(why: string) => void> = [];
+  private wentAway = false;
+  private destroyed = false;
+  /** set when the plane thread died under this peer: the call ends as a pipeline error, not a hang-up */
+  lostWith: string | null = null;
+
+  constructor(private readonly plane: MediaPlane, private readonly id: number, readonly pcId: string) {}
+
+  async renegotiate(offerSdp: string): Promise<string> {
+    if (this.phase === 'closed') throw new OfferError('The peer connection is closed');
+    return (await this.plane.request({ t: 'renegotiate', req: 0, id: this.id, sdp: offerSdp })).sdp!;
+  }
+
+  async addRemoteCandidate(candidate: string, mid: string | null): Promise<void> {
+    if (!candidate.trim()) return;
+    await this.plane.request({ t: 'candidate', req: 0, id: this.id, candidate, mid });
+  }
+
+  onConnected(cb: () => void): void {
+    if (this.phase === 'connected') cb();
+    else this.connectedCbs.push(cb);
+  }
+
+  onFailed(cb: (why: string) => void): void {
+    this.failedCbs.push(cb);
+  }
+
+  sendAudio(pcm24k: Int16Array): void {
+    if (this.phase !== 'closed') this.plane.audio(this.id, pcm24k);
+  }
+
+  sendEvent(event: Record<string, unknown>): void {
+    if (this.phase !== 'closed') this.plane.op(['event', this.id, JSON.stringify(event)]);
+  }
+
+  onAudio(cb: (pcm16k: Int16Array) => void): void {
+    this.audioCb = cb;
+    for (const pcm of this.early ?? []) cb(pcm);
+    this.early = null;
+  }
+
+  onClose(cb: () => void): void {
+    if (this.wentAway) queueMicrotask(cb);
+    else this.closeCbs.push(cb);
+  }
+
+  close(kind: CloseKind, reason?: string): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    this.plane.op(['close', this.id, kind, reason]);
+    this.plane.forget(this.id);
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.phase = 'closed';
+    this.plane.op(['destroy', this.id]);
+    this.plane.forget(this.id);
+  }
+
+  // ── from the plane ──
+
+  deliver(pcm16k: Int16Array): void {
+    if (this.audioCb) this.audioCb(pcm16k);
+    else if (this.early && this.early.length < 500) this.early.push(pcm16k);
+  }
+
+  connected(): void {
+    if (this.phase !== 'new') return;
+    this.phase = 'connected';
+    for (const cb of this.connectedCbs.splice(0)) cb();
+  }
+
+  failed(why: string): void {
+    if (this.phase !== 'new') return;
+    for (const cb of this.failedCbs.splice(0)) cb(why);
+  }
+
+  /** The far end went away (the runner ends the call). */
+  gone(): void {
+    if (this.phase !== 'connected') return;
+    this.phase = 'closed';
+    this.wentAway = true;
+    this.plane.forget(this.id);
+    for (const cb of this.closeCbs.splice(0)) cb();
+  }
+
+  /** The plane failed under this peer (or its thread ended). */
+  lost(why: string): void {
+    this.lostWith = why;
+    if (this.phase === 'new') this.failed(this.lostWith);
+    else this.gone();
+  }
+}
