@@ -59,6 +59,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, gcWatch, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, type FakesLoad, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
+import type { PlaneStages } from '../media/webrtc/plane.ts';
 import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
 import type { TurnLatency } from '../media/pipeline/metrics.ts';
 
@@ -589,6 +590,30 @@ function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<
   return lines;
 }
 
+/** The media-plane thread's use over a window (WEBRTC_MEDIA_THREAD): its CPU and timed stages, b − a. */
+function planeDelta(a: PlaneStages | null, b: PlaneStages): PlaneStages {
+  const stages: PlaneStages['stages'] = {};
+  for (const [k, v] of Object.entries(b.stages)) stages[k] = { us: v.us - (a?.stages[k]?.us ?? 0), n: v.n - (a?.stages[k]?.n ?? 0) };
+  return { cpuUs: b.cpuUs - (a?.cpuUs ?? 0), stages };
+}
+
+/** Where the media-plane thread's CPU went, per WebRTC call (its timed stages; the rest is its event loop and the
+ * messages to and from the main thread). */
+function planeLines(p: PlaneStages | null, wallMs: number, perKind: Partial<Record<Kind, number>>): string[] {
+  if (!p) return [];
+  const calls = Math.max(1, perKind.webrtc ?? 0);
+  const share = (us: number) => `${((us / 1000 / wallMs) * 100 / calls).toFixed(3)} %`;
+  const lines = [`  WebRTC media-plane thread CPU ${share(p.cpuUs)} per WebRTC call (getrusage of the thread), inside timed stages:`];
+  let staged = 0;
+  for (const [stage, v] of Object.entries(p.stages).sort((x, y) => y[1].us - x[1].us)) {
+    if (v.n === 0) continue;
+    staged += v.us;
+    lines.push(`    ${stage}: ${share(v.us)} per WebRTC call (${(v.us / v.n).toFixed(1)} µs per run, ${v.n} runs)`);
+  }
+  lines.push(`    the rest (its event loop, node-datachannel's callbacks, the messages to and from the main thread): ${share(Math.max(0, p.cpuUs - staged))} per WebRTC call`);
+  return lines;
+}
+
 async function main(): Promise<void> {
   // per-stage CPU accounting in the media process (media/stage-cpu.ts); set before the media modules load, so the
   // VAD worker thread inherits it and names itself
@@ -750,15 +775,19 @@ async function main(): Promise<void> {
       const gcs = gcWatch();
       const stopAlloc = await startAllocationProfile();
       const ingress = ingressWatch(setRtpArrivalProbe);
+      const plane = combined.media.webrtc.plane;
+      const plane0 = await plane?.stages();
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      const plane1 = await plane?.stages();
+      const planeUse = plane1 ? planeDelta(plane0 ?? null, plane1) : null;
       loop.disable();
       const serverStalls = stalls.take();
       const webrtc = rs.find((_, i) => jobs[i]!.kind === 'webrtc');
-      const ingressLine = ingress.stop(webrtc?.ticksLate ?? []);
+      const ingressLine = plane ? (ingress.stop([]), 'caller packets on their way in: not measured with the WebRTC media-plane thread (the packets reach that thread, not the main one)') : ingress.stop(webrtc?.ticksLate ?? []);
       const serverGc = gcs.stop();
       await stopAlloc();
       const fakesLoad = await fakes?.load();
@@ -777,17 +806,18 @@ async function main(): Promise<void> {
       // the main thread alone, from the stage snapshot's own reading of it (the profiler's sampling lands on it too:
       // STAGES=0 for the clean figure)
       const mainPct = (stages.mainUs / 1000 / wall) * 100;
-      return { rs, wall, cpuPct, mainPct, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc, ingressLine };
+      return { rs, wall, cpuPct, mainPct, planeUse, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc, ingressLine };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
     // final is in "the way in", a late TTS first byte in the server's part)
-    const machineLine = (m: { cpuPct: number; mainPct: number; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined; serverGc: string }) => {
+    const machineLine = (m: { cpuPct: number; mainPct: number; planeUse: PlaneStages | null; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined; serverGc: string }) => {
       const clients = m.rs.reduce((a, r) => a + (r.cpuPct ?? 0), 0);
       const pctOf = (l: FakesLoad) => (l.cpuMs / m.wall) * 100;
       const l = m.fakesLoad;
       const fakes = l ? pctOf(l.stt) + pctOf(l.reply) : 0;
-      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % (its main thread ${f1(m.mainPct)} %) + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
+      const planePct = m.planeUse ? `, its WebRTC media-plane thread ${f1((m.planeUse.cpuUs / 1000 / m.wall) * 100)} %` : '';
+      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % (its main thread ${f1(m.mainPct)} %${planePct}) + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
         (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '') +
         `; server GC over the window: ${m.serverGc}`;
     };
@@ -817,7 +847,7 @@ async function main(): Promise<void> {
         if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${slowTurnsLine(r, m)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
         if (kind === 'webrtc') log(`  ${m.ingressLine}`);
         log(`  ${machineLine(m)}`);
-        if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
+        if (STAGES) for (const l of [...breakdown(m.stages, m.wall, m.perKind, m.profile), ...planeLines(m.planeUse, m.wall, m.perKind)]) log(l);
       }
     }
     // MIXED=N (issue 24 goal 3): N WebSocket + N WebRTC (+ CARRIER=M carrier stream) calls at the same time on the
@@ -838,7 +868,7 @@ async function main(): Promise<void> {
         if (j.kind === 'webrtc') log(`    ${m.ingressLine}`);
       }
       log(`  ${machineLine(m)}`);
-      if (STAGES) for (const l of breakdown(m.stages, m.wall, m.perKind, m.profile)) log(l);
+      if (STAGES) for (const l of [...breakdown(m.stages, m.wall, m.perKind, m.profile), ...planeLines(m.planeUse, m.wall, m.perKind)]) log(l);
     }
     for (const n of [...new Set(solo.map((x) => x.n))]) {
       const at = solo.filter((x) => x.n === n);

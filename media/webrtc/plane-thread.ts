@@ -4,11 +4,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { WebRtcTransport as WebRtcTransportType } from '../transports/webrtc.ts';
 import { createLogger } from '../../core/logger.ts';
+import { stageCpuSnapshot } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
 import { packAudio, unpackAudio, type FromPlane, type PlaneInit, type ToPlane, type UpOp } from './plane.ts';
 
 const init = workerData as PlaneInit;
-if (process.env.PLANE_BASE_PRIORITY === '1') (await import('../../core/priority.ts')).resetHelperPriority(); // EXPERIMENT
 // Opus: the WASM build here, as on every thread but the main one (core/audio/opus.ts). Not the native one although
 // no other thread of the process codes Opus then: @evan/opus's native addon crashes the process (SIGSEGV) when a
 // worker thread that loaded it ends, at the latest at process exit (measured: a worker that made 50 encoders and
@@ -105,6 +105,9 @@ port.on('message', (m: ToPlane) => {
     } catch (err) {
       fail(m.req, err);
     }
+  } else if (m.t === 'stages') {
+    const cpu = process.threadCpuUsage();
+    port.postMessage({ t: 'res', req: m.req, ok: true, stages: { cpuUs: cpu.user + cpu.system, stages: stageCpuSnapshot().stages } } satisfies FromPlane);
   } else if (m.t === 'stop') stop(300);
   else if (m.t === 'crash') throw new Error('media plane crash requested'); // tests: a thread that fails mid-call
 });

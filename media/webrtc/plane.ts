@@ -41,13 +41,19 @@ export type ToPlane =
   | { t: 'answer'; req: number; id: number; sdp: string; options: PeerOptions }
   | { t: 'renegotiate'; req: number; id: number; sdp: string }
   | { t: 'candidate'; req: number; id: number; candidate: string; mid: string | null }
+  | { t: 'stages'; req: number }
   | { t: 'stop' }
   | { t: 'crash' };
 export type FromPlane =
   | { t: 'ready' }
   | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
-  | { t: 'res'; req: number; ok: true; sdp?: string; pcId?: string }
+  | { t: 'res'; req: number; ok: true; sdp?: string; pcId?: string; stages?: PlaneStages }
   | { t: 'res'; req: number; ok: false; offer: boolean; message: string };
+/** The plane thread's own CPU time and its timed stages (media/stage-cpu.ts), cumulative. */
+export interface PlaneStages {
+  cpuUs: number;
+  stages: Record<string, { us: number; n: number }>;
+}
 export interface PlaneInit {
   counts: SharedArrayBuffer;
   logLevel: string;
@@ -85,7 +91,7 @@ export class MediaPlane {
   private worker: Worker | null = null;
   private readonly counts = shareWebRtcCounts();
   private readonly peers = new Map<number, PlanePeer>();
-  private readonly requests = new Map<number, { resolve(v: { sdp?: string; pcId?: string }): void; reject(e: Error): void }>();
+  private readonly requests = new Map<number, { resolve(v: { sdp?: string; pcId?: string; stages?: PlaneStages }): void; reject(e: Error): void }>();
   private nextId = 1;
   private nextReq = 1;
   // this turn's traffic to the plane
@@ -117,7 +123,13 @@ export class MediaPlane {
     return { transport: peer, sdp: res.sdp! };
   }
 
-  request(m: Extract<ToPlane, { req: number }>): Promise<{ sdp?: string; pcId?: string }> {
+  /** The plane thread's CPU time and stages so far (bench/webrtc subtracts two), or null before it started. */
+  async stages(): Promise<PlaneStages | null> {
+    if (!this.worker) return null;
+    return (await this.request({ t: 'stages', req: 0 })).stages ?? null;
+  }
+
+  request(m: Extract<ToPlane, { req: number }>): Promise<{ sdp?: string; pcId?: string; stages?: PlaneStages }> {
     const w = this.start();
     m.req = this.nextReq++;
     return new Promise((resolve, reject) => {
