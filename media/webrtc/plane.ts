@@ -184,6 +184,11 @@ export class MediaPlane {
     clearTimeout(timer);
   }
 
+  /** Start the thread now (the media process's start), so the first offer does not wait for it to load. */
+  warm(): void {
+    this.start();
+  }
+
   private start(): Worker {
     if (this.worker) return this.worker;
     // one thread per process lifetime: node-datachannel cannot be loaded again by a second thread (plane-thread.ts)

@@ -96,15 +96,16 @@ export function createWebRtcSignaling(
     codecDecode: config.WEBRTC_CODEC_DECODE,
   };
   // the peers on the media-plane thread (WEBRTC_MEDIA_THREAD), or on this event loop: then node-datachannel is loaded
-  // here, lazily (with the plane on, this thread must never load it)
+  // here, from the start (with the plane on, this thread must never load it: plane.ts)
   const plane = config.WEBRTC_MEDIA_THREAD ? new MediaPlane(logger, config.LOG_LEVEL) : null;
+  plane?.warm();
   let releaseRuntime: (() => void) | null = null;
-  const answer = async (sdp: string, o: WebRtcOptions): Promise<{ transport: WebRtcPeer; sdp: string }> => {
-    if (plane) return plane.answer(sdp, o);
-    releaseRuntime ??= (await import('./runtime.ts')).acquireWebRtcRuntime();
-    const { WebRtcTransport } = await import('../transports/webrtc.ts');
-    return WebRtcTransport.answer(sdp, o);
-  };
+  const local = plane ? null : Promise.all([import('./runtime.ts'), import('../transports/webrtc.ts')]).then(([runtime, t]) => {
+    releaseRuntime = runtime.acquireWebRtcRuntime();
+    return t.WebRtcTransport;
+  });
+  const answer = async (sdp: string, o: WebRtcOptions): Promise<{ transport: WebRtcPeer; sdp: string }> =>
+    plane ? plane.answer(sdp, o) : (await local!).answer(sdp, o);
   const peers = new Map<string, Entry>(); // by call id
   const byPc = new Map<string, Entry>();
   const starting = new Set<string>(); // call ids whose first offer is being answered
@@ -303,6 +304,7 @@ export function createWebRtcSignaling(
       }
       if (plane) await plane.close(); // DTLS close notifications leave before the thread ends
       else await new Promise((r) => setTimeout(r, 300)); // DTLS close notifications leave
+      await local;
       releaseRuntime?.();
     },
   };
