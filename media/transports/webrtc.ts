@@ -19,7 +19,7 @@ import { parseRtp } from '../webrtc/rtp.ts';
 import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
 import { rtpArrived, timed } from '../stage-cpu.ts';
 import type { CloseKind } from './types.ts';
-import { OfferError, type WebRtcOptions, type WebRtcPeer } from '../webrtc/peer-types.ts';
+import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from '../webrtc/peer-types.ts';
 
 /**
  * The Opus parameters of our side of the SDP. `maxplaybackrate` (RFC 7587 §6.1): the caller's audio is decoded
@@ -57,13 +57,8 @@ export class WebRtcTransport implements WebRtcPeer {
   private readonly line: PhoneLine | null;
   private rtpTs = randomBytes(4).readUInt32BE(0);
   private lastSendAt: number | null = null;
-  private early: Int16Array[] | null = [];
-  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
-  private readonly closeCbs: Array<() => void> = [];
-  private readonly connectedCbs: Array<() => void> = [];
-  private readonly failedCbs: Array<(why: string) => void> = [];
+  private readonly listeners = new PeerListeners();
   private disconnectTimer: NodeJS.Timeout | null = null;
-  private wentAway = false;
   private readonly log: Logger;
 
   private constructor(private readonly o: WebRtcOptions) {
@@ -126,13 +121,12 @@ export class WebRtcTransport implements WebRtcPeer {
   }
 
   onConnected(cb: () => void): void {
-    if (this.phase === 'connected') cb();
-    else this.connectedCbs.push(cb);
+    this.listeners.onConnected(cb);
   }
 
   /** The peer failed or closed before it ever connected. */
   onFailed(cb: (why: string) => void): void {
-    this.failedCbs.push(cb);
+    this.listeners.onFailed(cb);
   }
 
   // ── LiveTransport ──────────────────────────────────────────────────────────────────────────────────────
@@ -200,15 +194,11 @@ export class WebRtcTransport implements WebRtcPeer {
   }
 
   onAudio(cb: (pcm16k: Int16Array) => void): void {
-    this.audioCb = cb;
-    for (const pcm of this.early ?? []) cb(pcm);
-    this.early = null;
+    this.listeners.onAudio(cb);
   }
 
   onClose(cb: () => void): void {
-    // the peer may already have gone while the call was being set up
-    if (this.wentAway) queueMicrotask(cb);
-    else this.closeCbs.push(cb);
+    this.listeners.onClose(cb);
   }
 
   close(_kind: CloseKind, _reason?: string): void {
@@ -286,8 +276,7 @@ export class WebRtcTransport implements WebRtcPeer {
     if (pcm16.length === 0) return;
     const pcm = this.line ? this.line.process(pcm16) : pcm16;
     if (pcm.length === 0) return;
-    if (this.audioCb) this.audioCb(pcm);
-    else if (this.early && this.early.length < 500) this.early.push(pcm);
+    this.listeners.audio(pcm);
   }
 
   private adoptChannel(dc: DataChannel): void {
@@ -320,7 +309,7 @@ export class WebRtcTransport implements WebRtcPeer {
       this.disconnectTimer = null;
       if (this.phase === 'new') {
         this.phase = 'connected';
-        for (const cb of this.connectedCbs.splice(0)) cb();
+        this.listeners.connected();
       }
     } else if (state === 'disconnected') {
       if (this.phase !== 'connected' || this.disconnectTimer) return;
@@ -329,7 +318,7 @@ export class WebRtcTransport implements WebRtcPeer {
       this.disconnectTimer.unref();
     } else if (state === 'failed' || state === 'closed') {
       if (this.phase === 'new') {
-        for (const cb of this.failedCbs.splice(0)) cb(`peer connection ${state}`);
+        this.listeners.failed(`peer connection ${state}`);
         return;
       }
       this.gone(`peer connection ${state}`);
@@ -341,8 +330,7 @@ export class WebRtcTransport implements WebRtcPeer {
     if (this.phase !== 'connected') return;
     this.log.info({ why }, 'webrtc peer went away');
     this.phase = 'closed';
-    this.wentAway = true;
-    for (const cb of this.closeCbs.splice(0)) cb();
+    this.listeners.gone();
     setTimeout(() => this.destroy(), 50).unref();
   }
 

@@ -49,3 +49,55 @@ export interface WebRtcPeer extends LiveTransport {
   /** Why the peer went away other than by the far end (its media-plane thread died), or null. */
   readonly lostWith?: string | null;
 }
+
+/** The listeners a peer hands out, wherever it runs (WebRtcTransport, PlanePeer): caller audio held until the runner
+ * listens (at most 500 frames), connected / failed-before-connecting / gone listeners. */
+export class PeerListeners {
+  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
+  private early: Int16Array[] | null = [];
+  private readonly closeCbs: Array<() => void> = [];
+  private readonly connectedCbs: Array<() => void> = [];
+  private readonly failedCbs: Array<(why: string) => void> = [];
+  private isConnected = false;
+  private wentAway = false;
+
+  onAudio(cb: (pcm16k: Int16Array) => void): void {
+    this.audioCb = cb;
+    for (const pcm of this.early ?? []) cb(pcm);
+    this.early = null;
+  }
+
+  audio(pcm16k: Int16Array): void {
+    if (this.audioCb) this.audioCb(pcm16k);
+    else if (this.early && this.early.length < 500) this.early.push(pcm16k);
+  }
+
+  /** A listener for the far end going away; one added after it went (while the call was being set up) runs at once. */
+  onClose(cb: () => void): void {
+    if (this.wentAway) queueMicrotask(cb);
+    else this.closeCbs.push(cb);
+  }
+
+  onConnected(cb: () => void): void {
+    if (this.isConnected) cb();
+    else this.connectedCbs.push(cb);
+  }
+
+  onFailed(cb: (why: string) => void): void {
+    this.failedCbs.push(cb);
+  }
+
+  connected(): void {
+    this.isConnected = true;
+    for (const cb of this.connectedCbs.splice(0)) cb();
+  }
+
+  failed(why: string): void {
+    for (const cb of this.failedCbs.splice(0)) cb(why);
+  }
+
+  gone(): void {
+    this.wentAway = true;
+    for (const cb of this.closeCbs.splice(0)) cb();
+  }
+}

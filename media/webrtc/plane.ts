@@ -25,7 +25,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../core/logger.ts';
 import type { CloseKind } from '../transports/types.ts';
 import { shareWebRtcCounts } from './metrics.ts';
-import { OfferError, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
+import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
 
 /** PCM of many calls in one buffer: part i is `lens[i]` samples of call `ids[i]`. */
 export interface PlaneAudio {
@@ -263,12 +263,7 @@ export class MediaPlane {
 export class PlanePeer implements WebRtcPeer {
   readonly kind = 'webrtc';
   private phase: 'new' | 'connected' | 'closed' = 'new';
-  private audioCb: ((pcm16k: Int16Array) => void) | null = null;
-  private early: Int16Array[] | null = [];
-  private readonly closeCbs: Array<() => void> = [];
-  private readonly connectedCbs: Array<() => void> = [];
-  private readonly failedCbs: Array<(why: string) => void> = [];
-  private wentAway = false;
+  private readonly listeners = new PeerListeners();
   private destroyed = false;
   /** set when the plane thread died under this peer: the call ends as a pipeline error, not a hang-up */
   lostWith: string | null = null;
@@ -286,12 +281,11 @@ export class PlanePeer implements WebRtcPeer {
   }
 
   onConnected(cb: () => void): void {
-    if (this.phase === 'connected') cb();
-    else this.connectedCbs.push(cb);
+    this.listeners.onConnected(cb);
   }
 
   onFailed(cb: (why: string) => void): void {
-    this.failedCbs.push(cb);
+    this.listeners.onFailed(cb);
   }
 
   sendAudio(pcm24k: Int16Array): void {
@@ -303,14 +297,11 @@ export class PlanePeer implements WebRtcPeer {
   }
 
   onAudio(cb: (pcm16k: Int16Array) => void): void {
-    this.audioCb = cb;
-    for (const pcm of this.early ?? []) cb(pcm);
-    this.early = null;
+    this.listeners.onAudio(cb);
   }
 
   onClose(cb: () => void): void {
-    if (this.wentAway) queueMicrotask(cb);
-    else this.closeCbs.push(cb);
+    this.listeners.onClose(cb);
   }
 
   close(kind: CloseKind, reason?: string): void {
@@ -331,28 +322,26 @@ export class PlanePeer implements WebRtcPeer {
   // ── from the plane ──
 
   deliver(pcm16k: Int16Array): void {
-    if (this.audioCb) this.audioCb(pcm16k);
-    else if (this.early && this.early.length < 500) this.early.push(pcm16k);
+    this.listeners.audio(pcm16k);
   }
 
   connected(): void {
     if (this.phase !== 'new') return;
     this.phase = 'connected';
-    for (const cb of this.connectedCbs.splice(0)) cb();
+    this.listeners.connected();
   }
 
   failed(why: string): void {
     if (this.phase !== 'new') return;
-    for (const cb of this.failedCbs.splice(0)) cb(why);
+    this.listeners.failed(why);
   }
 
   /** The far end went away (the runner ends the call). */
   gone(): void {
     if (this.phase !== 'connected') return;
     this.phase = 'closed';
-    this.wentAway = true;
     this.plane.forget(this.id);
-    for (const cb of this.closeCbs.splice(0)) cb();
+    this.listeners.gone();
   }
 
   /** The plane failed under this peer (or its thread ended). */
