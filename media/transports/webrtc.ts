@@ -82,8 +82,8 @@ export class WebRtcTransport implements WebRtcPeer {
       },
     });
     this.jitter = new JitterBuffer(this.codec.sink, null);
-    this.pc.onStateChange((state) => this.onState(state));
-    this.pc.onDataChannel((dc) => this.adoptChannel(dc));
+    this.pc.onStateChange(this.guard((state: string) => this.onState(state)));
+    this.pc.onDataChannel(this.guard((dc: DataChannel) => this.adoptChannel(dc)));
   }
 
   /** Answer a browser offer: a new peer connection; resolves with the answer SDP (candidates included). */
@@ -229,8 +229,8 @@ export class WebRtcTransport implements WebRtcPeer {
     packetizer.addToChain(new RtcpReceivingSession());
     track.setMediaHandler(packetizer);
     const onRtp = (msg: Buffer) => this.onRtp(msg);
-    track.onMessage((msg) => timed('webrtc: rtp receive (parse, jitter buffer)', onRtp, msg));
-    track.onError((err) => this.log.debug({ err }, 'audio track error'));
+    track.onMessage(this.guard((msg: Buffer) => timed('webrtc: rtp receive (parse, jitter buffer)', onRtp, msg)));
+    track.onError(this.guard((err: string) => this.log.debug({ err }, 'audio track error')));
     this.track = track;
     this.rtpConfig = cfg;
     this.opusPt = pt;
@@ -250,12 +250,12 @@ export class WebRtcTransport implements WebRtcPeer {
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
       timer.unref();
-      this.pc.onGatheringStateChange((s) => {
+      this.pc.onGatheringStateChange(this.guard((s: string) => {
         if (s === 'complete') {
           clearTimeout(timer);
           resolve();
         }
-      });
+      }));
     });
   }
 
@@ -291,14 +291,17 @@ export class WebRtcTransport implements WebRtcPeer {
       }
     };
     if (dc.isOpen()) flush();
-    dc.onOpen(flush);
-    dc.onMessage((msg) => {
+    dc.onOpen(this.guard(flush));
+    dc.onMessage(this.guard((msg: string | Buffer | ArrayBuffer) => {
       if (typeof msg !== 'string') return;
+      let m: { type?: unknown };
       try {
-        const m = JSON.parse(msg) as { type?: unknown };
-        if (m.type === 'hangup') this.gone('peer hung up');
-      } catch { /* not JSON: ignored */ }
-    });
+        m = JSON.parse(msg) as { type?: unknown };
+      } catch {
+        return; // not JSON: ignored
+      }
+      if (m.type === 'hangup') this.gone('peer hung up');
+    }));
   }
 
   private onState(state: string): void {
@@ -325,7 +328,41 @@ export class WebRtcTransport implements WebRtcPeer {
     }
   }
 
-  /** The far end went away: the runner ends the call (user_hangup). */
+  /** Set when this peer failed on our side (an exception in one of its callbacks): the call ends as a pipeline error. */
+  lostWith: string | null = null;
+
+  /**
+   * A callback handed to node-datachannel. An exception escaping one is not an uncaught exception but a C++
+   * `Napi::Error` that aborts the whole process ("terminate called after throwing an instance of 'Napi::Error'",
+   * measured on the main thread and on a worker), ending every call of the node; caught here, it ends this call only.
+   */
+  private guard<A extends unknown[]>(fn: (...a: A) => void): (...a: A) => void {
+    return (...a: A) => {
+      try {
+        fn(...a);
+      } catch (err) {
+        try {
+          this.fault(err);
+        } catch (again) {
+          this.log.error({ err: again }, 'webrtc peer failed while ending its call');
+        }
+      }
+    };
+  }
+
+  private fault(err: unknown): void {
+    this.log.error({ err }, 'webrtc peer failed: its call ends');
+    if (this.lostWith) return;
+    this.lostWith = `webrtc peer failed: ${(err as Error)?.message ?? String(err)}`;
+    if (this.phase === 'new') {
+      this.listeners.failed(this.lostWith);
+      return;
+    }
+    this.gone(this.lostWith);
+    this.destroy();
+  }
+
+  /** The far end went away: the runner ends the call (user_hangup; pipeline_error when lostWith is set). */
   private gone(why: string): void {
     if (this.phase !== 'connected') return;
     this.log.info({ why }, 'webrtc peer went away');

@@ -64,7 +64,8 @@ async function answer(m: Extract<ToPlane, { t: 'answer' }>): Promise<void> {
     peers.set(m.id, transport);
     transport.onConnected(() => up(['connected', m.id]));
     transport.onFailed((why) => up(['failed', m.id, why]));
-    transport.onClose(() => up(['gone', m.id]));
+    // gone, or failed on our side (its call ends as a pipeline error)
+    transport.onClose(() => up(transport.lostWith ? ['lost', m.id, transport.lostWith] : ['gone', m.id]));
     transport.onAudio((pcm) => {
       upIds.push(m.id);
       upParts.push(pcm);
@@ -145,7 +146,7 @@ process.on('uncaughtException', (err) => {
     try {
       p.destroy();
     } catch { /* ended anyway */ }
-    up(['lost', id]);
+    up(['lost', id, 'the WebRTC media plane failed']);
   }
   peers.clear();
 });

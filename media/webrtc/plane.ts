@@ -34,7 +34,7 @@ export interface PlaneAudio {
   pcm: Int16Array;
 }
 export type DownOp = ['event', number, string] | ['close', number, CloseKind, string | undefined] | ['destroy', number];
-export type UpOp = ['connected', number] | ['failed', number, string] | ['gone', number] | ['lost', number];
+export type UpOp = ['connected', number] | ['failed', number, string] | ['gone', number] | ['lost', number, string];
 type PeerOptions = Omit<WebRtcOptions, 'logger' | 'codecThreads' | 'codecDecode'>;
 export type ToPlane =
   | { t: 'down'; audio?: PlaneAudio; ops: DownOp[] }
@@ -209,7 +209,7 @@ export class MediaPlane {
         if (!p) continue;
         if (op[0] === 'connected') p.connected();
         else if (op[0] === 'failed') p.failed(op[2]);
-        else if (op[0] === 'lost') p.lost('the WebRTC media plane failed');
+        else if (op[0] === 'lost') p.lost(op[2]);
         else p.gone();
       }
     } else if (m.t === 'res') {

@@ -1,6 +1,7 @@
 // WebRTC signaling and media with a non-browser peer (node-datachannel as the caller): answer SDP, greeting as
 // Opus RTP, caller audio reaching STT, rtf-* events on the data channel, trickle ICE via PATCH, 409 on a duplicate
-// offer, pc_id renegotiation, no_participant when the peer never connects, 404/401/422 rules, telephonySim.
+// offer, pc_id renegotiation, no_participant when the peer never connects, 404/401/422 rules, telephonySim, and an
+// exception inside a node-datachannel callback ending only its call.
 import test from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -8,6 +9,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentConfig, endedRow, getCallRow, insertPendingCall } from '../helpers/calls.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
 import { setRtpArrivalProbe } from '../../media/stage-cpu.ts';
+import { JitterBuffer } from '../../media/webrtc/jitter.ts';
 import { WebRtcCaller, until } from './peer.ts';
 
 const book = new ScenarioBook();
@@ -124,6 +126,35 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   ]);
   const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, 5000, 'recording');
   t.true((wav as Buffer).length > 44);
+});
+
+test.serial('an exception in a node-datachannel callback ends that call as pipeline_error, not the process', async (t) => {
+  // escaping into node-datachannel it would abort the process (a C++ Napi::Error); the transport catches it
+  const name = book.add({ llm: [] });
+  const callId = await pending({ name });
+  const { c } = await connect(callId);
+  await until(() => c.audioSeconds > 0.3, 15_000, 'greeting audio');
+  const push = JitterBuffer.prototype.push;
+  let thrown = 0;
+  JitterBuffer.prototype.push = function (this: JitterBuffer, ...a: Parameters<JitterBuffer['push']>) {
+    if (thrown++ === 0) throw new Error('injected fault in the receive path');
+    return push.apply(this, a);
+  };
+  try {
+    await c.send(200, true);
+    const ended = await endedRow(s.db, callId);
+    t.true(thrown > 0);
+    t.is(ended.status, 'error');
+    t.is(ended.ended_reason, 'pipeline_error');
+  } finally {
+    JitterBuffer.prototype.push = push;
+  }
+  // the node goes on: the next call works
+  const next = await pending({ name: book.add({ llm: [] }) });
+  const again = await connect(next);
+  await until(() => again.c.audioSeconds > 0.3, 15_000, 'greeting audio of the next call');
+  again.c.hangup();
+  t.is((await endedRow(s.db, next)).ended_reason, 'user_hangup');
 });
 
 test('trickle ICE: an offer without candidates connects through PATCHed candidates', async (t) => {
