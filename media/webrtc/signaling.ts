@@ -12,7 +12,9 @@
 // Backpressure: a first offer while the node is draining → 503 'Server is draining', while it is at capacity
 // (MEDIA_MAX_CALLS, live calls plus joins on every transport) → 503 'Media node at capacity'; either way nothing is
 // claimed (the row stays pending, a retry on another node works). An answered peer counts toward capacity from its
-// offer until its call runs or ends. Renegotiating a live peer (its pc_id) is never refused.
+// offer until its call runs or ends. Renegotiating a live peer (its pc_id) is never refused. The peers run on this
+// event loop (media/transports/webrtc.ts) or, with WEBRTC_MEDIA_THREAD, on the media-plane thread
+// (media/webrtc/plane.ts); a peer that fails on our side ends its call as pipeline_error.
 import type http from 'node:http';
 import { z } from 'zod';
 import type { HttpHandler } from '../../core/http-server.ts';
@@ -152,7 +154,8 @@ export function createWebRtcSignaling(
       .run(e.transport, { ...e.row, started_at: startedAt }, {
         claimed: true,
         onFinished: async () => forget(e),
-        // the media-plane thread died under it: not the caller's hang-up
+        // the peer failed on our side (an exception in one of its callbacks, or a fault on the media plane): not the
+        // caller's hang-up
         hangupReason: () => (e.transport.lostWith ? 'pipeline_error' : 'user_hangup'),
       })
       .finally(() => e.release()); // live now (or it could not start): no longer joining
