@@ -150,5 +150,3 @@ process.on('uncaughtException', (err) => {
   }
   peers.clear();
 });
-
-port.postMessage({ t: 'ready' } satisfies FromPlane);

@@ -45,7 +45,6 @@ export type ToPlane =
   | { t: 'stop' }
   | { t: 'crash' };
 export type FromPlane =
-  | { t: 'ready' }
   | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
   | { t: 'res'; req: number; ok: true; sdp?: string; pcId?: string; stages?: PlaneStages }
   | { t: 'res'; req: number; ok: false; offer: boolean; message: string };
@@ -101,8 +100,6 @@ export class MediaPlane {
   private audioBuf = new Int16Array(1 << 16);
   private audioFill = 0;
   private scheduled = false;
-  /** messages posted to the plane (the benchmark's batching figure) */
-  posted = 0;
   /** why the plane thread is gone for good (closed, or it exited), or null */
   private ended: string | null = null;
 
@@ -254,7 +251,6 @@ export class MediaPlane {
     this.audioIds = [];
     this.audioLens = [];
     this.audioFill = 0;
-    this.posted++;
     w.postMessage(msg, audio ? [audio.pcm.buffer as ArrayBuffer] : []);
   }
 }
