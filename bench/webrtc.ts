@@ -59,8 +59,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { f1, f2, gcWatch, pct, slowTurnsByStall, stallWatch, type Stall } from './_stats.ts';
 import { forkRole, LATE_MS, SpeakingCaller, speakingStats, speechFrame, wsCaller, type SpeakingStats } from './_callers.ts';
 import { benchStt, callerSentence, FIXED_TURN_MS, type FakesLoad, sentenceFromBase64, sentenceToBase64, startVendorFakes, STT_END_MS, vendorAgent, vendorConfig } from './_vendors.ts';
-import type { PlaneStages } from '../media/webrtc/plane.ts';
-import type { StageCpuSnapshot } from '../media/stage-cpu.ts';
+import type { StageCpuSnapshot, ThreadStageCpu } from '../media/stage-cpu.ts';
 import type { TurnLatency } from '../media/pipeline/metrics.ts';
 
 const ROLE = process.argv[2] ?? 'server';
@@ -590,16 +589,9 @@ function breakdown(d: StageCpuSnapshot, wallMs: number, perKind: Partial<Record<
   return lines;
 }
 
-/** The media-plane thread's use over a window (WEBRTC_MEDIA_THREAD): its CPU and timed stages, b − a. */
-function planeDelta(a: PlaneStages | null, b: PlaneStages): PlaneStages {
-  const stages: PlaneStages['stages'] = {};
-  for (const [k, v] of Object.entries(b.stages)) stages[k] = { us: v.us - (a?.stages[k]?.us ?? 0), n: v.n - (a?.stages[k]?.n ?? 0) };
-  return { cpuUs: b.cpuUs - (a?.cpuUs ?? 0), stages };
-}
-
 /** Where the media-plane thread's CPU went, per WebRTC call (its timed stages; the rest is its event loop and the
  * messages to and from the main thread). */
-function planeLines(p: PlaneStages | null, wallMs: number, perKind: Partial<Record<Kind, number>>): string[] {
+function planeLines(p: ThreadStageCpu | null, wallMs: number, perKind: Partial<Record<Kind, number>>): string[] {
   if (!p) return [];
   const calls = Math.max(1, perKind.webrtc ?? 0);
   const share = (us: number) => `${((us / 1000 / wallMs) * 100 / calls).toFixed(3)} %`;
@@ -618,7 +610,7 @@ async function main(): Promise<void> {
   // per-stage CPU accounting in the media process (media/stage-cpu.ts); set before the media modules load, so the
   // VAD worker thread inherits it and names itself
   if (process.env.STAGES !== '0') process.env.MEDIA_STAGE_CPU = '1';
-  const { enableStageCpu, stageCpuSnapshot, stageCpuDelta, setRtpArrivalProbe } = await import('../media/stage-cpu.ts');
+  const { enableStageCpu, stageCpuSnapshot, stageCpuDelta, threadStageCpuDelta, setRtpArrivalProbe } = await import('../media/stage-cpu.ts');
   if (process.env.STAGES !== '0') enableStageCpu();
   const { createDb, sql } = await import('../core/db/pool.ts');
   const { z } = await import('zod');
@@ -783,7 +775,7 @@ async function main(): Promise<void> {
       const wall = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       const plane1 = await plane?.stages();
-      const planeUse = plane1 ? planeDelta(plane0 ?? null, plane1) : null;
+      const planeUse = plane1 ? threadStageCpuDelta(plane0 ?? null, plane1) : null;
       loop.disable();
       const serverStalls = stalls.take();
       const webrtc = rs.find((_, i) => jobs[i]!.kind === 'webrtc');
@@ -811,7 +803,7 @@ async function main(): Promise<void> {
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
     // final is in "the way in", a late TTS first byte in the server's part)
-    const machineLine = (m: { cpuPct: number; mainPct: number; planeUse: PlaneStages | null; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined; serverGc: string }) => {
+    const machineLine = (m: { cpuPct: number; mainPct: number; planeUse: ThreadStageCpu | null; wall: number; rs: ClientResult[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined; serverGc: string }) => {
       const clients = m.rs.reduce((a, r) => a + (r.cpuPct ?? 0), 0);
       const pctOf = (l: FakesLoad) => (l.cpuMs / m.wall) * 100;
       const l = m.fakesLoad;

@@ -81,11 +81,29 @@ export interface StageCpuSnapshot {
 
 const TICK_US = 1e6 / 100; // /proc stat times are in clock ticks (USER_HZ = 100 on Linux)
 
-/** Cumulative figures so far; subtract two snapshots (`stageCpuDelta`) for a window. */
-export function stageCpuSnapshot(): StageCpuSnapshot {
+/** The calling thread's own figures so far: its timed stages and its CPU µs (a worker thread that times stages, the
+ * WebRTC media plane, reports these; subtract two with `threadStageCpuDelta`). */
+export interface ThreadStageCpu {
+  stages: StageCpuSnapshot['stages'];
+  cpuUs: number;
+}
+
+export function threadStageCpu(): ThreadStageCpu {
   const stages: StageCpuSnapshot['stages'] = {};
   for (const [k, v] of totals) stages[k] = { ...v };
-  const main = process.threadCpuUsage();
+  const cpu = process.threadCpuUsage();
+  return { stages, cpuUs: cpu.user + cpu.system };
+}
+
+export function threadStageCpuDelta(a: ThreadStageCpu | null, b: ThreadStageCpu): ThreadStageCpu {
+  const stages: StageCpuSnapshot['stages'] = {};
+  for (const [k, v] of Object.entries(b.stages)) stages[k] = { us: v.us - (a?.stages[k]?.us ?? 0), n: v.n - (a?.stages[k]?.n ?? 0) };
+  return { stages, cpuUs: b.cpuUs - (a?.cpuUs ?? 0) };
+}
+
+/** Cumulative figures so far; subtract two snapshots (`stageCpuDelta`) for a window. */
+export function stageCpuSnapshot(): StageCpuSnapshot {
+  const { stages, cpuUs } = threadStageCpu();
   const threads: Record<string, number> = {};
   let tasks: string[] = [];
   try {
@@ -100,12 +118,11 @@ export function stageCpuSnapshot(): StageCpuSnapshot {
       threads[name] = (threads[name] ?? 0) + (Number(f[11]) + Number(f[12])) * TICK_US;
     } catch { /* the thread ended */ }
   }
-  return { stages, mainUs: main.user + main.system, threads };
+  return { stages, mainUs: cpuUs, threads };
 }
 
 export function stageCpuDelta(a: StageCpuSnapshot, b: StageCpuSnapshot): StageCpuSnapshot {
-  const stages: StageCpuSnapshot['stages'] = {};
-  for (const [k, v] of Object.entries(b.stages)) stages[k] = { us: v.us - (a.stages[k]?.us ?? 0), n: v.n - (a.stages[k]?.n ?? 0) };
+  const { stages } = threadStageCpuDelta({ stages: a.stages, cpuUs: a.mainUs }, { stages: b.stages, cpuUs: b.mainUs });
   const threads: Record<string, number> = {};
   // a thread that ended in between is gone from b: its CPU in the window is unknown, the rest is exact
   for (const [k, v] of Object.entries(b.threads)) threads[k] = Math.max(0, v - (a.threads[k] ?? 0));

@@ -4,9 +4,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { WebRtcTransport as WebRtcTransportType } from '../transports/webrtc.ts';
 import { createLogger } from '../../core/logger.ts';
-import { stageCpuSnapshot } from '../stage-cpu.ts';
+import { threadStageCpu } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
-import { packAudio, unpackAudio, type FromPlane, type PlaneInit, type ToPlane, type UpOp } from './plane.ts';
+import { TurnBatch, unpackAudio, type FromPlane, type PlaneInit, type PlaneReply, type ToPlane, type UpOp } from './plane.ts';
 
 const init = workerData as PlaneInit;
 // Opus: the WASM build here, as on every thread but the main one (core/audio/opus.ts). Not the native one although
@@ -24,33 +24,10 @@ const peers = new Map<number, WebRtcTransportType>();
 let stopping = false;
 
 // caller audio and peer events of this turn, posted together once the turn's callbacks have run
-let ups: UpOp[] = [];
-let upIds: number[] = [];
-let upParts: Int16Array[] = [];
-let scheduled = false;
+const upBatch = new TurnBatch<UpOp>((ops, audio, transfer) => port.postMessage({ t: 'up', ops, ...(audio ? { audio } : {}) } satisfies FromPlane, transfer));
+const up = (op: UpOp): void => upBatch.op(op);
 
-function schedule(): void {
-  if (scheduled) return;
-  scheduled = true;
-  setImmediate(flush);
-}
-
-function flush(): void {
-  scheduled = false;
-  const audio = packAudio(upIds, upParts);
-  const msg: FromPlane = { t: 'up', ops: ups, ...(audio ? { audio } : {}) };
-  ups = [];
-  upIds = [];
-  upParts = [];
-  port.postMessage(msg, audio ? [audio.pcm.buffer as ArrayBuffer] : []);
-}
-
-function up(op: UpOp): void {
-  ups.push(op);
-  schedule();
-}
-
-function reply(req: number, value: { sdp?: string; pcId?: string }): void {
+function reply(req: number, value: PlaneReply): void {
   port.postMessage({ t: 'res', req, ok: true, ...value } satisfies FromPlane);
 }
 
@@ -66,11 +43,7 @@ async function answer(m: Extract<ToPlane, { t: 'answer' }>): Promise<void> {
     transport.onFailed((why) => up(['failed', m.id, why]));
     // gone, or failed on our side (its call ends as a pipeline error)
     transport.onClose(() => up(transport.lostWith ? ['lost', m.id, transport.lostWith] : ['gone', m.id]));
-    transport.onAudio((pcm) => {
-      upIds.push(m.id);
-      upParts.push(pcm);
-      schedule();
-    });
+    transport.onAudio((pcm) => upBatch.audio(m.id, pcm));
     reply(m.req, { sdp, pcId: transport.pcId });
   } catch (err) {
     fail(m.req, err);
@@ -106,10 +79,8 @@ port.on('message', (m: ToPlane) => {
     } catch (err) {
       fail(m.req, err);
     }
-  } else if (m.t === 'stages') {
-    const cpu = process.threadCpuUsage();
-    port.postMessage({ t: 'res', req: m.req, ok: true, stages: { cpuUs: cpu.user + cpu.system, stages: stageCpuSnapshot().stages } } satisfies FromPlane);
-  } else if (m.t === 'stop') stop(300);
+  } else if (m.t === 'stages') reply(m.req, { stages: threadStageCpu() });
+  else if (m.t === 'stop') stop(300);
   else if (m.t === 'crash') throw new Error('media plane crash requested'); // tests: a thread that fails mid-call
 });
 

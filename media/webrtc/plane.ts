@@ -24,6 +24,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../core/logger.ts';
 import type { CloseKind } from '../transports/types.ts';
+import type { ThreadStageCpu } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
 import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
 
@@ -46,32 +47,74 @@ export type ToPlane =
   | { t: 'crash' };
 export type FromPlane =
   | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
-  | { t: 'res'; req: number; ok: true; sdp?: string; pcId?: string; stages?: PlaneStages }
+  | ({ t: 'res'; req: number; ok: true } & PlaneReply)
   | { t: 'res'; req: number; ok: false; offer: boolean; message: string };
-/** The plane thread's own CPU time and its timed stages (media/stage-cpu.ts), cumulative. */
-export interface PlaneStages {
-  cpuUs: number;
-  stages: Record<string, { us: number; n: number }>;
+/** What a request's reply carries: an answer's SDP and pc_id, a renegotiation's SDP, the stages. */
+export interface PlaneReply {
+  sdp?: string;
+  pcId?: string;
+  stages?: ThreadStageCpu;
 }
 export interface PlaneInit {
   counts: SharedArrayBuffer;
   logLevel: string;
 }
 
-/** Many calls' PCM packed into one buffer (transferred with the message). */
-export function packAudio(ids: number[], parts: Int16Array[]): PlaneAudio | null {
-  if (!ids.length) return null;
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const pcm = new Int16Array(n);
-  const lens: number[] = [];
-  n = 0;
-  for (const p of parts) {
-    pcm.set(p, n);
-    n += p.length;
-    lens.push(p.length);
+/**
+ * The traffic of one event-loop turn in one direction, posted as one message when the turn's work is done: ops in
+ * order, and every call's PCM copied at once into one buffer (the sender may reuse its own) that travels transferred.
+ */
+export class TurnBatch<Op> {
+  private ops: Op[] = [];
+  private ids: number[] = [];
+  private lens: number[] = [];
+  private buf = new Int16Array(1 << 16);
+  private fill = 0;
+  private scheduled = false;
+
+  constructor(private readonly post: (ops: Op[], audio: PlaneAudio | null, transfer: ArrayBuffer[]) => void) {}
+
+  audio(id: number, pcm: Int16Array): void {
+    if (this.fill + pcm.length > this.buf.length) {
+      const bigger = new Int16Array(Math.max(this.buf.length * 2, this.fill + pcm.length));
+      bigger.set(this.buf.subarray(0, this.fill));
+      this.buf = bigger;
+    }
+    this.buf.set(pcm, this.fill);
+    this.fill += pcm.length;
+    this.ids.push(id);
+    this.lens.push(pcm.length);
+    this.later();
   }
-  return { ids, lens, pcm };
+
+  op(op: Op): void {
+    this.ops.push(op);
+    this.later();
+  }
+
+  /** Drop what is queued (the other side is gone). */
+  clear(): void {
+    this.ops = [];
+    this.ids = [];
+    this.lens = [];
+    this.fill = 0;
+  }
+
+  /** Post what is queued now (also run at the end of the turn). */
+  flush(): void {
+    this.scheduled = false;
+    if (!this.ops.length && !this.ids.length) return;
+    const audio: PlaneAudio | null = this.ids.length ? { ids: this.ids, lens: this.lens, pcm: this.buf.slice(0, this.fill) } : null;
+    const ops = this.ops;
+    this.clear();
+    this.post(ops, audio, audio ? [audio.pcm.buffer as ArrayBuffer] : []);
+  }
+
+  private later(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
 }
 
 /** Each packed part in order, as a view into the one buffer. */
@@ -90,16 +133,12 @@ export class MediaPlane {
   private worker: Worker | null = null;
   private readonly counts = shareWebRtcCounts();
   private readonly peers = new Map<number, PlanePeer>();
-  private readonly requests = new Map<number, { resolve(v: { sdp?: string; pcId?: string; stages?: PlaneStages }): void; reject(e: Error): void }>();
+  private readonly requests = new Map<number, { resolve(v: PlaneReply): void; reject(e: Error): void }>();
   private nextId = 1;
   private nextReq = 1;
-  // this turn's traffic to the plane
-  private ops: DownOp[] = [];
-  private audioIds: number[] = [];
-  private audioLens: number[] = [];
-  private audioBuf = new Int16Array(1 << 16);
-  private audioFill = 0;
-  private scheduled = false;
+  // this turn's traffic to the plane (dropped when there is no thread to take it)
+  private readonly down = new TurnBatch<DownOp>((ops, audio, transfer) =>
+    this.worker?.postMessage({ t: 'down', ops, ...(audio ? { audio } : {}) } satisfies ToPlane, transfer));
   /** why the plane thread is gone for good (closed, or it exited), or null */
   private ended: string | null = null;
 
@@ -121,12 +160,12 @@ export class MediaPlane {
   }
 
   /** The plane thread's CPU time and stages so far (bench/webrtc subtracts two), or null before it started. */
-  async stages(): Promise<PlaneStages | null> {
+  async stages(): Promise<ThreadStageCpu | null> {
     if (!this.worker) return null;
     return (await this.request({ t: 'stages', req: 0 })).stages ?? null;
   }
 
-  request(m: Extract<ToPlane, { req: number }>): Promise<{ sdp?: string; pcId?: string; stages?: PlaneStages }> {
+  request(m: Extract<ToPlane, { req: number }>): Promise<PlaneReply> {
     const w = this.start();
     m.req = this.nextReq++;
     return new Promise((resolve, reject) => {
@@ -135,23 +174,13 @@ export class MediaPlane {
     });
   }
 
-  /** Agent audio of a call for this turn's message (copied at once: the caller may reuse its buffer). */
+  /** Agent audio of a call for this turn's message. */
   audio(id: number, pcm: Int16Array): void {
-    if (this.audioFill + pcm.length > this.audioBuf.length) {
-      const bigger = new Int16Array(Math.max(this.audioBuf.length * 2, this.audioFill + pcm.length));
-      bigger.set(this.audioBuf.subarray(0, this.audioFill));
-      this.audioBuf = bigger;
-    }
-    this.audioBuf.set(pcm, this.audioFill);
-    this.audioFill += pcm.length;
-    this.audioIds.push(id);
-    this.audioLens.push(pcm.length);
-    this.schedule();
+    this.down.audio(id, pcm);
   }
 
   op(op: DownOp): void {
-    this.ops.push(op);
-    this.schedule();
+    this.down.op(op);
   }
 
   forget(id: number): void {
@@ -169,7 +198,7 @@ export class MediaPlane {
     this.ended ??= 'closed';
     const w = this.worker;
     if (!w) return;
-    this.flush();
+    this.down.flush();
     const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
     w.postMessage({ t: 'stop' } satisfies ToPlane);
     // never terminate() it (that aborts the process); a thread that does not end is left to the process's exit
@@ -223,35 +252,13 @@ export class MediaPlane {
     if (this.worker !== w) return;
     this.worker = null;
     this.ended ??= `its thread exited (${code})`;
-    this.ops = [];
-    this.audioIds = [];
-    this.audioLens = [];
-    this.audioFill = 0;
+    this.down.clear();
     const peers = [...this.peers.values()];
     this.peers.clear();
     if (peers.length || this.requests.size) this.log.error({ code, calls: peers.length }, 'webrtc media plane thread exited: its calls end');
     for (const r of this.requests.values()) r.reject(new Error('the WebRTC media plane thread exited'));
     this.requests.clear();
     for (const p of peers) p.lost('the WebRTC media plane thread exited');
-  }
-
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    const w = this.worker;
-    if (!w || (!this.ops.length && !this.audioIds.length)) return;
-    const audio: PlaneAudio | null = this.audioIds.length ? { ids: this.audioIds, lens: this.audioLens, pcm: this.audioBuf.slice(0, this.audioFill) } : null;
-    const msg: ToPlane = { t: 'down', ops: this.ops, ...(audio ? { audio } : {}) };
-    this.ops = [];
-    this.audioIds = [];
-    this.audioLens = [];
-    this.audioFill = 0;
-    w.postMessage(msg, audio ? [audio.pcm.buffer as ArrayBuffer] : []);
   }
 }
 
@@ -261,7 +268,7 @@ export class PlanePeer implements WebRtcPeer {
   private phase: 'new' | 'connected' | 'closed' = 'new';
   private readonly listeners = new PeerListeners();
   private destroyed = false;
-  /** set when the plane thread died under this peer: the call ends as a pipeline error, not a hang-up */
+  /** set when the peer failed on the plane (or the plane's thread ended): the call ends as a pipeline error */
   lostWith: string | null = null;
 
   constructor(private readonly plane: MediaPlane, private readonly id: number, readonly pcId: string) {}
