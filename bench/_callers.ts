@@ -92,6 +92,9 @@ export interface SpeakingStats {
   frames: number;
   /** agent frames that arrived more than LATE_MS after their playout time */
   late: number;
+  /** per run of late frames (one utterance's frames late one after another): its first frame's playout time and
+   * arrival (wall times, as `turnAt`) and its index in the utterance */
+  lateAt: Array<[playout: number, arrival: number, k: number]>;
   /** sentences the callers spoke */
   spoken: number;
   /** sentences answered (reply audio arrived) */
@@ -100,7 +103,7 @@ export interface SpeakingStats {
   unanswered: number;
 }
 
-export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, tailAt: [], turnAt: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
+export const speakingStats = (): SpeakingStats => ({ jitter: [], tail: { burst: 0, gap: 0 }, tailAt: [], turnAt: [], lateAt: [], replyMs: [], frames: 0, late: 0, spoken: 0, turns: 0, unanswered: 0 });
 
 /** The k-th frame of `frameSamples` samples of `speech`, zero-padded at the end of the sentence. */
 export function speechFrame(speech: Int16Array, k: number, frameSamples: number): Int16Array {
@@ -134,6 +137,8 @@ export class SpeakingCaller {
   /** the agent utterance being received (the greeting, then each reply): arrival of its first frame, frames so far */
   private uttFirst = 0;
   private uttN = -1; // -1: the next agent frame starts a new utterance
+  /** the utterance's last frame was late */
+  private lateRun = false;
 
   constructor(
     private readonly s: SpeakingStats,
@@ -190,8 +195,13 @@ export class SpeakingCaller {
     if (this.uttN < 0) {
       this.uttFirst = now;
       this.uttN = 0;
+      this.lateRun = false;
     }
-    if (now > this.uttFirst + this.uttN * 20 + LATE_MS) s.late++;
+    const playout = this.uttFirst + this.uttN * 20;
+    const late = now > playout + LATE_MS;
+    if (late) s.late++;
+    if (late && !this.lateRun) s.lateAt.push([performance.timeOrigin + playout, performance.timeOrigin + now, this.uttN]);
+    this.lateRun = late;
     this.uttN++;
     if (now - this.prev > 100) this.inBurst = 0;
     if (this.inBurst >= 6) {

@@ -11,54 +11,34 @@ export function pct(xs: readonly number[], p: number): number {
 export const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 export const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
-/**
- * An event-loop stall: when it began (epoch ms), how long the loop was held (ms), and how much of that time the
- * main thread was on a CPU (ms, process.threadCpuUsage): near `ms` when the loop was busy with work, far below it when
- * the thread waited for a core (preempted by other threads or processes) or in a blocking call.
- */
-export type Stall = [at: number, ms: number, cpuMs: number];
+// stall watches live with the media process's other instrumentation (the WebRTC media-plane thread runs one too)
+export { stallWatch, type Stall } from '../media/stage-cpu.ts';
+import type { Stall } from '../media/stage-cpu.ts';
 
-/**
- * This process's event-loop stalls of at least `minMs`: a 5 ms timer that fired that much late, stamped on the epoch
- * clock so stalls of different processes line up with each other and with the callers' turns. `take()` hands over
- * the stalls so far and starts a new list.
- */
-export function stallWatch(minMs = 40): { take(): Stall[] } {
-  const stalls: Stall[] = [];
-  const threadMs = () => {
-    const u = process.threadCpuUsage();
-    return (u.user + u.system) / 1000;
-  };
-  let last = performance.now();
-  let lastCpu = threadMs();
-  const t = setInterval(() => {
-    const now = performance.now();
-    const cpu = threadMs();
-    if (now - last - 5 >= minMs) stalls.push([performance.timeOrigin + last + 5, now - last - 5, Math.max(0, cpu - lastCpu)]);
-    last = now;
-    lastCpu = cpu;
-  }, 5);
-  t.unref();
-  return { take: () => stalls.splice(0) };
-}
-
-/** How much of the stalled time the main thread spent on a CPU: busy (near 100 %) or waiting for a core (far below). */
+/** How the stalled threads spent the stalled time: on a CPU (busy), waiting on a run queue for one (preempted), or
+ * neither (blocked in the kernel: a lock, a page fault, I/O). */
 function onCpu(ss: readonly Stall[]): string {
   const wall = ss.reduce((a, [, ms]) => a + ms, 0);
-  // the 5 ms interval's own slice is in the thread's CPU time but not in the stall
+  if (wall <= 0) return '';
+  // the 5 ms interval's own slice is in the thread's times but not in the stall
   const cpu = ss.reduce((a, [, ms, c]) => a + Math.min(c, ms), 0);
-  return wall > 0 ? `, main thread on a CPU ${Math.round((cpu / wall) * 100)} % of that time` : '';
+  const wait = ss.reduce((a, [, ms, c, w]) => a + Math.min(w, Math.max(0, ms - Math.min(c, ms))), 0);
+  const share = (x: number) => Math.round((x / wall) * 100);
+  return Number.isNaN(wait)
+    ? `, the thread on a CPU ${share(cpu)} % of that time`
+    : `, the thread on a CPU ${share(cpu)} % of that time, waiting for one ${share(wait)} %, blocked ${Math.max(0, 100 - share(cpu) - share(wait))} %`;
 }
 
-/** Of the turns slower than `slowMs` ([end of speech, reply], epoch ms), how many overlap a stall of each process. */
-export function slowTurnsByStall(turns: Array<[number, number]>, slowMs: number, stalls: Record<string, readonly Stall[]>): string {
+/** Of the turns slower than `slowMs` ([end of speech, reply], epoch ms), how many overlap a stall of each process
+ * (`what` names the spans when they are not turns). */
+export function slowTurnsByStall(turns: Array<[number, number]>, slowMs: number, stalls: Record<string, readonly Stall[]>, what = 'turns'): string {
   const slow = turns.filter(([end, reply]) => reply - end >= slowMs);
   if (slow.length === 0) return 'none';
   const overlaps = ([end, reply]: [number, number], ss: readonly Stall[]) => ss.some(([at, ms]) => at < reply && at + ms > end);
   const hit = (ss: readonly Stall[]) => slow.filter((t) => overlaps(t, ss)).length;
   const none = slow.filter((t) => !Object.values(stalls).some((ss) => overlaps(t, ss))).length;
   const counts = Object.entries(stalls).map(([who, ss]) => `${who} ${hit(ss)} (${ss.length} stalls, longest ${Math.round(Math.max(0, ...ss.map(([, ms]) => ms)))} ms${onCpu(ss)})`);
-  return `${slow.length} turns, overlapping an event-loop stall of: ${counts.join(', ')}; none of these: ${none}`;
+  return `${slow.length} ${what}, overlapping an event-loop stall of: ${counts.join(', ')}; none of these: ${none}`;
 }
 
 /** This process's garbage collections from now on, summed by kind: `stop()` ends the watch and gives the line. */

@@ -42,8 +42,11 @@
 // stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU. Server-added latency is
 // also split by time (the window's first third, while calls still greet, against the rest), and the turns whose
 // server-added time reached 40 ms are matched against the event-loop stalls (≥ 40 ms) of every process of the run:
-// the server, the callers and the vendor fakes, each stall with the share of it its main thread spent on a CPU (busy
-// with work, or waiting for a core). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
+// the server, the callers and the vendor fakes (and the media-plane thread when WEBRTC_MEDIA_THREAD=1), each stall with
+// the shares of it its thread spent on a CPU (busy with work), waiting on a run queue for one (preempted: the kernel's
+// schedstat) and neither (blocked in the kernel). Late frames are matched the same way: each run of late frames (an
+// utterance's frames late one after another), from its first frame's send time (playout less the pacer's 100 ms
+// lead) to that frame's arrival; beside the pacer underruns of the run (/metrics: audio that ran out). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
 // ALLOC_OUT=file.heapprofile keeps the server's sampled allocations over the window (dead objects included).
 // WebRTC runs also report caller packets on their way in: at the server's main thread, against each call's quickest
 // packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
@@ -97,7 +100,7 @@ interface ClientResult {
   /** WebRTC: how late each capture tick of the callers ran against its 20 ms grid (ms): the callers' own sending */
   ticksLate?: number[];
   /** speaking callers: their turns (their jitter, late and frames are the replies', above) */
-  talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'spoken' | 'turns' | 'unanswered'>;
+  talk?: Pick<SpeakingStats, 'replyMs' | 'turnAt' | 'lateAt' | 'spoken' | 'turns' | 'unanswered'>;
 }
 /** V8's sampling profiler thread (the bench's breakdown; its CPU is left out of the server's) */
 const PROFILER_THREAD = 'v8:ProfEvntProc';
@@ -124,7 +127,7 @@ function splitJob<J extends Omit<ClientJob, 'seconds'>>(job: J, k: number): J[] 
 /** The parts of one job, as one result. */
 function mergeResults(parts: ClientResult[]): ClientResult {
   const [first, ...rest] = parts;
-  const r: ClientResult = { ...first!, jitter: [...first!.jitter], ...(first!.talk ? { talk: { ...first!.talk, replyMs: [...first!.talk.replyMs], turnAt: [...first!.talk.turnAt] } } : {}) };
+  const r: ClientResult = { ...first!, jitter: [...first!.jitter], ...(first!.talk ? { talk: { ...first!.talk, replyMs: [...first!.talk.replyMs], turnAt: [...first!.talk.turnAt], lateAt: [...first!.talk.lateAt] } } : {}) };
   for (const p of rest) {
     r.jitter.push(...p.jitter);
     r.late += p.late;
@@ -138,6 +141,7 @@ function mergeResults(parts: ClientResult[]): ClientResult {
     if (r.talk && p.talk) {
       r.talk.replyMs.push(...p.talk.replyMs);
       r.talk.turnAt.push(...p.talk.turnAt);
+      r.talk.lateAt.push(...p.talk.lateAt);
       r.talk.spoken += p.talk.spoken;
       r.talk.turns += p.talk.turns;
       r.talk.unanswered += p.talk.unanswered;
@@ -200,13 +204,33 @@ function ingressWatch(setProbe: (p: ((stream: object, ts: number) => void) | nul
 
 /** The turns whose server-added time reached 40 ms, against the event-loop stalls of every process of the run
  * (server, these callers' processes, the vendor fakes'): a late turn that overlaps a stall was held by it. */
-function slowTurnsLine(r: ClientResult, m: { serverStalls: Stall[]; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined }): string {
-  const turns = (r.talk?.turnAt ?? []).map(([, end, reply]): [number, number] => [end, reply]);
-  return `turns with server-added ≥ 40 ms against the event-loop stalls (≥ 40 ms): ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, {
+type StallSources = { serverStalls: Stall[]; planeStalls: Stall[] | null; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined };
+
+/** Every thread or process of the run whose event-loop stalls are watched. */
+function stallSources(r: ClientResult, m: StallSources): Record<string, readonly Stall[]> {
+  return {
     server: m.serverStalls,
+    ...(m.planeStalls ? { 'media plane': m.planeStalls } : {}),
     callers: r.stalls ?? [],
     ...(m.fakesLoad ? { 'STT fake': m.fakesLoad.stt.stalls, 'LLM + TTS fake': m.fakesLoad.reply.stalls } : {}),
-  })}`;
+  };
+}
+
+function slowTurnsLine(r: ClientResult, m: StallSources): string {
+  const turns = (r.talk?.turnAt ?? []).map(([, end, reply]): [number, number] => [end, reply]);
+  return `turns with server-added ≥ 40 ms against the event-loop stalls (≥ 40 ms): ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, stallSources(r, m))}`;
+}
+
+/** The runs of late frames (frames more than LATE_MS past their playout time, one after another in an utterance),
+ * against the same stalls: each run from its first frame's send time (its playout less the pacer's 100 ms lead) to
+ * that frame's arrival; where in the utterance runs start (frame 0–5: the pacer's lead itself came late). */
+function lateRunsLine(r: ClientResult, m: StallSources): string {
+  const runs = r.talk?.lateAt ?? [];
+  if (runs.length === 0) return 'late frames: none';
+  const behind = runs.map(([playout, arrival]) => arrival - playout).sort((a, b) => a - b);
+  const inLead = runs.filter(([, , k]) => k < 6).length;
+  return `late frames: ${runs.length} runs, their first frame ${f1(pct(behind, 50))} ms (p50) / ${f1(behind.at(-1)!)} ms (max) past playout, ${inLead} starting in the pacer's lead (frames 0–5); ` +
+    `against the event-loop stalls (≥ 40 ms): ${slowTurnsByStall(runs.map(([playout, arrival]): [number, number] => [playout - 100, arrival]), 0, stallSources(r, m), 'runs')}`;
 }
 
 /** Server-added per turn in the first third of the turns' span (every call's first turns, while the others still
@@ -224,8 +248,8 @@ function rampSplit(turnAt: Array<[string, number, number]>): string {
 
 /** Speaking callers' result: their replies' pacing and their turns. */
 function talkResult(st: SpeakingStats, connected: number, windowMs: number): ClientResult {
-  const { jitter, late, frames, spoken, turns, unanswered, replyMs, turnAt } = st;
-  return { jitter, late, frames, connected, windowMs, talk: { spoken, turns, unanswered, replyMs, turnAt } };
+  const { jitter, late, frames, spoken, turns, unanswered, replyMs, turnAt, lateAt } = st;
+  return { jitter, late, frames, connected, windowMs, talk: { spoken, turns, unanswered, replyMs, turnAt, lateAt } };
 }
 
 /** 20 ms frames at 16 kHz */
@@ -685,6 +709,9 @@ async function main(): Promise<void> {
         sent: read(/^voice_webrtc_rtp_packets_total\{direction="sent"\} (\d+)/m),
         concealed: read(/^voice_webrtc_frames_lost_total\{kind="concealed"\} (\d+)/m),
         late: read(/^voice_webrtc_frames_lost_total\{kind="late"\} (\d+)/m),
+        // the agent's audio ran out mid-utterance at the pacer (the TTS audio came slower than real time): a frame late
+        // at the client that no server stall explains
+        underruns: read(/^voice_pacer_underruns_total (\d+)/m),
       };
     };
     const sentence = 'This is a long agent monologue used to keep audio flowing for the whole benchmark window. ';
@@ -769,6 +796,7 @@ async function main(): Promise<void> {
       const ingress = ingressWatch(setRtpArrivalProbe);
       const plane = combined.media.webrtc.plane;
       const plane0 = await plane?.stages();
+      await plane?.stalls(); // starts the plane thread's stall watch, or clears it
       const t0 = performance.now();
       const rs = await Promise.all(jobs.map(async (job) => mergeResults(await Promise.all(splitJob(job, CLIENT_PROCS).map((part) =>
         forkRole<ClientResult>(import.meta.url, 'client', { ...part, seconds } satisfies ClientJob).result)))));
@@ -778,6 +806,7 @@ async function main(): Promise<void> {
       const planeUse = plane1 ? threadStageCpuDelta(plane0 ?? null, plane1) : null;
       loop.disable();
       const serverStalls = stalls.take();
+      const planeStalls = plane1 ? await plane!.stalls() : null;
       const webrtc = rs.find((_, i) => jobs[i]!.kind === 'webrtc');
       const ingressLine = plane ? (ingress.stop([]), 'caller packets on their way in: not measured with the WebRTC media-plane thread (the packets reach that thread, not the main one)') : ingress.stop(webrtc?.ticksLate ?? []);
       const serverGc = gcs.stop();
@@ -788,7 +817,7 @@ async function main(): Promise<void> {
       const codecMs = codecCpuMs() - kids0;
       const rtp1 = await rtpCounters();
       const serverSent = rtp1.sent - rtp0.sent;
-      const callerLoss = { concealed: rtp1.concealed - rtp0.concealed, late: rtp1.late - rtp0.late };
+      const callerLoss = { concealed: rtp1.concealed - rtp0.concealed, late: rtp1.late - rtp0.late, underruns: rtp1.underruns - rtp0.underruns };
       await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
       // the sampling profiler's own thread is the bench's, not the server's
       const profilerMs = (stages.threads[PROFILER_THREAD] ?? 0) / 1000;
@@ -798,7 +827,7 @@ async function main(): Promise<void> {
       // the main thread alone, from the stage snapshot's own reading of it (the profiler's sampling lands on it too:
       // STAGES=0 for the clean figure)
       const mainPct = (stages.mainUs / 1000 / wall) * 100;
-      return { rs, wall, cpuPct, mainPct, planeUse, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, serverGc, ingressLine };
+      return { rs, wall, cpuPct, mainPct, planeUse, codecPct: (codecMs / wall) * 100, serverSent, stages, perKind, profile, callerLoss, loopMs: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, fakesLoad, serverStalls, planeStalls, serverGc, ingressLine };
     };
     // every process of the run on these cores: the server, the callers, the vendor fakes (the bench's own main process is
     // the server's), and the fakes' own event-loop delay (each a service on its own machines in reality: a late STT
@@ -813,10 +842,11 @@ async function main(): Promise<void> {
         (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '') +
         `; server GC over the window: ${m.serverGc}`;
     };
-    const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number }) =>
+    const transportLine = (kind: Kind, n: number, r: ClientResult, serverSent: number, loss: { concealed: number; late: number; underruns: number }) =>
       `${KIND_NAMES[kind].padEnd(9)} ${String(n).padStart(3)} calls: ${r.connected} connected; ` +
       (r.talk ? `${r.frames} agent frames (greetings and replies); reply pacing jitter p50` : `agent frames ${f1(r.frames / Math.max(1, r.connected) / SECONDS)}/s per connected call (50 expected); inter-arrival jitter p50`) +
       ` ${f1(pct(r.jitter, 50))} ms, p99 ${f1(pct(r.jitter, 99))} ms; ${r.late} of ${r.frames} frames later than playout by > ${LATE_MS} ms` +
+      (r.talk ? ` (agent-audio pacer underruns in the run, every transport: ${loss.underruns})` : '') +
       (r.loopMs ? `; client event-loop delay p99 ${f1(r.loopMs.p99)} ms, max ${f1(r.loopMs.max)} ms` : '') +
       (r.cpuPct !== undefined ? `; client processes CPU ${f1(r.cpuPct)} % of a core` : '') +
       (kind === 'webrtc' ? `; server sent ${serverSent} RTP packets (${f1(serverSent / Math.max(1, r.connected) / SECONDS)}/s per connected call), client received ${r.frames}; caller frames concealed ${loss.concealed}, dropped late ${loss.late}` : '');
@@ -836,7 +866,7 @@ async function main(): Promise<void> {
         solo.push({ kind, n, cpuPerCall, jitter99: pct(r.jitter, 99), added99: pct(r.talk?.replyMs ?? [], 99) - FIXED_TURN_MS });
         log(`${transportLine(kind, n, r, m.serverSent, m.callerLoss)}; server CPU ${f1(m.cpuPct)} % of one core = ${f2(cpuPerCall)} % per connected call (codec workers ${f1(m.codecPct)} % of it); ` +
           `server event-loop delay p50 ${f1(m.loopMs.p50)} ms, p99 ${f1(m.loopMs.p99)} ms, max ${f1(m.loopMs.max)} ms`);
-        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${slowTurnsLine(r, m)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
+        if (r.talk) log(`  ${turnsLine(r.talk)}\n  ${slowTurnsLine(r, m)}\n  ${lateRunsLine(r, m)}\n  ${await serverTurns(job.callIds, r.talk.turnAt)}`);
         if (kind === 'webrtc') log(`  ${m.ingressLine}`);
         log(`  ${machineLine(m)}`);
         if (STAGES) for (const l of [...breakdown(m.stages, m.wall, m.perKind, m.profile), ...planeLines(m.planeUse, m.wall, m.perKind)]) log(l);
@@ -856,7 +886,7 @@ async function main(): Promise<void> {
         `(${f2(m.cpuPct / Math.max(1, live))} % per call, codec workers ${f1(m.codecPct)} %)`);
       for (const [i, j] of jobs.entries()) {
         log(`  ${transportLine(j.kind, j.callIds.length, m.rs[i]!, m.serverSent, m.callerLoss)}`);
-        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${slowTurnsLine(m.rs[i]!, m)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
+        if (m.rs[i]!.talk) log(`    ${turnsLine(m.rs[i]!.talk!)}\n    ${slowTurnsLine(m.rs[i]!, m)}\n    ${lateRunsLine(m.rs[i]!, m)}\n    ${await serverTurns(j.callIds, m.rs[i]!.talk!.turnAt)}`);
         if (j.kind === 'webrtc') log(`    ${m.ingressLine}`);
       }
       log(`  ${machineLine(m)}`);

@@ -15,7 +15,7 @@
 // send"). Time is exclusive: a stage nested in another (the Opus decode inside the RTP receive handler, the
 // transport's send inside the pacer's) is counted once, in the inner stage. Figures are in /metrics
 // (`voice_media_stage_seconds_total{stage}`) and from `stageCpuSnapshot()`.
-import { readdirSync, readFileSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { prom, registry } from '../core/metrics.ts';
 
@@ -143,3 +143,54 @@ new prom.Counter({
     }
   },
 });
+
+/**
+ * An event-loop stall: when it began (epoch ms), how long the loop was held (ms), how much of that time the thread
+ * was on a CPU (ms) and how much it waited on a run queue for one (ms, the kernel's schedstat; NaN where the kernel
+ * does not keep it). On a CPU near `ms`: the loop was busy with work. Waiting near the rest: preempted by other
+ * threads or processes. Neither: blocked in the kernel (a lock, a page fault, I/O).
+ */
+export type Stall = [at: number, ms: number, cpuMs: number, waitMs: number];
+
+/** This thread's time on a CPU and waiting on a run queue (ms) from /proc/thread-self/schedstat, or null. */
+function schedReader(): (() => [cpuMs: number, waitMs: number]) | null {
+  let fd: number;
+  try {
+    fd = openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(128);
+  return () => {
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const [run, wait] = buf.toString('latin1', 0, n).split(' ');
+    return [Number(run) / 1e6, Number(wait) / 1e6];
+  };
+}
+
+/**
+ * This thread's event-loop stalls of at least `minMs`: a 5 ms timer that fired that much late, stamped on the epoch
+ * clock so stalls of different processes line up with each other and with the callers' turns. `take()` hands over
+ * the stalls so far and starts a new list. Must be created on the thread it watches.
+ */
+export function stallWatch(minMs = 40): { take(): Stall[] } {
+  const stalls: Stall[] = [];
+  const sched = schedReader();
+  const times = (): [number, number] => {
+    if (sched) return sched();
+    const u = process.threadCpuUsage();
+    return [(u.user + u.system) / 1000, NaN];
+  };
+  let last = performance.now();
+  let [lastCpu, lastWait] = times();
+  const t = setInterval(() => {
+    const now = performance.now();
+    const [cpu, wait] = times();
+    if (now - last - 5 >= minMs) stalls.push([performance.timeOrigin + last + 5, now - last - 5, Math.max(0, cpu - lastCpu), Math.max(0, wait - lastWait)]);
+    last = now;
+    lastCpu = cpu;
+    lastWait = wait;
+  }, 5);
+  t.unref();
+  return { take: () => stalls.splice(0) };
+}

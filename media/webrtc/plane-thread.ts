@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { WebRtcTransport as WebRtcTransportType } from '../transports/webrtc.ts';
 import { createLogger } from '../../core/logger.ts';
-import { threadStageCpu } from '../stage-cpu.ts';
+import { stallWatch, threadStageCpu } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
 import { TurnBatch, unpackAudio, type FromPlane, type PlaneInit, type PlaneReply, type ToPlane, type UpOp } from './plane.ts';
 
@@ -22,6 +22,8 @@ const port = parentPort!;
 const peers = new Map<number, WebRtcTransportType>();
 /** the thread is ending (stop()): messages are ignored */
 let stopping = false;
+/** the thread's event-loop stall watch, started by the first 'stalls' request (bench/webrtc) */
+let watch: ReturnType<typeof stallWatch> | null = null;
 
 // caller audio and peer events of this turn, posted together once the turn's callbacks have run
 const upBatch = new TurnBatch<UpOp>((ops, audio, transfer) => port.postMessage({ t: 'up', ops, ...(audio ? { audio } : {}) } satisfies FromPlane, transfer));
@@ -80,6 +82,7 @@ port.on('message', (m: ToPlane) => {
       fail(m.req, err);
     }
   } else if (m.t === 'stages') reply(m.req, { stages: threadStageCpu() });
+  else if (m.t === 'stalls') reply(m.req, { stalls: (watch ??= stallWatch()).take() });
   else if (m.t === 'stop') stop(300);
   else if (m.t === 'crash') throw new Error('media plane crash requested'); // tests: a thread that fails mid-call
 });

@@ -24,7 +24,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../core/logger.ts';
 import type { CloseKind } from '../transports/types.ts';
-import type { ThreadStageCpu } from '../stage-cpu.ts';
+import type { Stall, ThreadStageCpu } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
 import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
 
@@ -43,17 +43,19 @@ export type ToPlane =
   | { t: 'renegotiate'; req: number; id: number; sdp: string }
   | { t: 'candidate'; req: number; id: number; candidate: string; mid: string | null }
   | { t: 'stages'; req: number }
+  | { t: 'stalls'; req: number }
   | { t: 'stop' }
   | { t: 'crash' };
 export type FromPlane =
   | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
   | ({ t: 'res'; req: number; ok: true } & PlaneReply)
   | { t: 'res'; req: number; ok: false; offer: boolean; message: string };
-/** What a request's reply carries: an answer's SDP and pc_id, a renegotiation's SDP, the stages. */
+/** What a request's reply carries: an answer's SDP and pc_id, a renegotiation's SDP, the stages, the stalls. */
 export interface PlaneReply {
   sdp?: string;
   pcId?: string;
   stages?: ThreadStageCpu;
+  stalls?: Stall[];
 }
 export interface PlaneInit {
   counts: SharedArrayBuffer;
@@ -163,6 +165,13 @@ export class MediaPlane {
   async stages(): Promise<ThreadStageCpu | null> {
     if (!this.worker) return null;
     return (await this.request({ t: 'stages', req: 0 })).stages ?? null;
+  }
+
+  /** The plane thread's event-loop stalls (≥ 40 ms) since the last call (bench/webrtc): the first call starts the
+   * thread's watch (a 5 ms timer, so off unless asked) and returns none. */
+  async stalls(): Promise<Stall[]> {
+    if (!this.worker) return [];
+    return (await this.request({ t: 'stalls', req: 0 })).stalls ?? [];
   }
 
   request(m: Extract<ToPlane, { req: number }>): Promise<PlaneReply> {
