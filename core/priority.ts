@@ -14,7 +14,6 @@
 // on, one fault test (PostgreSQL killed during 10 local-engine calls) lost post-call under CPU contention. The cause
 // was not the priority: the Temporal worker, started later on the slower cores, booted during the outage and exited
 // on ECONNREFUSED (core/boot.ts now waits for the database).
-import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 const BASE_ENV = 'VAS_BASE_NICE';
@@ -50,44 +49,6 @@ export function resetHelperPriority(): void {
   } catch {
     /* keep what we have */
   }
-}
-
-/** node-datachannel's own threads (libdatachannel's worker pool and poller, usrsctp's, libjuice's poller), by the
- * names they give themselves. The addon starts them from whichever thread makes the first peer connection (and
- * libjuice's poller again after the last ICE agent went): from the raised pacing thread (or the raised media-plane
- * thread) they inherit its priority and then compete with it on equal terms — measured: at 150 WebRTC calls the
- * pacing thread's stalls spent ~40 % of their time waiting for a core. */
-export const WEBRTC_NATIVE_THREADS: readonly string[] = ['RTC worker', 'RTC poll', 'SCTP iterator', 'SCTP timer', 'juice poll'];
-
-/**
- * Threads of this process named in `names` that run above the process's original priority: back to it, like every
- * other helper thread (only the pacing thread runs ahead). Linux (/proc/self/task); elsewhere, or when the process
- * was not raised, nothing. Every call looks at every thread (a thread may be named just after it starts): ~20
- * small reads. Returns how many threads it put back.
- */
-export function resetNamedThreadsPriority(names: readonly string[]): number {
-  const base = Number(process.env[BASE_ENV]);
-  if (!Number.isInteger(base)) return 0;
-  let tids: string[];
-  try {
-    tids = readdirSync('/proc/self/task');
-  } catch {
-    return 0;
-  }
-  let n = 0;
-  for (const t of tids) {
-    const tid = Number(t);
-    try {
-      if (!names.includes(readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim())) continue;
-      if (os.getPriority(tid) < base) {
-        os.setPriority(tid, base); // lowering a thread's priority is always allowed
-        n++;
-      }
-    } catch {
-      /* it ended meanwhile */
-    }
-  }
-  return n;
 }
 
 /** A child process this (possibly raised) process just spawned: back to the process's original priority. */

@@ -9,7 +9,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import nodeDataChannel, { type DataChannel, type Direction, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
 import type { Logger } from '../../core/logger.ts';
-import { resetNamedThreadsPriority, WEBRTC_NATIVE_THREADS } from '../../core/priority.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
 import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
 import { JitterBuffer } from '../webrtc/jitter.ts';
@@ -30,9 +29,6 @@ import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from '
  */
 const OPUS_FMTP = `minptime=10;useinbandfec=1;maxplaybackrate=${CALLER_RATE}`;
 
-/** node-datachannel's threads, started from the raised pacing (or media-plane) thread, back to the process's
- * original priority (core/priority.ts). WEBRTC_NATIVE_RAISED=1 leaves them raised (bench A/B). */
-const lowerNativeThreads = process.env.WEBRTC_NATIVE_RAISED === '1' ? () => 0 : () => resetNamedThreadsPriority(WEBRTC_NATIVE_THREADS);
 const { Audio, PeerConnection: Pc, RtcpNackResponder, RtcpReceivingSession, RtcpSrReporter, RtpPacketizationConfig: RtpConfig, RtpPacketizer } = nodeDataChannel;
 
 export { OfferError, type WebRtcNetOptions, type WebRtcOptions } from '../webrtc/peer-types.ts';
@@ -88,7 +84,6 @@ export class WebRtcTransport implements WebRtcPeer {
     this.jitter = new JitterBuffer(this.codec.sink, null);
     this.pc.onStateChange(this.guard((state: string) => this.onState(state)));
     this.pc.onDataChannel(this.guard((dc: DataChannel) => this.adoptChannel(dc)));
-    lowerNativeThreads();
   }
 
   /** Answer a browser offer: a new peer connection; resolves with the answer SDP (candidates included). */
@@ -313,7 +308,6 @@ export class WebRtcTransport implements WebRtcPeer {
     if (this.phase === 'closed') return;
     this.log.debug({ state }, 'peer connection state');
     if (state === 'connected') {
-      lowerNativeThreads(); // the ICE poller and SCTP's threads start with the connection
       if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
       this.disconnectTimer = null;
       if (this.phase === 'new') {
