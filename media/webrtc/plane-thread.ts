@@ -85,6 +85,10 @@ port.on('message', (m: ToPlane) => {
   else if (m.t === 'stalls') reply(m.req, { stalls: (watch ??= stallWatch()).take() });
   else if (m.t === 'stop') stop(300);
   else if (m.t === 'crash') throw new Error('media plane crash requested'); // tests: a thread that fails mid-call
+  else if (m.t === 'block') {
+    const until = performance.now() + m.ms; // tests: a stall of the thread's loop
+    while (performance.now() < until);
+  }
 });
 
 /**

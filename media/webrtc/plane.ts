@@ -45,7 +45,8 @@ export type ToPlane =
   | { t: 'stages'; req: number }
   | { t: 'stalls'; req: number }
   | { t: 'stop' }
-  | { t: 'crash' };
+  | { t: 'crash' }
+  | { t: 'block'; ms: number };
 export type FromPlane =
   | { t: 'up'; audio?: PlaneAudio; ops: UpOp[] }
   | ({ t: 'res'; req: number; ok: true } & PlaneReply)
@@ -200,6 +201,11 @@ export class MediaPlane {
    * that aborts the process while node-datachannel is loaded (plane-thread.ts). */
   crash(): void {
     this.worker?.postMessage({ t: 'crash' } satisfies ToPlane);
+  }
+
+  /** Hold the plane thread's event loop for `ms` (tests: a stall its watch must see). */
+  block(ms: number): void {
+    this.worker?.postMessage({ t: 'block', ms } satisfies ToPlane);
   }
 
   /** Stop the thread (process shutdown): its peers are destroyed, node-datachannel's runtime goes with it. */

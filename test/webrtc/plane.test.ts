@@ -52,6 +52,8 @@ async function rtpCounters(): Promise<{ sent: number; received: number }> {
 
 test.serial('a full call with the peer on the media-plane thread: greeting, caller audio to the STT, events, hang-up, recording, counters', async (t) => {
   t.truthy(s.combined.media.webrtc.plane, 'the plane is on');
+  const plane = s.combined.media.webrtc.plane!;
+  t.deepEqual(await plane.stalls(), [], "the first request starts the thread's stall watch");
   const name = book.add({ stt: { utterances: ['what are your opening hours'] }, llm: [{ text: 'We are open from nine to five.' }] });
   const callId = await pending({ name });
   const before = await rtpCounters();
@@ -76,6 +78,13 @@ test.serial('a full call with the peer on the media-plane thread: greeting, call
   const after = await rtpCounters();
   t.true(after.sent - before.sent >= 40, `agent packets counted (${after.sent - before.sent})`);
   t.true(after.received - before.received >= 60, `caller packets counted (${after.received - before.received})`);
+
+  // the thread's stall watch (bench/webrtc's): a loop held for 150 ms is one stall, on the epoch clock
+  const heldAt = Date.now();
+  plane.block(150);
+  const stalls = await until(async () => { const x = await plane.stalls(); return x.length ? x : null; }, 5000, 'the stall');
+  t.is(stalls.length, 1);
+  t.true(stalls[0]![1] >= 100 && Math.abs(stalls[0]![0] - heldAt) < 1000, `the 150 ms hold (${stalls[0]![1].toFixed(0)} ms)`);
 
   await c.hangup();
   const ended = await endedRow(s.db, callId);
