@@ -46,7 +46,8 @@
 // the shares of it its thread spent on a CPU (busy with work), waiting on a run queue for one (preempted: the kernel's
 // schedstat) and neither (blocked in the kernel). Late frames are matched the same way: each run of late frames (an
 // utterance's frames late one after another), from its first frame's send time (playout less the pacer's 100 ms
-// lead) to that frame's arrival; beside the pacer underruns of the run (/metrics: audio that ran out). PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
+// lead) to that frame's arrival; beside the pacer underruns of the run (/metrics: audio that ran out).
+// PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
 // ALLOC_OUT=file.heapprofile keeps the server's sampled allocations over the window (dead objects included).
 // WebRTC runs also report caller packets on their way in: at the server's main thread, against each call's quickest
 // packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
@@ -202,8 +203,6 @@ function ingressWatch(setProbe: (p: ((stream: object, ts: number) => void) | nul
   };
 }
 
-/** The turns whose server-added time reached 40 ms, against the event-loop stalls of every process of the run
- * (server, these callers' processes, the vendor fakes'): a late turn that overlaps a stall was held by it. */
 type StallSources = { serverStalls: Stall[]; planeStalls: Stall[] | null; fakesLoad?: { stt: FakesLoad; reply: FakesLoad } | undefined };
 
 /** Every thread or process of the run whose event-loop stalls are watched. */
@@ -216,6 +215,8 @@ function stallSources(r: ClientResult, m: StallSources): Record<string, readonly
   };
 }
 
+/** The turns whose server-added time reached 40 ms, against the event-loop stalls of every process of the run
+ * (server, these callers' processes, the vendor fakes'): a late turn that overlaps a stall was held by it. */
 function slowTurnsLine(r: ClientResult, m: StallSources): string {
   const turns = (r.talk?.turnAt ?? []).map(([, end, reply]): [number, number] => [end, reply]);
   return `turns with server-added ≥ 40 ms against the event-loop stalls (≥ 40 ms): ${slowTurnsByStall(turns, FIXED_TURN_MS + 40, stallSources(r, m))}`;
