@@ -10,15 +10,15 @@
 import test from 'ava';
 import { breakerState, temporalUiWorkflowUrl } from '../../api/routes/console.ts';
 import http from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { wavHeader } from '../../core/storage/wav.ts';
 import { resample } from '../../media/audio/index.ts';
 import { createLocalTts } from '../../media/services/tts/local.ts';
 import { carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env, type Org } from '../campaigns/helpers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
@@ -137,7 +137,7 @@ test.before(async () => {
   const pcm = new Int16Array(rate * 7 + question.length + rate * 7 + bye.length + rate * 20);
   pcm.set(question, rate * 7);
   pcm.set(bye, rate * 14 + question.length);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-console-'));
+  const dir = tempDir('vas-console-');
   const wavPath = path.join(dir, 'caller.wav');
   const data = Buffer.from(pcm.buffer);
   writeFileSync(wavPath, Buffer.concat([wavHeader({ sampleRate: rate, channels: 1, bitsPerSample: 16, dataBytes: data.length }), data]));

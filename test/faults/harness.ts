@@ -4,11 +4,8 @@
 // embeddings fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the
 // processes' logs.
 import type { ExecutionContext } from 'ava';
-import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
@@ -21,6 +18,7 @@ import { createLogger } from '../../core/logger.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
@@ -63,7 +61,7 @@ export async function setupOn(t: Teardown, { db, url }: { db: Db; url: string },
   t.teardown(() => receiver.close());
   const env = {
     DATABASE_URL: url, MEDIA_NODE_DEAD_AFTER_S: '4', SIGNING_SECRET: 'faults-test-signing-secret-0123', TEMPORAL_TASK_QUEUE: queue,
-    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'faults-')), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
+    OUTBOUND_ALLOW_HOSTS: '127.0.0.1', DATA_DIR: tempDir('faults-'), TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '',
     ...extraEnv,
   };
   return { db, org, key, receiver, env };

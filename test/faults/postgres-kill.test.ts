@@ -16,8 +16,7 @@
 //  (d) a document ingestion: the document ends `completed` (the issue would accept `failed` with a reason; the
 //      retried activity resumes instead), no duplicate chunks; a request while the database is down answers 503.
 import test from 'ava';
-import { mkdtempSync, readFileSync, readdirSync, existsSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pgLib from 'pg';
@@ -36,6 +35,7 @@ import { multipart } from '../knowledge-base/helpers.ts';
 import {
   byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setupOn, slowEmbeddings, startProcess as startFaultProcess, waitUntil, websocketCall, type Started,
 } from './harness.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const TEMPLATE = 'pgkill_template';
 /** How long the server stays down between the kill and the restart. */
@@ -46,7 +46,7 @@ interface Cluster { dir: string; port: number; pg: EmbeddedPg }
 let cluster: Cluster;
 
 test.before(async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'pgkill-'));
+  const dir = tempDir('pgkill-');
   const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), persistent: false });
   const admin = new pgLib.Client({ connectionString: pg.url() });
   await admin.connect();

@@ -3,8 +3,6 @@
 // SIGKILL in the middle of work and starts it again on the same db file and port (a production Temporal keeps its
 // state across a crash). The rest of the suite's Temporal is never touched.
 import test, { type ExecutionContext } from 'ava';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type WebSocket from 'ws';
 import { z } from 'zod';
@@ -20,6 +18,7 @@ import { multipart } from '../knowledge-base/helpers.ts';
 import {
   alive, apiClient, byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
 } from './harness.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const servers: TemporalDev[] = [];
 test.after.always(async () => {
@@ -50,7 +49,7 @@ async function killTemporal(server: TemporalDev, dbFile: string, down: () => Pro
 
 /** The fault harness's setup() with a Temporal dev server of the test's own (its db file in the test's DATA_DIR). */
 async function setup(t: ExecutionContext, name: string, extra: Record<string, string> = {}) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `temporal-kill-${name}-`));
+  const dir = tempDir(`temporal-kill-${name}-`);
   const dbFile = path.join(dir, 'temporal.db');
   const temporal = await temporalServer(dbFile);
   const s = await faultSetup(t, `temporal-kill-${name}`, { DATA_DIR: dir, TEMPORAL_ADDRESS: temporal.address, ...extra });

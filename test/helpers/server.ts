@@ -9,9 +9,8 @@ import { createStorage, type Storage } from '../../core/storage/index.ts';
 import type { MediaDeps } from '../../media/deps.ts';
 import { createTestDb } from './db.ts';
 import { freePort } from '../../scripts/infra.ts';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
+import { tempDir } from './tmp.ts';
 
 export interface TestServer {
   baseUrl: string;
@@ -31,7 +30,7 @@ export interface TestServer {
 
 export async function startTestServer(opts: { env?: Record<string, string>; temporal?: boolean; media?: Partial<MediaDeps>; logger?: Logger } = {}): Promise<TestServer> {
   const { db, url } = await createTestDb();
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'vas-data-'));
+  const dataDir = tempDir('vas-data-');
   const baseEnv = {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     DATABASE_URL: url,
@@ -85,6 +84,8 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
       await combined.close();
       await temporal?.close();
       await db.end();
+      // the server's files (recordings, spools, uploads): every test server has its own directory, gone with it
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
   return server;

@@ -2,14 +2,14 @@
 // with the chunk counts their structure gives, broken files reach `failed` with a readable error, every 400
 // string of the spec, the 5 MB limit, the 500 on a storage failure, soft delete and cross-organization isolation.
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { checkDocumentReferences, searchKnowledge } from '../../core/retrieval.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { buildDocx, buildPdf, startWorker, upload, waitProcessed, type RunningWorker } from './helpers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const QUEUE = 'kb-files-test';
 let s: TestServer;
@@ -185,7 +185,7 @@ test('every POST /files 400 string; bad input changes nothing', async (t) => {
 });
 
 test('500 when storage cannot take the file', async (t) => {
-  const blocker = path.join(mkdtempSync(path.join(os.tmpdir(), 'vas-kb-')), 'not-a-dir');
+  const blocker = path.join(tempDir('vas-kb-'), 'not-a-dir');
   writeFileSync(blocker, 'x');
   const broken = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: `${QUEUE}-unused`, STORAGE_DIR: blocker } });
   try {

@@ -1,9 +1,6 @@
 // summarizeCall against fake servers of each LLM vendor's non-streaming API (Anthropic Messages, Gemini
 // generateContent, an OpenAI-compatible local server), run directly through the activities factory.
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createPostCallActivities } from '../../activities/post-call.ts';
 import { loadConfig } from '../../core/config.ts';
@@ -12,6 +9,7 @@ import { createOrganization } from '../../core/orgs.ts';
 import { createStorage } from '../../core/storage/index.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { agentConfig, insertEndedCall, listen } from './helpers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const REPLY = 'The caller rescheduled a cleaning. It moved to Tuesday at 3 PM. The caller said goodbye.';
 
@@ -32,7 +30,7 @@ test('anthropic, google and local (OpenAI-compatible) providers each get their o
   const { db } = await createTestDb();
   t.teardown(() => db.end());
   const config = loadConfig({
-    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'vas-sum-')),
+    DATA_DIR: tempDir('vas-sum-'),
     ANTHROPIC_BASE_URL: vendor.url, ANTHROPIC_API_KEY: 'ak-test',
     GOOGLE_BASE_URL: vendor.url, GOOGLE_API_KEY: 'gk-test',
     LOCAL_LLM_BASE_URL: `${vendor.url}/local/v1`, LOCAL_LLM_MODEL: 'llama3.2:1b',

@@ -2,8 +2,7 @@
 // PUT (/cdn-upload/<key>), the generated signing secret, and the S3 backend against a local fake S3 REST server.
 import test from 'ava';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, statSync, readdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { loadConfig } from '../../core/config.ts';
@@ -11,6 +10,7 @@ import { createStorage, isValidKey, StorageNotFoundError, validateKey, InvalidSt
 import { hmacHex, signingSecret } from '../../core/storage/signing.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { listen } from '../post-call/helpers.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 let s: TestServer;
 test.before(async () => {
@@ -64,7 +64,7 @@ test('local storage: put/get/stream/stat/exists/delete; bad keys throw before to
   t.throws(() => st.publicUrl('/abs'), { instanceOf: InvalidStorageKeyError });
   t.is(st.publicUrl('recordings/x.wav'), `${s.origin}/cdn/recordings/x.wav`);
   // putFile: a file on disk stored under a key (copied by the kernel, the source left in place)
-  const src = path.join(mkdtempSync(path.join(os.tmpdir(), 'vas-putfile-')), 'rec.wav');
+  const src = path.join(tempDir('vas-putfile-'), 'rec.wav');
   writeFileSync(src, Buffer.from('RIFF....WAVEdata'));
   t.deepEqual(await st.putFile('t/three.wav', src), { bytes: 16 });
   t.is((await st.get('t/three.wav')).toString(), 'RIFF....WAVEdata');
@@ -145,7 +145,7 @@ test('local presigned PUT: upload works without an API key; signature, expiry, t
 });
 
 test('without SIGNING_SECRET one secret is generated into DATA_DIR and shared', (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-secret-'));
+  const dir = tempDir('vas-secret-');
   const a = signingSecret({ DATA_DIR: dir, SIGNING_SECRET: undefined });
   const file = path.join(dir, 'signing-secret');
   t.regex(a, /^[0-9a-f]{64}$/);
@@ -200,7 +200,7 @@ test('S3 backend speaks the S3 REST API (fake endpoint): objects, not-found, pub
   t.teardown(() => s3.close());
   const config = loadConfig({
     S3_BUCKET: 'vas-bucket', S3_ENDPOINT: s3.url, S3_ACCESS_KEY_ID: 'AKIDTEST', S3_SECRET_ACCESS_KEY: 'secret-test-key',
-    S3_PUBLIC_URL: 'https://cdn.example.com/media', DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'vas-s3-')),
+    S3_PUBLIC_URL: 'https://cdn.example.com/media', DATA_DIR: tempDir('vas-s3-'),
   });
   const st: Storage = createStorage(config);
   t.is(st.kind, 's3');
@@ -209,7 +209,7 @@ test('S3 backend speaks the S3 REST API (fake endpoint): objects, not-found, pub
   t.deepEqual(await st.put('transcripts/t1.json', Readable.from([Buffer.from('{"messages":'), Buffer.from('[]}')]), { contentType: 'application/json' }), { bytes: 15 });
   t.is((await st.get('transcripts/t1.json')).toString(), '{"messages":[]}');
   t.deepEqual(await st.stat('recordings/r1.wav'), { bytes: 8 });
-  const src = path.join(mkdtempSync(path.join(os.tmpdir(), 'vas-putfile-')), 'rec.wav');
+  const src = path.join(tempDir('vas-putfile-'), 'rec.wav');
   writeFileSync(src, Buffer.from('RIFF-from-disk'));
   t.deepEqual(await st.putFile('recordings/r2.wav', src, { contentType: 'audio/wav' }), { bytes: 14 });
   t.is(s3.objects.get('recordings/r2.wav')?.type, 'audio/wav');

@@ -6,8 +6,7 @@
 //
 // Without Chromium these tests are skipped (reported as not run) and the reason is printed.
 import test from 'ava';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Browser, Page } from 'playwright-core';
@@ -18,6 +17,7 @@ import { createLocalTts } from '../../media/services/tts/local.ts';
 import { callerOpusBandTotal } from '../../media/webrtc/metrics.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (install Debian's 'chromium' package: run 'npm test' (scripts/setup.sh --test) as root, or apt-get install chromium; or set CHROMIUM_PATH)`;
@@ -64,7 +64,7 @@ test.before(async () => {
   const question = await speech('what time is it');
   const pcm = new Int16Array(rate * 8 + question.length + rate * 12);
   pcm.set(question, rate * 8);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'vas-webrtc-'));
+  const dir = tempDir('vas-webrtc-');
   wavPath = path.join(dir, 'caller.wav');
   const data = Buffer.from(pcm.buffer);
   writeFileSync(wavPath, Buffer.concat([wavHeader({ sampleRate: rate, channels: 1, bitsPerSample: 16, dataBytes: data.length }), data]));
