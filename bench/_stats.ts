@@ -21,8 +21,13 @@ function onCpu(ss: readonly Stall[]): string {
   const wall = ss.reduce((a, [, ms]) => a + ms, 0);
   if (wall <= 0) return '';
   // the 5 ms interval's own slice is in the thread's times but not in the stall
-  const cpu = ss.reduce((a, [, ms, c]) => a + Math.min(c, ms), 0);
-  const wait = ss.reduce((a, [, ms, c, w]) => a + Math.min(w, Math.max(0, ms - Math.min(c, ms))), 0);
+  let cpu = 0;
+  let wait = 0;
+  for (const [, ms, c, w] of ss) {
+    const on = Math.min(c, ms);
+    cpu += on;
+    wait += Math.min(w, ms - on);
+  }
   const share = (x: number) => Math.round((x / wall) * 100);
   return Number.isNaN(wait)
     ? `, the thread on a CPU ${share(cpu)} % of that time`

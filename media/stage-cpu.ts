@@ -175,12 +175,10 @@ function schedReader(): (() => [cpuMs: number, waitMs: number]) | null {
  */
 export function stallWatch(minMs = 40): { take(): Stall[] } {
   const stalls: Stall[] = [];
-  const sched = schedReader();
-  const times = (): [number, number] => {
-    if (sched) return sched();
+  const times = schedReader() ?? ((): [number, number] => {
     const u = process.threadCpuUsage();
     return [(u.user + u.system) / 1000, NaN];
-  };
+  });
   let last = performance.now();
   let [lastCpu, lastWait] = times();
   const t = setInterval(() => {

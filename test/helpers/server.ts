@@ -9,7 +9,6 @@ import { createStorage, type Storage } from '../../core/storage/index.ts';
 import type { MediaDeps } from '../../media/deps.ts';
 import { createTestDb } from './db.ts';
 import { freePort } from '../../scripts/infra.ts';
-import { rm } from 'node:fs/promises';
 import { tempDir } from './tmp.ts';
 
 export interface TestServer {
@@ -84,8 +83,6 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
       await combined.close();
       await temporal?.close();
       await db.end();
-      // the server's files (recordings, spools, uploads): every test server has its own directory, gone with it
-      await rm(dataDir, { recursive: true, force: true });
     },
   };
   return server;

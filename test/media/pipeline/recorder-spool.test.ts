@@ -1,20 +1,12 @@
 // The recorder streams the call's timeline to a spool file in 1-second blocks: the file is the same WAV as the
 // all-in-memory sink gives, late audio is mixed in on disk, and the block pool stays fixed however long the call.
-import test, { type ExecutionContext } from 'ava';
-import { rmSync } from 'node:fs';
+import test from 'ava';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseWavHeader } from '../../../core/storage/wav.ts';
 import { MemorySink, Recorder, RESIDENT_BLOCKS } from '../../../media/pipeline/recorder.ts';
 import { FileSink } from '../../../media/session/spool.ts';
 import { tempDir } from '../../helpers/tmp.ts';
-
-/** A fresh directory for one test's spool files, removed when the test ends (a 5-minute recording is 14 MB). */
-function spoolDir(t: ExecutionContext): string {
-  const dir = tempDir('rec-spool-');
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Feed `seconds` of a call (caller 16 kHz frames, agent 24 kHz frames, a late agent burst) faster than real time. */
 async function feed(r: Recorder, seconds: number): Promise<void> {
@@ -34,7 +26,7 @@ async function feed(r: Recorder, seconds: number): Promise<void> {
 }
 
 test('a 5-minute call through the spool file: the same WAV as in memory, late audio mixed in, a fixed block pool', async (t) => {
-  const dir = spoolDir(t);
+  const dir = tempDir('rec-spool-');
   const file = path.join(dir, 'call.wav');
   const onDisk = new Recorder(0, new FileSink(file));
   const mem = new MemorySink();
@@ -59,7 +51,7 @@ test('a 5-minute call through the spool file: the same WAV as in memory, late au
 });
 
 test('a call that never started leaves no file; a silent call gives an empty valid WAV', async (t) => {
-  const dir = spoolDir(t);
+  const dir = tempDir('rec-spool-');
   const never = new Recorder(0, new FileSink(path.join(dir, 'never.wav')));
   never.addCaller(new Int16Array(320), 20);
   await never.discard();
@@ -73,7 +65,7 @@ test('a call that never started leaves no file; a silent call gives an empty val
 });
 
 test('a sink that fails (disk gone) drops the recording without touching the audio path', async (t) => {
-  const dir = spoolDir(t);
+  const dir = tempDir('rec-spool-');
   // a path under a regular file cannot be created: every write fails
   const blocker = path.join(dir, 'file');
   await import('node:fs/promises').then((fs) => fs.writeFile(blocker, 'x'));
