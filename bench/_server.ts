@@ -37,6 +37,36 @@ export async function applyServerChrt(): Promise<string | null> {
 }
 
 /**
+ * SERVER_SLICE_US=<µs> (an experiment, issue 24): after the product's own priority step, the bench process's main
+ * thread (the media pacing thread) asks the kernel's EEVDF scheduler for a shorter time slice (Linux ≥ 6.12:
+ * sched_setattr's sched_runtime on a SCHED_OTHER thread; 100–100,000 µs, the default here 1,400 µs). A thread with a
+ * shorter slice than the one running preempts it when it wakes (the scheduler's PREEMPT_SHORT) instead of waiting
+ * for that slice to end; its share of the CPU stays what its nice level gives. There is no Node API for it, so
+ * python3's ctypes makes the call (the system python3 the Piper phonemizer already uses). The nice level is passed
+ * unchanged. The line it returns says what the kernel applied. Unset: nothing changes.
+ */
+export async function applyServerSlice(): Promise<string | null> {
+  const us = Number(process.env.SERVER_SLICE_US);
+  if (!process.env.SERVER_SLICE_US || !(us > 0)) return null;
+  const os = await import('node:os');
+  const { spawnSync } = await import('node:child_process');
+  const py = [
+    'import ctypes, struct, sys',
+    'libc = ctypes.CDLL(None, use_errno=True)',
+    'tid, nice, ns = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])',
+    "attr = ctypes.create_string_buffer(struct.pack('IIQiIQQQ', 48, 0, 0, nice, 0, ns, 0, 0), 48)",
+    'if libc.syscall(314, tid, attr, 0) != 0: sys.exit("sched_setattr: errno %d" % ctypes.get_errno())',
+    'out = ctypes.create_string_buffer(56)',
+    'libc.syscall(315, tid, out, 56, 0)',
+    "f = struct.unpack('IIQiIQQQ', out.raw[:48])",
+    'print("policy %d, nice %d, slice %d us" % (f[1], f[3], f[5] // 1000))',
+  ].join('\n');
+  const r = spawnSync('python3', ['-c', py, String(process.pid), String(os.getPriority(0)), String(Math.round(us * 1000))], { encoding: 'utf8' });
+  if (r.status !== 0) return `SERVER_SLICE_US=${us} refused: ${(r.stderr || r.error?.message || '').trim()}`;
+  return `SERVER_SLICE_US=${us}: the pacing thread now ${r.stdout.trim()}`;
+}
+
+/**
  * A bench whose own process hosts the media side runs with the media process's Node flags (scripts/infra.ts
  * MEDIA_NODE_FLAGS), as production does: without them it re-executes itself with them and exits with the child's
  * status. A run that sizes the heap itself (on the command line or in NODE_OPTIONS) is left alone: an A/B of the flags.

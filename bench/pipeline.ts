@@ -24,6 +24,7 @@
 //   MODE=vendors CALLS=20 TURNS=10 SECONDS=20 node --import tsx bench/pipeline.ts
 // NEIGHBOUR=1 (either mode): a CPU-bound neighbour process (one busy-looping node) shares the cores for the whole run.
 // SERVER_CHRT="-R -r -p 10" (an experiment): the server's pacing thread real-time (bench/_server.ts applyServerChrt).
+// SERVER_SLICE_US=100 (an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts applyServerSlice).
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -522,6 +523,8 @@ async function mainVendors(): Promise<void> {
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST ?? 'unset: the default'}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
     const chrt = await (await import('./_server.ts')).applyServerChrt();
     if (chrt) log(chrt);
+    const slice = await (await import('./_server.ts')).applyServerSlice();
+    if (slice) log(slice);
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;

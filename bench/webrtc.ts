@@ -52,6 +52,7 @@
 // WebRTC runs also report caller packets on their way in: at the server's main thread, against each call's quickest
 // packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
 // SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
+// SERVER_SLICE_US=100 (either bench, an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
@@ -685,6 +686,8 @@ async function main(): Promise<void> {
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
     const chrt = await (await import('./_server.ts')).applyServerChrt();
     if (chrt) log(chrt);
+    const slice = await (await import('./_server.ts')).applyServerSlice();
+    if (slice) log(slice);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
       // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production
