@@ -2,6 +2,7 @@
 // clones) and a Temporal dev server (unless TEMPORAL_ADDRESS is given), runs the whole ava suite, stops both,
 // and ends with the line `N passed, N failed` read from ava's TAP output.
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { startScratchDatabase, startTemporalDev } from './infra.ts';
 import { ensureS3Server, startS3Server, type S3Server } from './s3-server.ts';
@@ -38,7 +39,13 @@ if (s3Bin.bin !== null) {
   log(`S3 tests will be skipped: ${s3Bin.reason}`);
 }
 
-const args = ['--tap', ...process.argv.slice(2)];
+// Test files in flight at once: one more than the cores. Many tests spend much of their time waiting (for a
+// process to restart, a timeout to pass, a call to end), so at 2 on a 2-core machine the cores were idle a fifth of
+// the run; at 3 the whole suite took 834 s instead of 1,051 s (the cores 84 % busy) and passed alike.
+// `npm test -- --concurrency N` overrides it.
+const userArgs = process.argv.slice(2);
+const concurrency = userArgs.some((a) => a === '--concurrency' || a.startsWith('--concurrency=') || a === '-c') ? [] : ['--concurrency', String(os.availableParallelism() + 1)];
+const args = ['--tap', ...concurrency, ...userArgs];
 const child = spawn(path.resolve('node_modules/.bin/ava'), args, {
   env: {
     ...process.env,
