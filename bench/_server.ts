@@ -48,20 +48,23 @@ export async function applyServerChrt(): Promise<string | null> {
 export async function applyServerSlice(): Promise<string | null> {
   const us = Number(process.env.SERVER_SLICE_US);
   if (!process.env.SERVER_SLICE_US || !(us > 0)) return null;
+  // sched_setattr / sched_getattr by number (python has no wrapper): they differ by architecture
+  const nr = ({ x64: [314, 315], arm64: [274, 275] } as Record<string, [number, number]>)[process.arch];
+  if (!nr) return `SERVER_SLICE_US=${us} refused: no sched_setattr number known for ${process.arch}`;
   const os = await import('node:os');
   const { spawnSync } = await import('node:child_process');
   const py = [
     'import ctypes, struct, sys',
     'libc = ctypes.CDLL(None, use_errno=True)',
-    'tid, nice, ns = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])',
+    'tid, nice, ns, nr_set, nr_get = (int(a) for a in sys.argv[1:6])',
     "attr = ctypes.create_string_buffer(struct.pack('IIQiIQQQ', 48, 0, 0, nice, 0, ns, 0, 0), 48)",
-    'if libc.syscall(314, tid, attr, 0) != 0: sys.exit("sched_setattr: errno %d" % ctypes.get_errno())',
+    'if libc.syscall(nr_set, tid, attr, 0) != 0: sys.exit("sched_setattr: errno %d" % ctypes.get_errno())',
     'out = ctypes.create_string_buffer(56)',
-    'libc.syscall(315, tid, out, 56, 0)',
+    'libc.syscall(nr_get, tid, out, 56, 0)',
     "f = struct.unpack('IIQiIQQQ', out.raw[:48])",
     'print("policy %d, nice %d, slice %d us" % (f[1], f[3], f[5] // 1000))',
   ].join('\n');
-  const r = spawnSync('python3', ['-c', py, String(process.pid), String(os.getPriority(0)), String(Math.round(us * 1000))], { encoding: 'utf8' });
+  const r = spawnSync('python3', ['-c', py, String(process.pid), String(os.getPriority(0)), String(Math.round(us * 1000)), String(nr[0]), String(nr[1])], { encoding: 'utf8' });
   if (r.status !== 0) return `SERVER_SLICE_US=${us} refused: ${(r.stderr || r.error?.message || '').trim()}`;
   return `SERVER_SLICE_US=${us}: the pacing thread now ${r.stdout.trim()}`;
 }
