@@ -40,8 +40,8 @@ if (s3Bin.bin !== null) {
 }
 
 // Test files in flight at once: one more than the cores. Many tests spend much of their time waiting (for a
-// process to restart, a timeout to pass, a call to end), so at 2 on a 2-core machine the cores were idle a fifth of
-// the run; at 3 the whole suite took 834 s instead of 1,051 s (the cores 84 % busy) and passed alike.
+// process to restart, a timeout to pass, a call to end): on a 2-core machine the whole suite took 1,051 s at 2 and
+// 834 s at 3 (the cores 84 % busy), and passed alike.
 // `npm test -- --concurrency N` overrides it.
 const userArgs = process.argv.slice(2);
 const concurrency = userArgs.some((a) => a === '--concurrency' || a.startsWith('--concurrency=') || a === '-c') ? [] : ['--concurrency', String(os.availableParallelism() + 1)];
