@@ -69,6 +69,11 @@ export async function applyServerSlice(): Promise<string | null> {
   return `SERVER_SLICE_US=${us}: the pacing thread now ${r.stdout.trim()}`;
 }
 
+/** Both scheduling experiments above, in order, after the product's own priority step: the lines to log. */
+export async function applySchedulingExperiments(): Promise<string[]> {
+  return [await applyServerChrt(), await applyServerSlice()].filter((l): l is string => l !== null);
+}
+
 /**
  * A bench whose own process hosts the media side runs with the media process's Node flags (scripts/infra.ts
  * MEDIA_NODE_FLAGS), as production does: without them it re-executes itself with them and exits with the child's

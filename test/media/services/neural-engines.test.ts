@@ -3,8 +3,7 @@
 // file is missing or corrupt. Tests that need a model file run only when scripts/setup.sh installed it (the LLM
 // only after `npm run setup:llm`); they are reported as skipped otherwise.
 import test from 'ava';
-import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MODELS, ModelFileError, modelInstalled, verifiedModelFile } from '../../../media/services/model-files.ts';
 import { createLocalStt } from '../../../media/services/stt/local.ts';
@@ -16,6 +15,7 @@ import { callInText, closeLocalModel, toHistory } from '../../../media/services/
 import { resample } from '../../../media/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import type { SttEvent, TtsService } from '../../../media/services/types.ts';
+import { tempDir } from '../../helpers/tmp.ts';
 
 const whisperInstalled = await modelInstalled('whisper-tiny.en');
 const piperInstalled = await modelInstalled('piper-en_US-joe-medium');
@@ -25,11 +25,9 @@ const withPiper = piperInstalled ? test.serial : test.skip;
 const withBoth = whisperInstalled && piperInstalled ? test.serial : test.skip;
 const withQwen = qwenInstalled ? test.serial : test.skip;
 
-let emptyDir: string;
-let corruptDir: string;
+const emptyDir = tempDir('models-empty-');
+const corruptDir = tempDir('models-corrupt-');
 test.before(async () => {
-  emptyDir = await mkdtemp(join(tmpdir(), 'models-empty-'));
-  corruptDir = await mkdtemp(join(tmpdir(), 'models-corrupt-'));
   // every model file present with the right size but wrong bytes
   for (const m of Object.values(MODELS))
     for (const f of m.files) {
@@ -41,8 +39,6 @@ test.after.always(async () => {
   await closeWhisper();
   await closePiper();
   await closeLocalModel();
-  await rm(emptyDir, { recursive: true, force: true });
-  await rm(corruptDir, { recursive: true, force: true });
 });
 
 async function speak(engine: TtsService, text: string): Promise<Int16Array> {
