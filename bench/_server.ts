@@ -69,9 +69,29 @@ export async function applyServerSlice(): Promise<string | null> {
   return `SERVER_SLICE_US=${us}: the pacing thread now ${r.stdout.trim()}`;
 }
 
-/** Both scheduling experiments above, in order, after the product's own priority step: the lines to log. */
+/**
+ * SERVER_PIN_CPU=<cpu> (an experiment, issue 24): the bench process's main thread (the media pacing thread) alone on
+ * that CPU and every other thread of the bench's process tree (the server's other threads, callers, vendor fakes,
+ * PostgreSQL) on the other CPUs, as an operator's cpuset isolating a core for it would; SERVER_PIN_SCOPE=server
+ * pins only the server's own threads and leaves the other processes anywhere. bench/_pin_cpu.py sweeps the tree every
+ * 100 ms (threads and child processes come and go) until this process exits. Unset: nothing changes.
+ */
+export async function applyServerPin(): Promise<string | null> {
+  const v = process.env.SERVER_PIN_CPU;
+  if (v === undefined || v === '') return null;
+  const os = await import('node:os');
+  const cpu = Number(v);
+  if (!Number.isInteger(cpu) || cpu < 0 || cpu >= os.cpus().length) return `SERVER_PIN_CPU=${v} refused: not a CPU of this machine (0–${os.cpus().length - 1})`;
+  const { spawn } = await import('node:child_process');
+  const script = new URL('./_pin_cpu.py', import.meta.url).pathname;
+  const scope = process.env.SERVER_PIN_SCOPE === 'server' ? 'server' : 'tree';
+  spawn('python3', [script, String(process.pid), String(cpu), scope], { stdio: ['ignore', 'inherit', 'inherit'] }).unref();
+  return `SERVER_PIN_CPU=${cpu}: the pacing thread alone on CPU ${cpu}, the server's other threads on the others, ${scope === 'tree' ? "and the bench's other processes (callers, fakes, PostgreSQL) on the others too" : "the bench's other processes (callers, fakes, PostgreSQL) on any CPU"}`;
+}
+
+/** The scheduling experiments above, in order, after the product's own priority step: the lines to log. */
 export async function applySchedulingExperiments(): Promise<string[]> {
-  return [await applyServerChrt(), await applyServerSlice()].filter((l): l is string => l !== null);
+  return [await applyServerChrt(), await applyServerSlice(), await applyServerPin()].filter((l): l is string => l !== null);
 }
 
 /**
