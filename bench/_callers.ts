@@ -3,6 +3,7 @@
 // that streams caller audio in real time, and the turn taking of a caller that speaks and pauses (SpeakingCaller,
 // any transport: bench/pipeline MODE=vendors, bench/webrtc SPEAK=1).
 import { fork, type ChildProcess } from 'node:child_process';
+import { placeChildProcess } from '../core/affinity.ts';
 import { resetChildPriority } from '../core/priority.ts';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -12,8 +13,10 @@ import WebSocket from 'ws';
  * any); `result` is the first message it sends back, or a rejection if it exits before sending one. */
 export function forkRole<T>(moduleUrl: string, role: string, job?: unknown): { result: Promise<T>; kill(): void; child: ChildProcess } {
   const child = fork(fileURLToPath(moduleUrl), [role], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-  // forked from a raised pacing thread (core/priority.ts): callers and fakes run at the run's own priority
+  // forked from a raised pacing thread (core/priority.ts): callers and fakes run at the run's own priority, and off
+  // its core when MEDIA_PACING_CPU gives it one (core/affinity.ts)
   resetChildPriority(child.pid);
+  placeChildProcess(child.pid);
   const result = new Promise<T>((resolve, reject) => {
     child.once('message', (r) => resolve(r as T));
     child.once('error', reject);

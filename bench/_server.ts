@@ -70,28 +70,45 @@ export async function applyServerSlice(): Promise<string | null> {
 }
 
 /**
- * SERVER_PIN_CPU=<cpu> (an experiment, issue 24): the bench process's main thread (the media pacing thread) alone on
- * that CPU and every other thread of the bench's process tree (the server's other threads, callers, vendor fakes,
- * PostgreSQL) on the other CPUs, as an operator's cpuset isolating a core for it would; SERVER_PIN_SCOPE=server
- * pins only the server's own threads and leaves the other processes anywhere. bench/_pin_cpu.py sweeps the tree every
- * 100 ms (threads and child processes come and go) until this process exits. Unset: nothing changes.
+ * MEDIA_PACING_CPU=<cpu> (the product's setting, core/affinity.ts): the server's pacing thread alone on that CPU and
+ * its other threads on the others. The bench's own processes (callers, vendor fakes) are forked from that thread and
+ * forkRole puts them on the other CPUs too, as it does the processes already running under this one (the scratch
+ * PostgreSQL): the operator's cpuset that keeps a node's other processes off the core.
+ * The line it returns says what was applied; unset: nothing changes.
  */
-export async function applyServerPin(): Promise<string | null> {
-  const v = process.env.SERVER_PIN_CPU;
-  if (v === undefined || v === '') return null;
-  const os = await import('node:os');
-  const cpu = Number(v);
-  if (!Number.isInteger(cpu) || cpu < 0 || cpu >= os.cpus().length) return `SERVER_PIN_CPU=${v} refused: not a CPU of this machine (0–${os.cpus().length - 1})`;
-  const { spawn } = await import('node:child_process');
-  const script = new URL('./_pin_cpu.py', import.meta.url).pathname;
-  const scope = process.env.SERVER_PIN_SCOPE === 'server' ? 'server' : 'tree';
-  spawn('python3', [script, String(process.pid), String(cpu), scope], { stdio: ['ignore', 'inherit', 'inherit'] }).unref();
-  return `SERVER_PIN_CPU=${cpu}: the pacing thread alone on CPU ${cpu}, the server's other threads on the others, ${scope === 'tree' ? "and the bench's other processes (callers, fakes, PostgreSQL) on the others too" : "the bench's other processes (callers, fakes, PostgreSQL) on any CPU"}`;
+export async function applyBenchPacingCpu(config: { MEDIA_PACING_CPU?: number | undefined }): Promise<string | null> {
+  const { applyPacingCpu } = await import('../core/affinity.ts');
+  const said: string[] = [];
+  const r = await applyPacingCpu(config, { info: () => {}, warn: (o, m) => said.push(`${m} (${(o as { reason?: string; err?: string }).reason ?? (o as { err?: string }).err})`) });
+  if (!r) return null;
+  // the processes already running under this one (the scratch PostgreSQL) were started before the pin: off the core
+  // too, with the backends they fork later
+  let moved = 0;
+  if (r.applied) {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const { placeChildProcess } = await import('../core/affinity.ts');
+    const children = (pid: number): number[] => {
+      try {
+        return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+      } catch {
+        return [];
+      }
+    };
+    const todo = children(process.pid);
+    for (let pid = todo.pop(); pid !== undefined; pid = todo.pop()) {
+      placeChildProcess(pid);
+      moved++;
+      todo.push(...children(pid));
+    }
+  }
+  return r.applied
+    ? `MEDIA_PACING_CPU=${r.plan.pacing}: the pacing thread alone on CPU ${r.plan.pacing}; the server's other threads, the callers, the vendor fakes and the ${moved} processes already running (PostgreSQL) on CPU ${r.plan.others.join(',')}`
+    : said.join('; ');
 }
 
 /** The scheduling experiments above, in order, after the product's own priority step: the lines to log. */
 export async function applySchedulingExperiments(): Promise<string[]> {
-  return [await applyServerChrt(), await applyServerSlice(), await applyServerPin()].filter((l): l is string => l !== null);
+  return [await applyServerChrt(), await applyServerSlice()].filter((l): l is string => l !== null);
 }
 
 /**

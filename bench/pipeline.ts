@@ -513,6 +513,7 @@ async function mainVendors(): Promise<void> {
       MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
       // the product's default (raised 10 levels where permitted) unless MEDIA_PRIORITY_BOOST says otherwise
       ...(process.env.MEDIA_PRIORITY_BOOST !== undefined ? { MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST } : {}),
+      ...(process.env.MEDIA_PACING_CPU ? { MEDIA_PACING_CPU: process.env.MEDIA_PACING_CPU } : {}),
       ...vendorConfig(urls),
     };
     const config = loadConfig({ ...env, DATABASE_URL: scratch.url, DATA_DIR: scratch.dir, PORT: String(port) });
@@ -521,6 +522,8 @@ async function mainVendors(): Promise<void> {
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST ?? 'unset: the default'}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
+    const pin = await (await import('./_server.ts')).applyBenchPacingCpu(config);
+    if (pin) log(pin);
     for (const line of await (await import('./_server.ts')).applySchedulingExperiments()) log(line);
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');

@@ -677,6 +677,7 @@ async function main(): Promise<void> {
       ...(process.env.WEBRTC_CODEC_THREADS ? { WEBRTC_CODEC_THREADS: process.env.WEBRTC_CODEC_THREADS } : {}),
       ...(process.env.WEBRTC_MEDIA_THREAD ? { WEBRTC_MEDIA_THREAD: process.env.WEBRTC_MEDIA_THREAD } : {}),
       ...(process.env.MEDIA_PRIORITY_BOOST !== undefined ? { MEDIA_PRIORITY_BOOST: process.env.MEDIA_PRIORITY_BOOST } : {}),
+      ...(process.env.MEDIA_PACING_CPU ? { MEDIA_PACING_CPU: process.env.MEDIA_PACING_CPU } : {}),
       ...(urls ? vendorConfig(urls) : {}),
     });
     // as the media process's entry does (media/main.ts): its pacing thread raised where permitted (core/priority.ts;
@@ -684,6 +685,8 @@ async function main(): Promise<void> {
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
+    const pin = await (await import('./_server.ts')).applyBenchPacingCpu(config);
+    if (pin) log(pin);
     for (const line of await (await import('./_server.ts')).applySchedulingExperiments()) log(line);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
@@ -839,7 +842,7 @@ async function main(): Promise<void> {
       const l = m.fakesLoad;
       const fakes = l ? pctOf(l.stt) + pctOf(l.reply) : 0;
       const planePct = m.planeUse ? `, its WebRTC media-plane thread ${f1((m.planeUse.cpuUs / 1000 / m.wall) * 100)} %` : '';
-      return `the run on ${os.availableParallelism()} cores: server ${f1(m.cpuPct)} % (its main thread ${f1(m.mainPct)} %${planePct}) + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.availableParallelism() * 100} %` +
+      return `the run on ${os.cpus().length} cores: server ${f1(m.cpuPct)} % (its main thread ${f1(m.mainPct)} %${planePct}) + callers ${f1(clients)} % + vendor fakes ${f1(fakes)} % = ${f1(m.cpuPct + clients + fakes)} % of ${os.cpus().length * 100} %` +
         (l ? `; vendor fakes' processes: STT ${f1(pctOf(l.stt))} % (event-loop delay p99 ${f1(l.stt.p99)} ms, max ${f1(l.stt.max)} ms), LLM + TTS ${f1(pctOf(l.reply))} % (p99 ${f1(l.reply.p99)} ms, max ${f1(l.reply.max)} ms)` : '') +
         `; server GC over the window: ${m.serverGc}`;
     };
@@ -902,7 +905,8 @@ async function main(): Promise<void> {
     }
     log(`${SPEAK ? `engines: vendor adapters against local fakes (STT ${STT}, fake end of turn after ${STT_END_MS} ms of silence; LLM openai; TTS elevenlabs); VAD: Silero (callers speaking and pausing)` : `VAD: ${silero ? 'Silero (callers silent: windows below the silence gate skip inference)' : 'fake'}`}; codecs: ${process.env.WEBRTC_CODEC_THREADS && process.env.WEBRTC_CODEC_THREADS !== '0' ? `pool of ${process.env.WEBRTC_CODEC_THREADS}` : 'inline'}; ` +
       (STAGES ? 'breakdown on (CPU profile + stage timers: the profiler thread is left out of the server CPU, its sampling and the timers are in it; STAGES=0 for the cleanest CPU figures)' : 'breakdown off (STAGES=0)'));
-    log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
+    const pinned = (await import('../core/affinity.ts')).pacingCpu();
+    log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)${pinned ? `; MEDIA_PACING_CPU placed the server's threads ${pinned.placements} times (once at the start, then whenever its set of threads changed)` : ''}`);
     await combined.close();
     await db.end();
   } catch (err) {

@@ -114,6 +114,9 @@ export const configSchema = z.object({
   /** nice levels the media process raises the thread that paces audio by (core/priority.ts); unset: 10 where
    * permitted (CAP_SYS_NICE), quietly nothing where not; 0: off */
   MEDIA_PRIORITY_BOOST: z.coerce.number().int().min(0).max(39).optional(),
+  /** A CPU for the thread that paces audio alone (core/affinity.ts): the media process's other threads and helper
+   * processes run on its other CPUs; keeping other processes off it is the operator's cpuset. Unset: no pinning. */
+  MEDIA_PACING_CPU: z.coerce.number().int().min(0).max(4095).optional(),
   /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it: README
    * "Scaling and capacity"). Default: PUBLIC_URL, the address shared by every node behind the proxy. */
   MEDIA_PUBLIC_URL: url.optional(),

@@ -1,4 +1,5 @@
 // The media process alone (production shape): owns live audio connections; DATABASE_URL and TEMPORAL_ADDRESS from env.
+import { applyPacingCpu } from '../core/affinity.ts';
 import { applyMediaPriority } from '../core/priority.ts';
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
@@ -15,6 +16,7 @@ await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: c
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 applyMediaPriority(config, logger);
+await applyPacingCpu(config, logger);
 const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null });
 let draining = false;
 const running = await startServer(

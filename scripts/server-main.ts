@@ -1,4 +1,5 @@
 // The combined api + media process that `npm start` runs.
+import { applyPacingCpu } from '../core/affinity.ts';
 import { applyMediaPriority } from '../core/priority.ts';
 import { loadConfigOrExit } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
@@ -14,6 +15,7 @@ await initTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: c
 const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 applyMediaPriority(config, logger);
+await applyPacingCpu(config, logger);
 const combined = await startCombined({ config, db, logger, temporal });
 logger.info({ port: combined.running.port, baseUrl: config.baseUrl }, 'api + media listening');
 // work a killed process registered but never handed to Temporal (api/main.ts runs the same sweeps)

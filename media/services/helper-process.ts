@@ -5,6 +5,7 @@
 // each helper's output format is its own (subclasses parse stdout). Helpers never keep the media process alive by
 // themselves (they exit when their stdin closes); a helper of a pool that dies is restarted with a growing backoff.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { placeChildProcess } from '../../core/affinity.ts';
 import { resetChildPriority } from '../../core/priority.ts';
 
 export abstract class HelperProcess {
@@ -17,6 +18,7 @@ export abstract class HelperProcess {
   constructor(command: string, args: string[], what: string, startTimeoutMs: number) {
     this.child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     resetChildPriority(this.child.pid); // not at the media process's raised pacing priority (core/priority.ts)
+    placeChildProcess(this.child.pid); // nor on its pacing core (core/affinity.ts, MEDIA_PACING_CPU)
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr]) (s as unknown as { unref?(): void }).unref?.();
     this.child.stdin.on('error', () => {}); // EPIPE after a crash is reported through 'exit'

@@ -10,6 +10,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { placeChildProcess } from '../../core/affinity.ts';
 import { resetHelperPriority } from '../../core/priority.ts';
 
 type Pending<R> = { resolve(r: R): void; reject(e: Error): void };
@@ -86,6 +87,7 @@ export class ThreadPool<Q extends object, R> {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, [DATA_ENV]: JSON.stringify(this.workerData) },
     });
+    placeChildProcess(w.pid); // off the media process's pacing core (core/affinity.ts, MEDIA_PACING_CPU)
     // referenced while it loads and while it has requests: only an idle helper lets the process exit
     setRef(w, true);
     slot.worker = w;

@@ -37,6 +37,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../core/logger.ts';
+import { placeChildProcess } from '../../core/affinity.ts';
 import { timed } from '../stage-cpu.ts';
 import { CallCodec, CONCEAL, concat, type DecodeOp } from './call-codec.ts';
 import type { BatchIn, BatchOut, Hello } from './codec-thread.ts';
@@ -167,6 +168,7 @@ class CodecThread {
     // a child process (not a worker thread): the native Opus addon is only safe with one thread per process
     // (opus.ts); `advanced` serialization carries typed arrays as such. execArgv (the TypeScript loader) is inherited.
     this.worker = fork(WORKER_FILE, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    placeChildProcess(this.worker.pid); // off the pacing core (core/affinity.ts, MEDIA_PACING_CPU)
     this.setRef(false);
     this.worker.on('message', (msg: BatchOut | Hello) => {
       if (msg.t === 'hello') this.backend = msg.backend;

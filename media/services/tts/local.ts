@@ -10,6 +10,7 @@
 // the synthesis at once. Voice: `tts.voice` when it names an eSpeak voice (e.g. `en-us+f3`, `en-gb`, `hi`),
 // else the agent's first language mapped to its eSpeak voice (en → en-us, zh → cmn, others by their code).
 import { spawn } from 'node:child_process';
+import { placeChildProcess } from '../../../core/affinity.ts';
 import { Resampler } from '../../audio/resample.ts';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import { engineError } from '../llm/openai.ts';
@@ -112,6 +113,7 @@ function createEspeakTts(opts: LocalTtsOptions): TtsService {
         return;
       }
       const child = spawn(binary, ['--stdout', '-v', voice, '-s', wpm, '--stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      placeChildProcess(child.pid); // off the pacing core (core/affinity.ts, MEDIA_PACING_CPU)
       const kill = () => child.kill('SIGKILL');
       signal.addEventListener('abort', kill, { once: true });
       let stderr = '';
