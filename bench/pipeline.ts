@@ -25,6 +25,8 @@
 // NEIGHBOUR=1 (either mode): a CPU-bound neighbour process (one busy-looping node) shares the cores for the whole run.
 // SERVER_CHRT="-R -r -p 10" (an experiment): the server's pacing thread real-time (bench/_server.ts applyServerChrt).
 // SERVER_SLICE_US=100 (an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts applyServerSlice).
+// MEDIA_PACING_CPU=1 (the product's opt-in setting, core/affinity.ts): the pacing thread alone on CPU 1, the rest of the run on the
+// other CPUs (bench/_server.ts applyBenchPacingCpu).
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';

@@ -53,6 +53,8 @@
 // packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
 // SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
 // SERVER_SLICE_US=100 (either bench, an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts).
+// MEDIA_PACING_CPU=1 (either bench, the product's opt-in setting, core/affinity.ts): the pacing thread alone on CPU 1, the server's other
+// threads, the callers, the fakes and PostgreSQL on the other CPUs (bench/_server.ts applyBenchPacingCpu).
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
 //   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
