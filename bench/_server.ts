@@ -77,16 +77,15 @@ export async function applyServerSlice(): Promise<string | null> {
  * The line it returns says what was applied; unset: nothing changes.
  */
 export async function applyBenchPacingCpu(config: { MEDIA_PACING_CPU?: number | undefined }): Promise<string | null> {
-  const { applyPacingCpu } = await import('../core/affinity.ts');
+  const { applyPacingCpu, placeChildProcess } = await import('../core/affinity.ts');
   const said: string[] = [];
-  const r = await applyPacingCpu(config, { info: () => {}, warn: (o, m) => said.push(`${m} (${(o as { reason?: string; err?: string }).reason ?? (o as { err?: string }).err})`) });
+  const r = await applyPacingCpu(config, { info: () => {}, warn: (o: { reason?: string; err?: string }, m) => said.push(`${m} (${o.reason ?? o.err})`) });
   if (!r) return null;
   // the processes already running under this one (the scratch PostgreSQL) were started before the pin: off the core
   // too, with the backends they fork later
   let moved = 0;
   if (r.applied) {
     const { readdirSync, readFileSync } = await import('node:fs');
-    const { placeChildProcess } = await import('../core/affinity.ts');
     const children = (pid: number): number[] => {
       try {
         return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));

@@ -13,7 +13,7 @@
 // API; util-linux's `taskset` (Essential in Debian, present in the node images) sets it, run as a child process
 // only when the set of threads changed. Where it is missing or refused, the process runs unpinned and says so.
 import { execFile } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { promisify } from 'node:util';
 
@@ -35,7 +35,6 @@ export function pacingCpuPlan(cpu: number, allowed: number[]): CpuPlan | { refus
 
 /** The CPUs this process may run on (its main thread's affinity, /proc/self/status `Cpus_allowed_list`). */
 export async function allowedCpus(pid: number | 'self' = 'self'): Promise<number[]> {
-  const { readFile } = await import('node:fs/promises');
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const list = /^Cpus_allowed_list:\s*(.+)$/m.exec(status)?.[1] ?? '';
   return parseCpuList(list);
