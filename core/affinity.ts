@@ -4,8 +4,9 @@
 // media process keeps that thread on CPU n and every other thread of its own (node-datachannel's, V8's and libuv's,
 // the VAD, noise-gate and decoder threads) and every helper process it starts on the other CPUs the process may use.
 // That keeps the media process's own work off the pacing core; keeping the node's other processes off it is the
-// operator's part (a cpuset: `docker run --cpuset-cpus`, compose's `cpuset`, systemd's `AllowedCPUs`), and the gain
-// comes from the two together: bench/webrtc at 150 WebRTC calls, README "Scaling and capacity".
+// operator's part (a cpuset: `docker run --cpuset-cpus`, compose's `cpuset`, systemd's `AllowedCPUs`); pinning the
+// media process alone while other processes share the pacing core gained nothing. What the two together gained at
+// 150 WebRTC calls (less CPU, fewer late frames) and did not (the latency tail): README, issue 24's pacing notes.
 //
 // Linux keeps CPU affinity per thread and a new thread inherits its creator's, so threads the main thread starts
 // later (node-datachannel starts its own at the first peer connection, libuv its pool at the first file operation)
