@@ -124,7 +124,11 @@ test('local STT, Debian pocketsphinx_continuous fallback: finals with the key wo
 });
 
 // Word accuracy on 20 eSpeak sentences a dental receptionist might hear (none is a sentence of the base
-// corpus verbatim). The figure is logged; the assertion is a floor well below the measured value.
+// corpus verbatim). The figure is logged (60.8 % here, the same on a quiet machine and beside three busy loops); the
+// assertion is a floor below it. Serial: the recogniser pool is shared by the process, and when another test's
+// utterance still being spoken lags more than 0.3 s (a loaded machine), the pool gives new utterances its cheaper
+// decoder by design (pocketsphinx_worker.py). One suite run at 3 files in flight measured 46.9 %; that is the likely
+// cause (not reproduced: 60.8 % beside six busy loops). Alone, the figure is the full decoder's.
 const SENTENCES = [
   'hello i would like to book a teeth cleaning', 'can i see doctor patel on friday morning', 'i need to cancel my appointment for tomorrow',
   'do you accept my insurance', 'how much does whitening cost', 'i think i need a root canal', 'can we move it to next tuesday at three',
@@ -143,7 +147,7 @@ function wordErrors(ref: string[], hyp: string[]): number {
   return d[ref.length]![hyp.length]!;
 }
 
-test('local STT: word accuracy on 20 synthesized sentences (agent vocabulary bias)', async (t) => {
+test.serial('local STT: word accuracy on 20 synthesized sentences (agent vocabulary bias)', async (t) => {
   const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL_PROMPT] });
   const audio = await Promise.all(SENTENCES.map((s) => caller(s)));
   const cpu0 = process.cpuUsage();
