@@ -105,9 +105,10 @@ export async function applyBenchPacingCpu(config: { MEDIA_PACING_CPU?: number | 
     : said.join('; ');
 }
 
-/** The scheduling experiments above, in order, after the product's own priority step: the lines to log. */
-export async function applySchedulingExperiments(): Promise<string[]> {
-  return [await applyServerChrt(), await applyServerSlice()].filter((l): l is string => l !== null);
+/** After the product's own priority step: its pacing CPU (MEDIA_PACING_CPU), then the two scheduling experiments
+ * above, in order; the lines to log. */
+export async function applySchedulingExperiments(config: { MEDIA_PACING_CPU?: number | undefined }): Promise<string[]> {
+  return [await applyBenchPacingCpu(config), await applyServerChrt(), await applyServerSlice()].filter((l): l is string => l !== null);
 }
 
 /**

@@ -524,9 +524,7 @@ async function mainVendors(): Promise<void> {
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice} (MEDIA_PRIORITY_BOOST ${config.MEDIA_PRIORITY_BOOST ?? 'unset: the default'}: the other processes of the run stay at their nice)` : `not raised (${prio.reason})`}`);
-    const pin = await (await import('./_server.ts')).applyBenchPacingCpu(config);
-    if (pin) log(pin);
-    for (const line of await (await import('./_server.ts')).applySchedulingExperiments()) log(line);
+    for (const line of await (await import('./_server.ts')).applySchedulingExperiments(config)) log(line);
     // no engine override: createEngines from each call's config + Silero VAD, as in production
     const combined = await startCombined({ config, db, logger: createLogger({ level: 'silent' }), temporal: null }, port, '127.0.0.1');
     const origin = `http://127.0.0.1:${port}`;

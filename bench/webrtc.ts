@@ -687,9 +687,7 @@ async function main(): Promise<void> {
     const { applyMediaPriority } = await import('../core/priority.ts');
     const prio = applyMediaPriority(config, { info: () => {}, warn: () => {} });
     log(`media pacing thread: ${prio.applied ? `nice ${prio.nice}` : `not raised (${prio.reason})`}`);
-    const pin = await (await import('./_server.ts')).applyBenchPacingCpu(config);
-    if (pin) log(pin);
-    for (const line of await (await import('./_server.ts')).applySchedulingExperiments()) log(line);
+    for (const line of await (await import('./_server.ts')).applySchedulingExperiments(config)) log(line);
     const combined = await startCombined({
       config, db, logger: createLogger({ level: 'silent' }), temporal: null,
       // SPEAK=1: no engine override: createEngines from each call's config + Silero VAD, as in production

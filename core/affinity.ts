@@ -34,7 +34,8 @@ export function pacingCpuPlan(cpu: number, allowed: number[]): CpuPlan | { refus
   return { pacing: cpu, others };
 }
 
-/** The CPUs this process may run on (its main thread's affinity, /proc/self/status `Cpus_allowed_list`). */
+/** The CPUs this process may run on (its main thread's affinity, /proc/self/status `Cpus_allowed_list`); with a pid
+ * or a thread id, that process's or thread's. */
 export async function allowedCpus(pid: number | 'self' = 'self'): Promise<number[]> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const list = /^Cpus_allowed_list:\s*(.+)$/m.exec(status)?.[1] ?? '';

@@ -22,11 +22,10 @@ interface Probe {
 
 function probe(cpu: number | 'last'): Promise<Probe> {
   const script = `
-    import { readFileSync, readdirSync } from 'node:fs';
+    import { readdirSync } from 'node:fs';
     import { spawn } from 'node:child_process';
     import { Worker } from 'node:worker_threads';
-    import { allowedCpus, applyPacingCpu, pacingCpu, placeChildProcess, parseCpuList } from ${JSON.stringify(affinity)};
-    const cpusOf = (path) => parseCpuList(/^Cpus_allowed_list:\\s*(.+)$/m.exec(readFileSync(path, 'utf8'))[1]);
+    import { allowedCpus, applyPacingCpu, pacingCpu, placeChildProcess } from ${JSON.stringify(affinity)};
     const allowed = await allowedCpus();
     const cpu = ${JSON.stringify(cpu)} === 'last' ? allowed[allowed.length - 1] : ${JSON.stringify(cpu)};
     const warned = [];
@@ -38,14 +37,15 @@ function probe(cpu: number | 'last'): Promise<Probe> {
     placeChildProcess(sleeper.pid);
     await pacingCpu()?.sweep();
     const wantOthers = JSON.stringify(outcome?.plan?.others ?? allowed);
-    let child = cpusOf('/proc/' + sleeper.pid + '/status');
+    let child = await allowedCpus(sleeper.pid);
     for (let i = 0; i < 50 && JSON.stringify(child) !== wantOthers; i++) {
       await new Promise((ok) => setTimeout(ok, 100));
-      child = cpusOf('/proc/' + sleeper.pid + '/status');
+      child = await allowedCpus(sleeper.pid);
     }
+    // a thread id reads like a process id under /proc (its own status, its own affinity)
     const tids = readdirSync('/proc/self/task').map(Number);
-    const main = cpusOf('/proc/self/task/' + process.pid + '/status');
-    const others = tids.filter((t) => t !== process.pid).map((t) => { try { return cpusOf('/proc/self/task/' + t + '/status'); } catch { return null; } }).filter(Boolean);
+    const main = await allowedCpus(process.pid);
+    const others = (await Promise.all(tids.filter((t) => t !== process.pid).map((t) => allowedCpus(t).catch(() => null)))).filter(Boolean);
     sleeper.kill();
     console.log(JSON.stringify({ allowed, outcome, warned, main, others, threads: tids.length, child }));
     process.exit(0);
