@@ -14,15 +14,20 @@
 //      (media/webrtc/codec-pool.ts, worker processes): CPU of THIS thread (the event loop) per call, tick lateness,
 //      messages per worker per tick, and CPU of this process plus the workers' (from /proc).
 //
-//   node --import tsx bench/codec.ts         CALLS=150 SECONDS=10 FRAMES=1500
-import { readFileSync } from 'node:fs';
+//   4. The agent's voice through the agent encoder at each complexity, scored by PESQ wideband (P.862.2, PyPI's `pesq`
+//      run by a Python that has it; skipped, with the install line, where none does).
+//
+//   node --import tsx bench/codec.ts         CALLS=150 SECONDS=10 FRAMES=1500 (ONLY=quality: part 4 alone)
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Resampler } from '../media/audio/resample.ts';
 import { AGENT_ENCODER, CallCodec } from '../media/webrtc/call-codec.ts';
 import { CodecPool } from '../media/webrtc/codec-pool.ts';
-import { OpusEncoder48 } from '../media/webrtc/opus.ts';
+import { OpusDecoder48, OpusEncoder48 } from '../media/webrtc/opus.ts';
 import { f1, f2, pct } from './_stats.ts';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
@@ -248,8 +253,93 @@ async function loadRun(mode: 'inline' | 'pool', threads: number): Promise<string
     (pool ? `; ${f2(msgs / threads / ticks)} messages per thread per tick (opus: ${backends})` : '');
 }
 
+/** A Python that can import `pesq` (PyPI: ITU-T P.862 and P.862.2): PESQ_PYTHON, else python3 if it has it. */
+function pesqPython(): string | null {
+  for (const py of [process.env.PESQ_PYTHON, 'python3'].filter(Boolean) as string[]) {
+    if (spawnSync(py, ['-c', 'import pesq, numpy'], { stdio: 'ignore' }).status === 0) return py;
+  }
+  return null;
+}
+
+/** The agent's voice (the local Piper voice, 24 kHz, as the pipeline hands it to the transport) through the agent
+ * encoder at each complexity, decoded at 16 kHz, scored by PESQ wideband (P.862.2, MOS-LQO 1.04–4.64) against the same
+ * speech resampled to 16 kHz: what a listener loses at each setting, which the SNR proxy above cannot say. */
+async function qualityByComplexity(): Promise<void> {
+  const py = pesqPython();
+  if (!py) {
+    log('agent voice quality by complexity: skipped (needs a Python with `pesq` and `numpy` from PyPI: python3 -m pip install pesq numpy, or PESQ_PYTHON=<python>)');
+    return;
+  }
+  const { createLocalTts } = await import('../media/services/tts/local.ts');
+  const { resample } = await import('../media/audio/index.ts');
+  const tts = createLocalTts({ languages: ['en'], ...(process.env.QUALITY_VOICE === 'espeak' ? { model: 'espeak-ng', binary: 'espeak-ng' } : {}) });
+  const text = 'Thanks for calling. Our opening hours are nine to five on weekdays, and ten to two on Saturdays. ' +
+    'Would you like me to book an appointment for you, or is there anything else I can help with today?';
+  const parts: Int16Array[] = [];
+  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
+  const s24 = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
+  parts.reduce((o, p) => (s24.set(p, o), o + p.length), 0);
+  const dir = mkdtempSync(join(os.tmpdir(), 'pesq-'));
+  const raw = (a: Int16Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  writeFileSync(join(dir, 'ref'), raw(resample(s24, 24_000, 16_000)));
+  const n = AGENT_ENCODER.inputRate! / 50;
+  const names: string[] = [];
+  const bitrates: number[] = [];
+  const encPct: number[] = [];
+  const mode: string[] = [];
+  for (let c = 0; c <= 10; c++) {
+    // encode CPU: the whole sentence three times over, each on a fresh encoder, the quickest (per-frame readings are
+    // too coarse); the packets of the first pass are decoded and scored
+    let packets: Uint8Array[] = [];
+    let best = Infinity;
+    for (let rep = 0; rep < 3; rep++) {
+      const enc = new OpusEncoder48(AGENT_ENCODER.bitrate, { ...AGENT_ENCODER, complexity: c });
+      const these: Uint8Array[] = [];
+      const t0 = threadCpuUs();
+      for (let off = 0; off + n <= s24.length; off += n) these.push(enc.encode(s24.subarray(off, off + n)));
+      best = Math.min(best, threadCpuUs() - t0);
+      if (rep === 0) packets = these;
+    }
+    const dec = new OpusDecoder48(16_000);
+    const out = packets.map((p) => dec.decode(p));
+    const bytes = packets.reduce((a, p) => a + p.length, 0);
+    // RFC 6716 TOC: configurations 0–11 SILK, 12–15 hybrid, 16–31 CELT
+    const modes = new Set(packets.map((p) => (p[0]! >> 3 < 12 ? 'SILK' : p[0]! >> 3 < 16 ? 'hybrid' : 'CELT')));
+    encPct.push((best / 1000 / (packets.length * 20)) * 100);
+    mode.push([...modes].join('+'));
+    const deg = new Int16Array(out.reduce((a, p) => a + p.length, 0));
+    out.reduce((o, p) => (deg.set(p, o), o + p.length), 0);
+    writeFileSync(join(dir, `c${c}`), raw(deg));
+    names.push(`c${c}`);
+    bitrates.push((bytes * 8) / (out.length * 0.02) / 1000);
+  }
+  const script = `import sys, numpy as np
+from pesq import pesq
+d = sys.argv[1]
+ref = np.fromfile(d + '/ref', dtype=np.int16).astype(np.float64)
+for name in sys.argv[2:]:
+    deg = np.fromfile(d + '/' + name, dtype=np.int16).astype(np.float64)
+    print(name, pesq(16000, ref, deg, 'wb'))`;
+  const r = spawnSync(py, ['-c', script, dir, ...names], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  if (r.status !== 0) {
+    log(`agent voice quality by complexity: pesq failed: ${(r.stderr || r.stdout).trim().split('\n').pop()}`);
+    return;
+  }
+  const score = new Map(r.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+  log(`agent voice quality by complexity (${tts.model}, ${f1(s24.length / 24_000)} s at 24 kHz → ${AGENT_ENCODER.application} ${AGENT_ENCODER.bitrate / 1000} kb/s → decoded at 16 kHz; PESQ-WB MOS-LQO, 4.64 = transparent):`);
+  for (let i = 0; i < names.length; i++) {
+    log(`  ${names[i]!.padEnd(3)} PESQ-WB ${Number(score.get(names[i]!)).toFixed(2)}, ${mode[i]}, ${f1(bitrates[i]!)} kb/s, encode ${f2(encPct[i]!)} % of a core while speaking`);
+  }
+}
+
 log(`machine: ${os.cpus().length} cores, load average at start ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (other processes share these cores)`);
+if (process.env.ONLY === 'quality') {
+  await qualityByComplexity();
+  process.exit(0);
+}
 codecCosts();
+await qualityByComplexity();
 const safety = async (b: 'native' | 'wasm') => {
   const r = await threadSafety(b);
   return typeof r === 'number' ? `${r} of 6000 packets differ` : r;

@@ -104,6 +104,9 @@ export const configSchema = z.object({
   WEBRTC_CODEC_THREADS: z.coerce.number().int().min(0).max(64).optional(),
   /** With codec workers: caller audio decoded on them ('thread') or on the event loop ('inline': only encoding moves). */
   WEBRTC_CODEC_DECODE: z.enum(['inline', 'thread']).default('thread'),
+  /** libopus complexity (0–10) of the agent-audio encoder of WebRTC calls (media/webrtc/call-codec.ts reads it from the
+   * environment, so codec workers and the media-plane thread use the same); default there. */
+  WEBRTC_OPUS_COMPLEXITY: z.coerce.number().int().min(0).max(10).optional(),
   /** Run every WebRTC peer (node-datachannel, Opus, jitter buffer, SRTP) on one media-plane thread beside the
    * pipeline (media/webrtc/plane.ts); off: on the event loop. WEBRTC_CODEC_THREADS does not apply with it on. */
   WEBRTC_MEDIA_THREAD: bool.default(false),

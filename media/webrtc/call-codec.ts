@@ -20,12 +20,20 @@ export const CONCEAL = -1;
 /** Rates at the two ends of a call's codec (the LiveTransport contract: agent audio 24 kHz in, caller 16 kHz out). */
 export const AGENT_RATE = 24_000;
 export const CALLER_RATE = 16_000;
+/** WEBRTC_OPUS_COMPLEXITY (validated at boot by core/config.ts), read here from the environment so that the codec
+ * worker processes and the media-plane thread, which inherit it, build the same encoder as the main thread. */
+function agentComplexity(): number {
+  const v = process.env.WEBRTC_OPUS_COMPLEXITY;
+  const n = v === undefined || v === '' ? NaN : Number(v);
+  return Number.isInteger(n) && n >= 0 && n <= 10 ? n : DEFAULT_AGENT_COMPLEXITY;
+}
+export const DEFAULT_AGENT_COMPLEXITY = 5;
 /** The agent-audio encoder of a WebRTC call (see the header; bench/codec measures the alternatives). */
 export const AGENT_ENCODER: Readonly<OpusEncoderOptions> & { bitrate: number } = {
   bitrate: 32_000,
   inputRate: AGENT_RATE,
   application: 'audio',
-  complexity: 5,
+  complexity: agentComplexity(),
 };
 
 export class CallCodec {

@@ -8,7 +8,7 @@ import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
 import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
-import { AGENT_ENCODER, CallCodec } from '../../media/webrtc/call-codec.ts';
+import { AGENT_ENCODER, CallCodec, DEFAULT_AGENT_COMPLEXITY } from '../../media/webrtc/call-codec.ts';
 import { opusPacketBand } from '../../media/webrtc/metrics.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
 import { announceSdp, parseOffer } from '../../media/webrtc/sdp.ts';
@@ -364,4 +364,33 @@ test('received RTP packets are counted on the audio path as plain adds and reach
   t.is(await received(), before + 3, 'read twice: counted once');
   countRtpReceived();
   t.is(await received(), before + 4);
+});
+
+test('WEBRTC_OPUS_COMPLEXITY reaches the agent encoder of every call (a process started with it, as codec workers and the plane thread inherit it); config refuses a value outside 0–10', async (t) => {
+  const { loadConfig, ConfigError } = await import('../../core/config.ts');
+  t.is(loadConfig({ WEBRTC_OPUS_COMPLEXITY: '0' }).WEBRTC_OPUS_COMPLEXITY, 0);
+  t.throws(() => loadConfig({ WEBRTC_OPUS_COMPLEXITY: '11' }), { instanceOf: ConfigError });
+  t.throws(() => loadConfig({ WEBRTC_OPUS_COMPLEXITY: 'high' }), { instanceOf: ConfigError });
+  // a voiced, changing signal: CELT at complexity 0 (no pitch pre-filter) and 5 code it differently
+  const audio = new Int16Array(24_000);
+  for (let i = 0; i < audio.length; i++) audio[i] = Math.round(6000 * Math.sin((2 * Math.PI * (140 + 60 * Math.sin(i / 4000)) * i) / 24_000) + 2000 * Math.sin((6 * Math.PI * 150 * i) / 24_000));
+  const script = `
+    const { CallCodec, AGENT_ENCODER } = await import(${JSON.stringify(new URL('../../media/webrtc/call-codec.ts', import.meta.url).href)});
+    const audio = new Int16Array(Buffer.from(process.argv[1], 'base64').buffer.slice(0));
+    const packets = new CallCodec().encode(audio).map((p) => Buffer.from(p).toString('base64'));
+    console.log(JSON.stringify({ complexity: AGENT_ENCODER.complexity, packets }));`;
+  const run = (env: Record<string, string>) => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, Buffer.from(audio.buffer).toString('base64')], { env: { ...process.env, ...env }, encoding: 'utf8' }).trim()) as { complexity: number; packets: string[] };
+  const withEnv = (c: number) => {
+    const enc = new OpusEncoder48(AGENT_ENCODER.bitrate, { ...AGENT_ENCODER, complexity: c });
+    const out: string[] = [];
+    for (let k = 0; (k + 1) * 480 <= audio.length; k++) out.push(Buffer.from(enc.encode(audio.subarray(k * 480, (k + 1) * 480))).toString('base64'));
+    return out;
+  };
+  const zero = run({ WEBRTC_OPUS_COMPLEXITY: '0' });
+  const unset = run({ WEBRTC_OPUS_COMPLEXITY: '' });
+  t.is(zero.complexity, 0);
+  t.is(unset.complexity, DEFAULT_AGENT_COMPLEXITY);
+  t.deepEqual(zero.packets, withEnv(0));
+  t.deepEqual(unset.packets, withEnv(DEFAULT_AGENT_COMPLEXITY));
+  t.notDeepEqual(zero.packets, unset.packets);
 });
