@@ -7,7 +7,8 @@
 // 48 kHz RTP clock; the browser decodes them at 48 kHz, band-limited at 12 kHz) and decodes the caller's packets
 // straight to 16 kHz (its CELT/SILK synthesis band-limits; measured on tones: flat to 7.5 kHz, 8.5 kHz and above
 // at −79 dB or less; test/webrtc/media-units.test.ts). The encoder is CELT ('audio' application, 32 kb/s,
-// complexity 5, the level where CELT's pitch pre-filter for voiced speech is on): bench/codec measured it at a
+// complexity 5 by default, the level where CELT's pitch pre-filter for voiced speech is on; WEBRTC_OPUS_COMPLEXITY sets it,
+// and from 7 up libopus codes speech in hybrid mode: PESQ-WB +0.35 for 4–6× the encoding, bench/codec ONLY=quality): bench/codec measured it at a
 // quarter to a third of the CPU of the SILK/hybrid 'voip' encoder at the same bitrate and complexity. What it trades: no in-band FEC (that is a SILK feature; our
 // NACK responder retransmits lost packets instead) and CELT's rather than SILK's concealment in the browser.
 import { DecodeStage, type FrameSink } from './jitter.ts';
