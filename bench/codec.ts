@@ -24,6 +24,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { concatInt16 } from '../media/audio/pcm.ts';
 import { Resampler } from '../media/audio/resample.ts';
 import { AGENT_ENCODER, CallCodec } from '../media/webrtc/call-codec.ts';
 import { CodecPool } from '../media/webrtc/codec-pool.ts';
@@ -277,8 +278,7 @@ async function qualityByComplexity(): Promise<void> {
     'Would you like me to book an appointment for you, or is there anything else I can help with today?';
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const s24 = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (s24.set(p, o), o + p.length), 0);
+  const s24 = concatInt16(parts);
   const dir = mkdtempSync(join(os.tmpdir(), 'pesq-'));
   const raw = (a: Int16Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
   writeFileSync(join(dir, 'ref'), raw(resample(s24, 24_000, 16_000)));
@@ -307,9 +307,7 @@ async function qualityByComplexity(): Promise<void> {
     const modes = new Set(packets.map((p) => (p[0]! >> 3 < 12 ? 'SILK' : p[0]! >> 3 < 16 ? 'hybrid' : 'CELT')));
     encPct.push((best / 1000 / (packets.length * 20)) * 100);
     mode.push([...modes].join('+'));
-    const deg = new Int16Array(out.reduce((a, p) => a + p.length, 0));
-    out.reduce((o, p) => (deg.set(p, o), o + p.length), 0);
-    writeFileSync(join(dir, `c${c}`), raw(deg));
+    writeFileSync(join(dir, `c${c}`), raw(concatInt16(out)));
     names.push(`c${c}`);
     bitrates.push((bytes * 8) / (out.length * 0.02) / 1000);
   }

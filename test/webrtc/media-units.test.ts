@@ -380,7 +380,8 @@ test('WEBRTC_OPUS_COMPLEXITY reaches the agent encoder of every call (a process 
     const packets = new CallCodec().encode(audio).map((p) => Buffer.from(p).toString('base64'));
     console.log(JSON.stringify({ complexity: AGENT_ENCODER.complexity, packets }));`;
   const run = (env: Record<string, string>) => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, Buffer.from(audio.buffer).toString('base64')], { env: { ...process.env, ...env }, encoding: 'utf8' }).trim()) as { complexity: number; packets: string[] };
-  const withEnv = (c: number) => {
+  // the reference: the agent encoder at complexity c, in this process
+  const encodedAt = (c: number) => {
     const enc = new OpusEncoder48(AGENT_ENCODER.bitrate, { ...AGENT_ENCODER, complexity: c });
     const out: string[] = [];
     for (let k = 0; (k + 1) * 480 <= audio.length; k++) out.push(Buffer.from(enc.encode(audio.subarray(k * 480, (k + 1) * 480))).toString('base64'));
@@ -390,7 +391,7 @@ test('WEBRTC_OPUS_COMPLEXITY reaches the agent encoder of every call (a process 
   const unset = run({ WEBRTC_OPUS_COMPLEXITY: '' });
   t.is(zero.complexity, 0);
   t.is(unset.complexity, DEFAULT_AGENT_COMPLEXITY);
-  t.deepEqual(zero.packets, withEnv(0));
-  t.deepEqual(unset.packets, withEnv(DEFAULT_AGENT_COMPLEXITY));
+  t.deepEqual(zero.packets, encodedAt(0));
+  t.deepEqual(unset.packets, encodedAt(DEFAULT_AGENT_COMPLEXITY));
   t.notDeepEqual(zero.packets, unset.packets);
 });
