@@ -1,4 +1,4 @@
-// Lint rules. The import restrictions enforce design.md's "who may import whom" table:
+// Lint rules. The import restrictions enforce which folders may import which:
 //   core/       imports no process folder
 //   workflows/  only @temporalio/workflow, pure core/ parts, activity *types*
 //   activities/ core/ (and workflow types for the worker bundle path)

@@ -1,6 +1,6 @@
 // Every registered document gets ingested, even when the api process died between registering it and starting its
 // workflow: POST /files, process-document and create-from-text store the object, insert the row `pending`, then
-// start ingestDocument-<uuid>. A SIGKILL between the INSERT and the start left the row `pending` for good (nothing
+// start ingestDocument-<uuid>. A SIGKILL between the INSERT and the start would leave the row `pending` for good (nothing
 // else starts that workflow). The sweep starts the workflow of documents still `pending` STALLED_AFTER_S after their
 // last change; a workflow that exists already (queued behind a busy worker) is left alone (its id is the business
 // key, so the start is refused).

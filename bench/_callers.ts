@@ -74,7 +74,7 @@ export function wsCaller(c: WsCaller): Promise<void> {
   });
 }
 
-/** a frame arriving more than this after its playout time counts as late (issue 24) */
+/** a frame arriving more than this after its playout time counts as late */
 export const LATE_MS = 40;
 
 /** What a bench's speaking callers measured, summed over its callers (one object shared by all of them). */

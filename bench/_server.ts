@@ -21,7 +21,7 @@ export async function startBenchServer(scratch: ScratchDatabase, db: Db) {
 }
 
 /**
- * SERVER_CHRT="<chrt options>" (an experiment, issue 24): after the product's own priority step, the bench process's
+ * SERVER_CHRT="<chrt options>" (an experiment): after the product's own priority step, the bench process's
  * main thread (the media pacing thread; its id is the process id) gets `chrt <options> <pid>`, e.g. "-R -r -p 10" for
  * SCHED_RR priority 10 with threads started afterwards back at normal scheduling. The line it returns says what the
  * kernel applied. Unset: nothing changes.
@@ -37,9 +37,9 @@ export async function applyServerChrt(): Promise<string | null> {
 }
 
 /**
- * SERVER_SLICE_US=<µs> (an experiment, issue 24): after the product's own priority step, the bench process's main
+ * SERVER_SLICE_US=<µs> (an experiment): after the product's own priority step, the bench process's main
  * thread (the media pacing thread) asks the kernel's EEVDF scheduler for a shorter time slice (Linux ≥ 6.12:
- * sched_setattr's sched_runtime on a SCHED_OTHER thread; 100–100,000 µs, the default here 1,400 µs). A thread with a
+ * sched_setattr's sched_runtime on a SCHED_OTHER thread; 100–100,000 µs). A thread with a
  * shorter slice than the one running preempts it when it wakes (the scheduler's PREEMPT_SHORT) instead of waiting
  * for that slice to end; its share of the CPU stays what its nice level gives. There is no Node API for it, so
  * python3's ctypes makes the call (the system python3 the Piper phonemizer already uses). The nice level is passed

@@ -24,8 +24,8 @@ export interface VendorFakeUrls {
 /**
  * The vendor fakes in two child processes (so the server's CPU and RSS are its own): the STT fakes, which take
  * every caller's audio (50 messages per second per call), and the reply fakes (LLM, TTS). Each vendor is a service
- * of its own in reality; in one process the TTS fake's audio waited behind the STT fake's input at 200 calls, and
- * the server's pacer ran short between a reply's sentences for it. `kill` ends both.
+ * of its own in reality; in one process, under load the TTS fake's audio would wait behind the STT fake's input and
+ * starve the server's pacer between a reply's sentences. `kill` ends both.
  */
 export function startVendorFakes(): { urls: Promise<VendorFakeUrls>; kill(): void; load(): Promise<{ stt: FakesLoad; reply: FakesLoad }> } {
   const stt = forkRole<Pick<VendorFakeUrls, 'deepgram' | 'soniox'>>(import.meta.url, 'fakes-stt');
@@ -128,9 +128,8 @@ export async function callerSentence(): Promise<Int16Array> {
   const { createLocalTts } = await import('../media/services/tts/local.ts');
   const { resample } = await import('../media/audio/index.ts');
   // eSpeak NG, named: the same audio every run. The `local` default is the Piper voice where it is installed, and
-  // Piper samples noise in every synthesis, so each run's sentence had its own length and its own quiet tail, and the
-  // STT fakes' end of turn (silence judged in 20 ms granules) moved by ± 20–40 ms between runs, for every transport
-  // alike (ninth session)
+  // Piper samples noise in every synthesis, so each run's sentence would have its own length and quiet tail, and the
+  // STT fakes' end of turn (silence judged in 20 ms granules) would move between runs
   const tts = createLocalTts({ languages: ['en'], model: 'espeak-ng', binary: 'espeak-ng', wordsPerMinute: 160 });
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize('tell me something about your opening hours', new AbortController().signal)) parts.push(p);

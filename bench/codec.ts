@@ -1,19 +1,13 @@
-// bench/codec: what the audio work of one WebRTC call costs, and where it runs (issue 24). In one run, one process:
-//   1. Per stage, on this thread, in CPU time (process.threadCpuUsage: the thread's own user + system time, so other
-//      processes on the cores slow the run down but barely change the figure; wall time would): Opus encode and
-//      decode and the two resamplers as shipped before this change (encoder at libopus's defaults because the
-//      package's setters never reached it, resamplers 24→48 and 48→16 kHz) against the path now in CallCodec
-//      (24 kHz straight into a CELT encoder, decode straight to 16 kHz); Opus 'voip' (SILK/hybrid, FEC) and 'audio'
-//      (CELT) at every complexity 0–10; native against WASM. Figures are % of one core per call (CPU time per
-//      call-second ÷ 10 ms), with the bitrate each setting produced and a crude quality proxy (waveform SNR of the
-//      decoded speech after aligning the codec delay: it rewards waveform-matching, not what a listener hears, so read
-//      it only to see a setting that breaks).
+// bench/codec: what the audio work of one WebRTC call costs, and where it runs. In one run, one process:
+//   1. Per stage, in CPU time of this thread (process.threadCpuUsage, so other processes on the cores barely change
+//      the figure; wall time would), as % of one core per call: the 48 kHz baseline path (voip encoder at libopus's
+//      defaults, resamplers 24→48 and 48→16 kHz) against CallCodec's (24 kHz straight into a CELT encoder, decode
+//      straight to 16 kHz); Opus 'voip' and 'audio' at every complexity 0–10; native against WASM. With the bitrate
+//      and a crude quality proxy (waveform SNR after aligning the codec delay: read it only to spot a setting that breaks).
 //   2. Whether each Opus build is safe with encoders in several threads at once (same input → same packet).
-//   3. CALLS simulated calls for SECONDS: every 20 ms tick each call submits 20 ms of agent audio to encode and one
-//      caller packet to decode, once inline (CallCodec on this thread) and once through the codec pool
-//      (media/webrtc/codec-pool.ts, worker processes): CPU of THIS thread (the event loop) per call, tick lateness,
-//      messages per worker per tick, and CPU of this process plus the workers' (from /proc).
-//
+//   3. CALLS simulated calls for SECONDS, each 20 ms tick encoding 20 ms of agent audio and decoding one caller packet
+//      per call, inline (CallCodec) and through the codec pool (media/webrtc/codec-pool.ts): event-loop CPU per call,
+//      tick lateness, messages per worker per tick, CPU of this process plus the workers'.
 //   4. The agent's voice through the agent encoder at each complexity, scored by PESQ wideband (P.862.2, PyPI's `pesq`
 //      run by a Python that has it; skipped, with the install line, where none does).
 //
@@ -134,7 +128,7 @@ function codecCosts(): void {
     e.ctl(SET_BITRATE, 32_000);
     e.ctl(SET_COMPLEXITY, c);
   };
-  // what ran before: 'voip' encoder with the (ignored) setters, i.e. libopus defaults
+  // the baseline: 'voip' encoder with the (ignored) setters, i.e. libopus defaults
   const before = encodeRow(native, 48_000, 'voip', () => {});
   const up = new Resampler(24_000, 48_000);
   const down = new Resampler(48_000, 16_000);

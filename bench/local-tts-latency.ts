@@ -3,7 +3,7 @@
 // them as in a conversation. The first reply after the pool started is reported on its own (cold: the helpers'
 // first inference) and within the percentiles. Also: the audible gap inside a first clause (a lead piece played out
 // before the piece after it arrived), and the time a phonemizer takes per clause when it is an
-// `espeak-ng --ipa` process started per clause (what the Piper helper did before it kept one resident).
+// `espeak-ng --ipa` process started per clause (the alternative to the resident one the Piper helper keeps).
 // Latency depends on machine load: the load average is printed at the end.
 //   node_modules/.bin/node --import tsx bench/local-tts-latency.ts        REPLIES=60 PAUSE_MS=300
 import { execFile } from 'node:child_process';

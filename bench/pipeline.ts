@@ -1,32 +1,20 @@
-// bench/pipeline: the live voice pipeline over real WebSockets with scripted fake engines of fixed latency.
+// bench/pipeline: the live voice pipeline over real WebSockets, clients in a child process so the server's figures
+// are its own (the server side runs with the media process's Node flags, scripts/infra.ts MEDIA_NODE_FLAGS).
 //  (a) server-added latency per turn: caller's last speech frame sent → first agent audio frame received, minus the
-//      fixed parts that are not ours (VAD stop window, fake STT final delay, fake LLM first token, fake TTS first
-//      byte). Also the in-pipeline figure from calls.logs.latency (total − stt − llm − tts). Target p99 ≤ 10 ms.
-//  (b) N simultaneous calls (default 200), each streaming caller audio in and agent audio out: output pacing
-//      jitter (inter-arrival |Δ − 20 ms| at the clients, p99; and frames that missed their playout time), the
-//      shared frame clock's tick lateness, RSS per call. Target jitter p99 ≤ 20 ms. Clients run in a child
-//      process so the server's figures are its own.
-// Baseline in the same run: (a) a raw WebSocket echo round trip on the same machine (the floor for (a));
-// (b) the same clients with 1 call.
+//      fixed parts that are not ours (the fakes' latencies, the VAD stop window); also the in-pipeline figure from
+//      calls.logs.latency (total − stt − llm − tts). Target p99 ≤ 10 ms. Baseline: a raw WebSocket echo round trip.
+//  (b) N simultaneous calls (CALLS, default 200): output pacing jitter (|Δ − 20 ms| at the clients, p99; frames that
+//      missed their playout time), the shared frame clock's tick lateness, RSS per call. Target jitter p99 ≤ 20 ms.
+//      Baseline: the same clients with 1 call.
+// MODE=vendors: the same with the real vendor adapters (Deepgram Flux, or STT=soniox; OpenAI; ElevenLabs) built the
+// production way (createEngines + Silero VAD) against their local fakes (bench/_vendors.ts), callers speaking an eSpeak
+// sentence and waiting for each reply; (b) adds end of speech → first reply audio at load and server CPU per call.
+// MODE=vendors MEDIA_PROCESSES=K spreads the callers over K media processes. Either mode: NEIGHBOUR=1 (a
+// busy-looping neighbour process), ALLOC_PROFILE=file, scheduling experiments SERVER_CHRT / SERVER_SLICE_US and the
+// product's MEDIA_PACING_CPU=1 (bench/_server.ts).
 //
 //   npm run bench -- pipeline          CALLS=200 TURNS=30 node --import tsx bench/pipeline.ts
-// (runs the server side with the media process's Node flags: scripts/infra.ts MEDIA_NODE_FLAGS)
-//
-// MODE=vendors: the same two measurements with the real vendor adapters (STT deepgram Flux, or STT=soniox; LLM
-// openai; TTS elevenlabs) built the production way (createEngines + Silero VAD), each against its local fake over
-// loopback (the fakes run in their own child process, so the server's CPU and RSS are its own). Callers speak: a
-// sentence synthesized with eSpeak, then silence until the agent's reply is over, again and again.
-//  (a) server-added latency per turn: end of the caller's speech → first agent audio at the client, minus what the
-//      fakes make fixed (the STT fake's end-of-turn silence window, less the 20 ms frame judged on arrival; the
-//      LLM and TTS fakes answer at once); and, in the pipeline, the vendor's end of turn → first agent frame.
-//  (b) N simultaneous speaking callers (default 200): reply audio pacing jitter p99 (inter-arrival |Δ − 20 ms|
-//      within each reply), end of speech → first reply audio p50/p99 at load, server CPU per call, RSS per call.
 //   MODE=vendors CALLS=20 TURNS=10 SECONDS=20 node --import tsx bench/pipeline.ts
-// NEIGHBOUR=1 (either mode): a CPU-bound neighbour process (one busy-looping node) shares the cores for the whole run.
-// SERVER_CHRT="-R -r -p 10" (an experiment): the server's pacing thread real-time (bench/_server.ts applyServerChrt).
-// SERVER_SLICE_US=100 (an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts applyServerSlice).
-// MEDIA_PACING_CPU=1 (the product's opt-in setting, core/affinity.ts): the pacing thread alone on CPU 1, the rest of the run on the
-// other CPUs (bench/_server.ts applyBenchPacingCpu).
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -123,8 +111,8 @@ if (ROLE === 'client') {
 }
 
 /**
- * NEIGHBOUR=1 (issue 24 goal 2): a CPU-bound neighbour process for the whole run — one `node` busy-looping at normal
- * priority, i.e. one of the two cores taken by something else, as on a shared host. Killed when the bench exits.
+ * NEIGHBOUR=1: a CPU-bound neighbour process for the whole run — one `node` busy-looping at normal
+ * priority, i.e. one core taken by something else, as on a shared host. Killed when the bench exits.
  */
 function startNeighbour(): void {
   if (process.env.NEIGHBOUR !== '1') return;
@@ -366,12 +354,12 @@ async function runSpeakingClients(job: SpeakingJob): Promise<SpeakingResult> {
   return { ...stats, opened, closedBadly, loopP99: loop.percentile(99) / 1e6 };
 }
 
-/** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
 /** A call the server closed (any code but 1000), counted by close code. */
 function countClose(closedBadly: Record<number, number>, code: number): void {
   if (code !== 1000) closedBadly[code] = (closedBadly[code] ?? 0) + 1;
 }
 
+/** ", N closed by the server (codes …)" when calls did not run to the caller's hang-up (1013: refused at capacity) */
 function refusals(closedBadly: Record<number, number>): string {
   const n = Object.values(closedBadly).reduce((a, b) => a + b, 0);
   return n ? ` (${n} of them closed by the server: ${Object.entries(closedBadly).map(([c, k]) => `${k}× ${c}`).join(', ')})` : '';

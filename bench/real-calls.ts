@@ -1,30 +1,17 @@
 // bench/real-calls: real calls measured from outside, like a customer would. The service runs as its own process
-// (the `npm start` shape: api + media in one process, scripts/server-main.ts, on a scratch PostgreSQL, no Temporal)
-// with the agent on real engines (default: the local ones — PocketSphinx STT, eSpeak NG TTS, the demo LLM; Silero
-// VAD and the RNNoise gate on, as an agent's defaults have them). This process is an independent client speaking the
-// public protocol: POST /call, then N WebSocket callers joining within the same second, each streaming its
-// microphone in real time (20 ms frames; faint hiss in its pauses), waiting for the greeting, then speaking a synthesized sentence (eSpeak NG)
-// and pausing, TURNS times.
-//
-// Figures per level N (LEVELS, default 1,50,200):
-//   - greeting after join: WebSocket open → first agent audio frame, p50/p99 (and the very first call after start);
-//   - voice-to-voice: last frame of the caller's sentence sent → first frame of the agent's reply, p50/p99;
-//   - audio gaps: within an agent utterance (frames closer than 500 ms), |inter-arrival − 20 ms| p99, and frames
-//     later than their playout time (first frame of the utterance + k·20 ms) by more than 40 ms; per agent
-//     utterance the most its frames fell behind that time (p50/p99), and gaps over 60 ms between frames;
-//   - in-pipeline overhead per turn (calls.logs latency: total − stt − llm − tts) p50/p99;
-//   - CPU per call (% of one core: the server process and its children — recognisers, synthesizers — over the
-//     busy window, minus idle, ÷ N) and RSS per call (peak minus idle, ÷ N, same process tree).
-// Baseline in the same run: N = 1 (the ratio at each level is against it).
-//
-// Engine sets: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids (default local: Whisper, Piper, the demo LLM;
-// BENCH_STT_MODEL=pocketsphinx BENCH_TTS_MODEL=espeak-ng for the older local engines). For vendor ids point the
-// adapters at their fakes with the usual <ID>_BASE_URL / <ID>_API_KEY variables (passed through to the server),
-// e.g. run the fakes yourself, or BENCH_FAKES=path/to/module.ts whose `start()` resolves to
-// `{ env: Record<string,string>, close(): Promise<void> }` (the env is added to the server's).
+// (the `npm start` shape, scripts/server-main.ts, on a scratch PostgreSQL, no Temporal) with the agent on real engines
+// (default local: Whisper, Piper, the demo LLM; Silero VAD and the RNNoise gate on, as an agent's defaults have them).
+// This process speaks the public protocol: POST /call, then N WebSocket callers joining within the same second, each
+// streaming its microphone in real time (20 ms frames, faint hiss in its pauses), waiting for the greeting, then
+// speaking an eSpeak NG sentence and pausing, TURNS times. Per level N (LEVELS, default 1,50,200; N = 1 is the
+// baseline): greeting after join, voice-to-voice (last caller frame → first reply frame), audio gaps and late frames
+// within agent utterances, in-pipeline overhead (calls.logs latency), CPU and RSS per call of the server's process tree.
+// Engines: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids, BENCH_STT_MODEL=pocketsphinx BENCH_TTS_MODEL=espeak-ng
+// the lighter local engines; vendor ids need <ID>_BASE_URL / <ID>_API_KEY pointing at fakes (passed through to the
+// server), or BENCH_FAKES=path/to/module.ts whose `start()` resolves to `{ env, close() }` (env added to the server's).
+// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
 //
 //   npm run bench -- real-calls            LEVELS=1,50 TURNS=2 node --import tsx bench/real-calls.ts
-// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';

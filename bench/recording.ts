@@ -1,8 +1,8 @@
 // bench/recording: memory per call of the call recorder (media/pipeline/recorder.ts) for 20 s, 10 min and 60 min
 // calls, time-compressed (a call's audio is fed as fast as the sink keeps up: 20 ms caller frames at 16 kHz, agent
 // frames at 24 kHz a quarter of the time), two ways in the same run:
-//   in memory   every block of the timeline kept until the end, then the WAV built in one buffer (the former recorder)
-//   spool file  3 resident 1-second blocks; older ones written to the call's spool file (the recorder now)
+//   in memory   every block of the timeline kept until the end, then the WAV built in one buffer (the baseline)
+//   spool file  3 resident 1-second blocks; older ones written to the call's spool file (the recorder)
 // Each (way, length) runs in a fresh child process with CALLS recorders at once. Two figures, divided by CALLS:
 //   retained   RSS rise over the child's baseline just before the calls end, after a full GC
 //   JS held    heap used + array buffers over the baseline at the same moment (what a call's objects hold; RSS also
@@ -57,7 +57,7 @@ async function child(way: 'memory' | 'spool', seconds: number): Promise<void> {
   await Promise.all(recs.map((r) => r.finish()));
   sample();
   if (way === 'memory') {
-    const wavs = (sinks as MemorySink[]).map((s) => s.wav()); // the former recorder built each call's WAV in memory
+    const wavs = (sinks as MemorySink[]).map((s) => s.wav()); // the in-memory way: each call's WAV built in one buffer
     sample();
     if (wavs.length !== CALLS) throw new Error('unreachable');
   }

@@ -7,7 +7,7 @@
 //  - audible gap: silence a player that starts at the reply's first byte and plays every sample as soon as it can
 //    would insert at that boundary (0 when sentence n+1's audio came before sentence n finished playing).
 // Baseline in the same run: the same stage and adapter with synthesis ahead switched off (lookahead 0: a chunk's
-// text is sent once the previous chunk's audio ended, which is how the stage worked before).
+// text is sent once the previous chunk's audio ended).
 //   npm run bench -- tts-gap          REPLIES=10 FIRST_BYTE_MS=150 PIECE_MS=50 node --import tsx bench/tts-gap.ts
 import { performance } from 'node:perf_hooks';
 import { TtsStage } from '../media/pipeline/tts-stage.ts';

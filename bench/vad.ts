@@ -1,9 +1,9 @@
 // bench/vad: the Silero VAD alone for N simultaneous streams fed in real time (20 ms frames on one clock), each
 // a caller who talks about 40 % of the time (an eSpeak NG sentence, then ~2 s of line hiss at about −66 dBFS).
 // Three ways, same audio, same run:
-//   frame-by-frame   one inference per 32 ms window per stream, as it comes (the former media/vad),
+//   frame-by-frame   one inference per 32 ms window per stream, as it comes,
 //   batched          windows of all streams ready within the same few ms run as one inference,
-//   batched + gate   and plainly silent windows skip inference (the default now).
+//   batched + gate   and plainly silent windows skip inference (media/vad's default).
 // Figures: CPU of this process per 32 ms window and what that makes per real-time stream (% of one core; robust
 // to a busy machine, where a mode that cannot keep up would otherwise look cheap), inferences per second, how many
 // speech starts were detected (all three must agree closely) and the backlog left when feeding stopped.

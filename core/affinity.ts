@@ -1,18 +1,13 @@
-// A core for the thread that paces live audio (MEDIA_PACING_CPU, issue 24). On a node whose cores are shared, the
-// media process's main thread (it sends every call's next frame on the shared 20 ms clock) spends about half of each
-// long stall waiting for a core (bench/webrtc's schedstat split), whatever its priority. With MEDIA_PACING_CPU=n the
-// media process keeps that thread on CPU n and every other thread of its own (node-datachannel's, V8's and libuv's,
-// the VAD, noise-gate and decoder threads) and every helper process it starts on the other CPUs the process may use.
-// That keeps the media process's own work off the pacing core; keeping the node's other processes off it is the
-// operator's part (a cpuset: `docker run --cpuset-cpus`, compose's `cpuset`, systemd's `AllowedCPUs`); pinning the
-// media process alone while other processes share the pacing core gained nothing. What the two together gained at
-// 150 WebRTC calls (less CPU, fewer late frames) and did not (the latency tail): README, issue 24's pacing notes.
-//
-// Linux keeps CPU affinity per thread and a new thread inherits its creator's, so threads the main thread starts
-// later (node-datachannel starts its own at the first peer connection, libuv its pool at the first file operation)
-// begin on the pacing CPU: a sweep every second moves every thread but the main one off it. Node has no affinity
-// API; util-linux's `taskset` (Essential in Debian, present in the node images) sets it, run as a child process
-// only when the set of threads changed. Where it is missing or refused, the process runs unpinned and says so.
+// A core for the thread that paces live audio (MEDIA_PACING_CPU). On shared cores the media process's main thread
+// (it sends every call's next frame on the shared 20 ms clock) spends much of each long stall waiting for a core,
+// whatever its priority. With MEDIA_PACING_CPU=n that thread stays on CPU n and every other thread of the process
+// (node-datachannel, V8, libuv, the VAD, noise-gate and decoder threads) and every helper process it starts run on
+// the other allowed CPUs. Keeping the node's other processes off the pacing core is the operator's part (a cpuset:
+// `docker run --cpuset-cpus`, compose's `cpuset`, systemd's `AllowedCPUs`); pinning only the media process is not
+// enough. Effects: docs/benchmarks.md; setup: docs/operations.md.
+// Linux keeps affinity per thread and new threads inherit their creator's, so threads started later begin on the
+// pacing CPU: a sweep every second moves every thread but the main one off it. Node has no affinity API; util-linux's
+// `taskset` sets it, run only when the set of threads changed. Where it is missing or refused, the process runs unpinned.
 import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';

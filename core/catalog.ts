@@ -2,16 +2,11 @@
 // languages each STT/TTS model supports (among the spec's 22 ids; from the vendors' documentation, see
 // shared/spec/vendors.md "Languages per model") and the TTS voices where the spec restricts them.
 // `GET /agents/models/available` serves exactly this; AgentConfig validation rejects anything not listed here.
-//
-// Local engines (providers.md "Local engines"): one more provider id `local` per family.
-//  - llm `local`: model `qwen2.5-coder-0.5b-instruct` runs Qwen2.5 0.5B in-process (node-llama-cpp) when its opt-in
-//    model file is installed (else the demo responder answers). Model `local-demo`: with LOCAL_LLM_BASE_URL set, the engine sends
-//    the conversation to that OpenAI-compatible server (model name LOCAL_LLM_MODEL); without it, a deterministic
-//    built-in demo responder answers. No wildcard: any other model id under `local` is off-catalog and rejected.
-//  - stt `local`: models `whisper-tiny.en` (default) and `pocketsphinx` (offline recognisers, English only).
-//  - tts `local`: model `piper` (the Piper voice en_US-joe-medium, English; the default for English agents whose
-//    voice is unset/`default`) and `espeak-ng` (eSpeak NG), languages it voices among the 22 ids. Voices: any
-//    eSpeak voice id, or `en_US-joe-medium` (Piper); LOCAL_TTS_VOICES lists the named ones.
+// Local engines (providers.md "Local engines"; docs/engines.md), provider id `local` in each family: llm
+// `qwen2.5-coder-0.5b-instruct` (in-process via node-llama-cpp once its opt-in model is installed) and `local-demo`
+// (LOCAL_LLM_MODEL on the OpenAI-compatible LOCAL_LLM_BASE_URL; both fall back to the deterministic demo responder);
+// stt `whisper-tiny.en` (default) and `pocketsphinx`, English only; tts `piper` (voice en_US-joe-medium, English)
+// and `espeak-ng` (any eSpeak voice id; LOCAL_TTS_VOICES lists the named ones). Other `local` model ids are rejected.
 
 export const LANGUAGES = ['en', 'hi', 'gu', 'ta', 'te', 'es', 'fr', 'ja', 'de', 'zh', 'ar', 'pt', 'ru', 'mr', 'bn', 'kn', 'ml', 'pa', 'ur', 'id', 'or', 'ne'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -42,8 +37,8 @@ export interface LlmProviderEntry {
 export interface SttProviderEntry { label: string; defaultModel: string; models: SpeechModel[]; credentialEnv: string | null }
 export interface TtsProviderEntry {
   label: string;
-  /** null: the provider has no model selector (tts.model must stay null). */
   defaultModel: string;
+  /** false: the provider has no model selector (tts.model must stay null). */
   hasModelSelector: boolean;
   models: SpeechModel[];
   defaultVoice: string;

@@ -112,7 +112,7 @@ export const configSchema = z.object({
   WEBRTC_MEDIA_THREAD: bool.default(false),
   /** Seconds an answered offer may take to connect before the call ends no_participant. */
   WEBRTC_CONNECT_TIMEOUT_S: z.coerce.number().int().min(2).max(600).default(30),
-  /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × measured calls per core. */
+  /** Calls one media process accepts at once; past it new joins are refused (1013). Default: cores × CALLS_PER_CORE (core/media-nodes.ts). */
   MEDIA_MAX_CALLS: z.coerce.number().int().min(1).max(100000).optional(),
   /** nice levels the media process raises the thread that paces audio by (core/priority.ts); unset: 10 where
    * permitted (CAP_SYS_NICE), quietly nothing where not; 0: off */
@@ -120,8 +120,8 @@ export const configSchema = z.object({
   /** A CPU for the thread that paces audio alone (core/affinity.ts): the media process's other threads and helper
    * processes run on its other CPUs; keeping other processes off it is the operator's cpuset. Unset: no pinning. */
   MEDIA_PACING_CPU: z.coerce.number().int().min(0).max(4095).optional(),
-  /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it: README
-   * "Scaling and capacity"). Default: PUBLIC_URL, the address shared by every node behind the proxy. */
+  /** This media node's own public origin, when clients can reach it directly (POST /call steers calls to it:
+   * docs/operations.md). Default: PUBLIC_URL, the address shared by every node behind the proxy. */
   MEDIA_PUBLIC_URL: url.optional(),
   /** A media node whose heartbeat is older than this is dead: its active calls are reconciled by a live node. */
   MEDIA_NODE_DEAD_AFTER_S: z.coerce.number().int().min(2).max(3600).default(45),

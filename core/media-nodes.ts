@@ -8,18 +8,15 @@ import { sql, type Db } from './db/pool.ts';
 
 /**
  * Simultaneous calls one core carries on the local engines with the voice-to-voice target met (p50 ≤ 700 ms,
- * p99 ≤ 1,500 ms), measured by bench/real-calls on 2 cores with every caller speaking at once: 50 calls meet it
- * (p50 359–395 ms, p99 639–1,063 ms), 100 do not (2.6 s / 5.1 s). Vendor engines carry more per core (README
- * "Scaling and capacity"); MEDIA_MAX_CALLS overrides the product.
+ * p99 ≤ 1,500 ms), from bench/real-calls with every caller speaking at once (docs/benchmarks.md). Vendor engines
+ * carry more per core (docs/operations.md); MEDIA_MAX_CALLS overrides the product.
  */
 export const CALLS_PER_CORE = 25;
 
 /**
  * The same for the neural local engines (Whisper tiny.en STT, the Piper voice: the defaults of `local` once
- * scripts/setup.sh installed their models). bench/real-calls on an idle 2-core node (load average 1.8), 2 turns per
- * call: voice-to-voice p50 / p99 700 / 832 ms at 1 call, 708 / 776 ms at 2, 963 / 2,204 ms at 4 — the p99 ≤ 1,500 ms
- * target holds at 2 calls and not at 4, so 1 per core. Re-measure on the target machine
- * (`LEVELS=1,2,3,4 npm run bench -- real-calls`) and set MEDIA_MAX_CALLS.
+ * scripts/setup.sh installed their models), from bench/real-calls on an idle node (docs/benchmarks.md). Re-measure
+ * on the target machine (`LEVELS=1,2,3,4 npm run bench -- real-calls`) and set MEDIA_MAX_CALLS.
  */
 export const NEURAL_CALLS_PER_CORE = 1;
 
@@ -33,20 +30,17 @@ export type WeightTransport = 'websocket' | 'webrtc' | 'carrier';
 export type WeightEngines = 'vendor' | 'local';
 
 /**
- * What one call costs a media node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Where each figure
- * comes from (README "Scaling and capacity", "Browser calls (WebRTC)"):
- * - websocket/local 1: the unit; bench/real-calls, 50 local-engine calls per 2-core node (CALLS_PER_CORE 25).
- * - websocket/vendor 0.25: bench/pipeline MODE=vendors holds 200 calls per 2-core node, 4× the local figure.
- * - webrtc/vendor 1: bench/webrtc. By CPU a WebRTC call costs 1.4–2.2× a WebSocket call (codec inline: CELT from
- *   24 kHz, decoding straight to 16 kHz, no resamplers), but pacing, not CPU, sets the limit. With callers silent,
- *   100 calls held jitter p99 20.0 ms and 0 late packets with no margin and 125 did not. With callers speaking and
- *   pausing against the vendor fakes (SPEAK=1, issue 24's condition), 50 calls held (p99 20.0 ms, 0 of 20,250 late,
- *   every packet sent), 80 did not (13 late) and 150 far from it (49.6 ms, 1,456 late). So 1: 50 per 2-core node
- *   (CALLS_PER_CORE 25 → 50 units), the largest N measured to hold. Every weight here is binary-exact, so the REAL
- *   column keeps it.
+ * What one call costs a media node, in local-engine WebSocket calls (MEDIA_MAX_CALLS's unit). Each weight comes from
+ * the largest load the benches held the targets at (figures: docs/benchmarks.md; sizing: docs/operations.md):
+ * - websocket/local 1: the unit (bench/real-calls, CALLS_PER_CORE).
+ * - websocket/vendor 0.25: bench/pipeline MODE=vendors, relative to the local-engine figure.
+ * - webrtc/vendor 1: bench/webrtc. A WebRTC call costs more CPU than a WebSocket call (codec inline: CELT from
+ *   24 kHz, decoding straight to 16 kHz, no resamplers), but pacing, not CPU, sets the limit: with callers speaking
+ *   and pausing against the vendor fakes (SPEAK=1) a node holds as many as it holds local-engine WebSocket calls.
  * - webrtc/local 1.75: the local-engine call plus the same WebRTC surcharge (1 − 0.25).
- * - carrier 0.45 / 1.2: bench/webrtc KINDS=carrier, the server's CPU per carrier stream 1.71× a WebSocket call's in
- *   the same run (JSON + base64 + µ-law framing); 50 carrier + 50 WebRTC + 50 WebSocket calls held the targets.
+ * - carrier 0.45 / 1.2: bench/webrtc KINDS=carrier; a carrier stream costs more server CPU than a WebSocket call
+ *   (JSON + base64 + µ-law framing), and a mix of carrier, WebRTC and WebSocket calls held the targets.
+ * Every weight here is binary-exact, so the REAL column keeps it.
  */
 export const CALL_WEIGHTS: Record<WeightTransport, Record<WeightEngines, number>> = {
   websocket: { vendor: 0.25, local: 1 },
@@ -68,7 +62,7 @@ export const LIGHTEST_JOIN = Math.min(...(Object.keys(CALL_WEIGHTS) as WeightTra
 
 export interface NodeLoad {
   activeCalls: number;
-  /** calls weighted by transport × engines (media/admission.ts CALL_WEIGHTS), in capacity's unit */
+  /** calls weighted by transport × engines (CALL_WEIGHTS), in capacity's unit */
   weightedLoad: number;
   /** the node's admission would take the lightest join now (not draining, room for it): POST /call reads this */
   accepting: boolean;

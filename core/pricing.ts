@@ -13,7 +13,7 @@ export interface PriceTable {
   stt: Record<string, Record<string, SttPrice>>;
 }
 
-/** List prices as published by the vendors (2025); operators adjust here. */
+/** List prices as published by the vendors; operators adjust here. */
 export const PRICES: PriceTable = {
   llm: {
     openai: {

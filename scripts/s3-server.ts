@@ -1,6 +1,6 @@
 // A real S3-compatible server for the tests: the Versity S3 Gateway (versitygw, Apache-2.0) over a scratch
-// directory. `npm test` builds it once with `go install` into .data/bin (about 2 minutes on a bare machine, most of
-// it downloading modules), starts one instance for the whole run and hands its address to the tests in
+// directory. `npm test` builds it once with `go install` into .data/bin (slow on a bare machine, mostly
+// downloading modules), starts one instance for the whole run and hands its address to the tests in
 // TEST_S3_ENDPOINT / TEST_S3_ACCESS_KEY / TEST_S3_SECRET_KEY. Each test file uses its own bucket.
 // Set S3_TEST_SERVER=/path/to/versitygw to use a binary built elsewhere. Without Go (and no binary) the S3 tests
 // are skipped with a message naming what is missing.

@@ -40,8 +40,7 @@ if (s3Bin.bin !== null) {
 }
 
 // Test files in flight at once: one more than the cores. Many tests spend much of their time waiting (for a
-// process to restart, a timeout to pass, a call to end): on a 2-core machine the whole suite took 1,051 s at 2 and
-// 834 s at 3 (the cores 84 % busy), and passed alike.
+// process to restart, a timeout to pass, a call to end), so one more file keeps the cores busy.
 // `npm test -- --concurrency N` overrides it.
 const userArgs = process.argv.slice(2);
 const concurrency = userArgs.some((a) => a === '--concurrency' || a.startsWith('--concurrency=') || a === '-c') ? [] : ['--concurrency', String(os.availableParallelism() + 1)];

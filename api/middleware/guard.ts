@@ -1,20 +1,12 @@
-// The one input guard: text PostgreSQL cannot store (U+0000 in text/jsonb, unpaired UTF-16 surrogates, which
-// the driver would send as invalid UTF-8) is refused before any route runs, naming the field, on every endpoint.
-//
-// It sees every way text enters the API:
-//  - the query string (keys and values)                    → loc ['query', <key>]
-//  - path parameters of the route the request matches      → loc ['path', <param>]
-//  - JSON bodies, form-encoded bodies (carrier callbacks)   → loc ['body', ...path]  (parsed by body.ts)
-//  - multipart text fields and file names                  → loc ['body', <field>]  (multipart.ts calls assertStorable)
-// Headers need no check: Node's HTTP parser refuses NUL/CR/LF in them and decodes the rest as latin1, which
-// can never produce a NUL or a lone surrogate.
-//
-// The answer takes the shape the spec gives the route family's validation errors:
-//  - default: 422 `[{type, loc, msg, input}]` (the spec's schema-validation array)
-//  - agent create/update: 400 `{error: 'invalid_agent_config', details: [{loc, msg, type}]}`
-//  - preview-snapshot: 400 `{error: 'Agent configuration validation failed', details: [{path, message, type}]}`
-//  - POST /call: the spec makes every rejected call a call row, so the guard leaves the answer (and the row) to the
-//    route: the findings are in `ctx.state.unstorable` and the route answers 400 in its own shape first thing.
+// The one input guard: text PostgreSQL cannot store (U+0000 in text/jsonb, unpaired UTF-16 surrogates, which the
+// driver would send as invalid UTF-8) is refused before any route runs, naming the field, on every endpoint. It
+// checks the query string (loc ['query', key]), the matched route's path parameters (['path', param]), JSON and
+// form bodies (['body', ...path], parsed by body.ts) and multipart fields and file names (multipart.ts calls
+// assertStorable). Headers need no check: Node's parser refuses NUL/CR/LF and decodes the rest as latin1.
+// The answer takes the shape the spec gives the route family's validation errors: 422 `[{type, loc, msg, input}]`
+// by default; 400 `{error: 'invalid_agent_config', details}` on agent create/update; 400 `{error: 'Agent
+// configuration validation failed', details}` on preview-snapshot. POST /call and test-call record every rejected
+// call as a call row, so the guard leaves the answer to the route (`ctx.state.unstorable` / `refusedBody`).
 import type { Middleware, ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
 import { HttpError } from '../../core/http-error.ts';

@@ -20,7 +20,8 @@ export function catalogRoutes(router: Router, deps: ApiDeps): void {
 
 /**
  * One entry per catalog provider: `configured` (its credential variables are set), `adapter` (this install can
- * run it), `available` (both). `credentialsConfigured` (= configured) and `credentialEnv` are kept from before.
+ * run it), `available` (both); `credentialEnv` (its first credential variable) and `credentialsConfigured`
+ * (= configured) too, for clients that read those.
  */
 function providersOf(family: Family, config: object) {
   return Object.entries(catalog[family] as Record<string, { label: string }>).map(([provider, entry]) => {

@@ -1,4 +1,4 @@
-// Audio recordings (issue 21): POST /recordings (multipart `file` + optional `name`), GET /recordings (list
+// Audio recordings: POST /recordings (multipart `file` + optional `name`), GET /recordings (list
 // envelope), GET /recordings/{recording_id} (metadata + `url` in {cdn_url}), DELETE /recordings/{recording_id}
 // (archive). The upload is decoded once (core/recordings/decode.ts), normalised to 24 kHz mono s16 and stored as a
 // WAV; a refused upload stores nothing.

@@ -1,22 +1,11 @@
 // The one AgentConfig schema (spec "AgentConfig", "Inline tool"): strict everywhere, every default materialised.
 // Used for saved agents, inline agents on POST /call, previews, inbound bindings and call snapshots.
 //
-// Ranges the spec leaves open, chosen here (also visible in the OpenAPI document):
-//  - name 1..120 (not blank); description ≤ 5000; systemPrompt ≤ 100000; timezone ≤ 64 (IANA, validated)
-//  - languages: 1..50 entries before de-duplication
-//  - greeting.firstMessages / userIdleMessages / tool messages: ≤ 5 entries of ≤ 1000 chars; blank entries dropped
-//  - webhook.headers / function server.headers: ≤ 50 headers, names are HTTP tokens (≤ 100), values ≤ 4096 without CR/LF
-//  - contextVariables: ≤ 200 keys of 1..100 chars, values ≤ 2000 chars
-//  - tools: ≤ 50 entries; descriptions ≤ 2000
-//  - soniox.contextTerms ≤ 10000 chars; deepgram.keyterms ≤ 100 terms / 5000 chars; assemblyai.keyterms ≤ 100 terms
-//    of ≤ 50 chars; cartesia.keyterms ≤ 100 terms / 1200 chars
-//  - sounds:
-//      backgroundSound.sound  library | office | cafe | restaurant | quiet-room; volume 0..1
-//      taskSound.sound        typing; volume 0..1; startAfterMs 0..10000 (int)
-//      acknowledgeSounds      words: comma-separated, ≥ 1 non-blank word, each ≤ 50 chars, ≤ 20 words, ≤ 500 chars;
-//                             wordOrder round-robin | random; volume 0..1; thresholdS 0.5..30; probability 0..1
-//      fillerWords            words as above; wordOrder round-robin | random; thresholdMs 100..5000 (int);
-//                             probability 0..1
+// Ranges the spec leaves open are chosen here (also visible in the OpenAPI document; see docs/agents.md): name
+// 1..120 (not blank), description ≤ 5000, systemPrompt ≤ 100000, timezone an IANA zone ≤ 64; languages 1..50 before
+// de-duplication; message lists ≤ 5 entries of ≤ 1000 chars (blank entries dropped); headers ≤ 50, names HTTP tokens
+// ≤ 100, values ≤ 4096 without CR/LF/NUL; contextVariables ≤ 200 keys of 1..100 chars, values ≤ 2000; tools ≤ 50,
+// descriptions ≤ 2000. STT term lists and the sound blocks carry their limits in the schemas below.
 import { z } from 'zod';
 import { IANAZone } from 'luxon';
 import { LANGUAGES, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS, catalog } from '../catalog.ts';

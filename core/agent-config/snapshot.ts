@@ -80,8 +80,8 @@ function substituteTool(tool: ToolEntry, vars: Record<string, string>): ToolEntr
 
 /**
  * The config a call runs with: contextVariables = saved defaults overlaid with call-time non-blank values, and
- * placeholders substituted in systemPrompt, greeting.firstMessages, userIdleMessages, acknowledge/filler words and
- * tools (function url/headers/messages, endCall messages, transfer message, query/test messages and responseText).
+ * placeholders substituted in systemPrompt, greeting.firstMessages, userIdleMessages and tools (function
+ * url/headers/messages, endCall messages, transfer message, query/test messages and responseText).
  * Unknown placeholders stay literal.
  */
 export function resolveSnapshot(config: AgentConfig, opts: SnapshotOptions): AgentConfig {

@@ -3,13 +3,10 @@
 // endedReason=null, endedAt=now, tag not_connected — which frees its concurrency slot — and follows the
 // never-connected rule of core/calls/unconnected.ts: `call.ended` (no `call.started` was ever sent), then
 // `call.completed` from the post-call workflow.
-//
 // Two paths, both safe with any number of api replicas (each is one UPDATE ... WHERE status='pending', so a row
-// expires exactly once and a call that the media side marks `active` first is never touched):
-//  - a periodic sweep run by every api process (startExpirySweeper), one transaction per organization under the
-//    concurrency gate's per-organization advisory lock;
-//  - a lazy check for one organization inside the concurrency gate, so an expired row never blocks the ceiling
-//    even between sweeps.
+// expires exactly once and a call that the media side marks `active` first is never touched): a periodic sweep by
+// every api process (startExpirySweeper), one transaction per organization under the concurrency gate's advisory
+// lock; and a lazy check inside the concurrency gate, so an expired row never blocks the ceiling between sweeps.
 import { z } from 'zod';
 import { sql } from '../db/pool.ts';
 import { startSweeper } from '../sweeper.ts';

@@ -1,11 +1,9 @@
-// Call-start gates, applied to every call start (POST /call, test calls, later campaigns and inbound), in order:
-//
+// Call-start gates, applied to every call start (POST /call, test calls, outbound and campaign dials, inbound), in order:
 //   1. request rate      — global api middleware (core/ratelimit.ts): 429 'Rate limit exceeded'
 //   2. monthly minutes   — 402 string, when billed minutes this calendar month (UTC) >= the org's quota
 //   3. wallet            — 402 {error_code: 'insufficient_balance', error_message, balance_usd, threshold_usd}
 //                          when balance < WALLET_MIN_BALANCE_USD; 403 (same shape) for other wallet reasons
 //   4. concurrency       — 429 {code: 'concurrency_limit_reached', current_limit, current_active, message}
-//
 // The concurrency gate is exact under parallel load: one transaction takes a per-organization advisory lock,
 // expires the organization's abandoned pending web calls, counts pending + active calls and inserts the new row,
 // so two requests can never both see the last free slot. Rejections by gates 2-4 also write a rejected call row

@@ -1,5 +1,5 @@
 // Call history: GET /calls filters and sorts as SQL, always scoped to one organization, and GET /calls/{callId}.
-// Indexes serving these queries: migrations 0002 and 0020 (see bench/history.ts for the million-row figures).
+// Indexes serving these queries: migrations 0002 and 0020 (bench/history.ts; figures in docs/benchmarks.md).
 import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
 import { callDetailRow, callListRow, listColumns, transportFilter, type CallDetailRow, type CallListRow } from './model.ts';

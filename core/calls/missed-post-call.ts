@@ -1,9 +1,8 @@
 // Every ended call gets its post-call workflow (recording, transcript, cost, debit, `call.completed`), even when the
 // process that ended the row died before handing it off: media writes the row, sends `call.ended` and then
 // signal-with-starts postCall-<callId>; the api does the same for calls that never connected. A SIGKILL between the
-// row write and the hand-off left the row ended with no post-call at all: no debit, no `call.completed`, no
-// recording — for good (measured: 1 call of a 200-contact campaign whose media node was killed).
-//
+// row write and the hand-off would leave the row ended with no post-call at all: no debit, no `call.completed`, no
+// recording, for good.
 // The sweep: ended rows (not pre-pipeline refusals, tag `rejected`) without post_call_completed_at, ended more than
 // MISSED_GRACE_S ago and less than an hour ago, whose ending process is gone or was the api (media_node null or with
 // no fresh heartbeat), and whose postCall-<callId> workflow does not exist → handed off now. A hand-off that

@@ -32,8 +32,8 @@ export type RejectReason =
 
 /**
  * Browser WebRTC calls, whichever endpoint created them (`POST /call` with transport=webrtc, the dashboard test
- * call), are stored with transport `webrtc` and callSource `webrtc`. Rows written earlier with transport `web`
- * are the same kind of call: the history filter treats `web` and `webrtc` as one value (see transportFilter).
+ * call), are stored with transport `webrtc` and callSource `webrtc`. Rows with the legacy transport `web` are the
+ * same kind of call: the history filter treats `web` and `webrtc` as one value (see transportFilter).
  */
 export const BROWSER_WEBRTC = { transport: 'webrtc', callSource: 'webrtc' } as const satisfies { transport: Transport; callSource: CallSource };
 export const BROWSER_WEBRTC_LABELS: readonly Transport[] = ['webrtc', 'web'];

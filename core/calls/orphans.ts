@@ -1,7 +1,6 @@
 // No row left behind: calls still `active` whose pipeline is gone end as the spec's "pipeline crashes after connect"
 // (status error, endedReason pipeline_error), which frees their concurrency slot, and get `call.ended` once, the
 // post-call hand-off (→ call.completed, debit) and, for phone calls, the campaign's outcome signal.
-//
 // Two scopes, both one UPDATE … WHERE status = 'active' RETURNING (so with any number of media nodes and api
 // replicas sweeping at once a row ends exactly once and exactly one process sends its call.ended):
 //  - dead nodes: rows whose media node has no fresh heartbeat in media_nodes (MEDIA_NODE_DEAD_AFTER_S), and never
@@ -106,8 +105,8 @@ export async function notifyOrphans(deps: OrphanDeps, rows: readonly OrphanedCal
  * are skipped for `quietMs` (MEDIA_NODE_DEAD_AFTER_S) from the last failure: the nodes still alive get the same
  * window to report again as they have in normal running. While skipping, `probe` (a cheap query, optional) notes a
  * database that is still away, so the window counts from the database's return, however long the outage.
- * (Skipping only the one run after a failure was not enough: during an outage runs alternated failed / skipped, and
- * a run landing just after the restart ended the calls of live nodes — `test/faults/postgres-kill.test.ts`.)
+ * (Skipping only the one run after a failure is not enough: during an outage runs alternate failed / skipped, and
+ * a run landing just after the restart would end the calls of live nodes — `test/faults/postgres-kill.test.ts`.)
  */
 export function afterOutageGuard(quietMs: number, now: () => number = Date.now) {
   let failedAt = Number.NEGATIVE_INFINITY;

@@ -25,7 +25,8 @@ export const contextVariablesSchema = z
 export const envelopeSchema = z.strictObject({
   type: z.enum(['outbound', 'inbound']).nullish(),
   transport: z.enum(['webrtc', 'websocket']).nullish(),
-  // Per-carrier inline auth fields belong to the telephony issue; only the common part is checked here.
+  // Per-carrier inline auth fields are checked by each carrier's inlineAuthSchema (core/telephony); only the
+  // common part is checked here.
   callConfig: z.looseObject({
     provider: z.string().min(1),
     phoneNumber: z.string().min(1).optional(),

@@ -1,22 +1,12 @@
-// Usage summary of one organization over the half-open window [from, to) of call creation time.
-//
-// Served at GET /wallet/dashboard/usage-summary and GET /organizations/reports/usage-summary (same body):
-//
-// | Field                    | Type          | Definition                                                              |
-// |--------------------------|---------------|-------------------------------------------------------------------------|
-// | from, to                 | ISO 8601      | The window actually used: created_at >= from AND created_at < to        |
-// | total_calls              | int           | Calls created in the window, excluding attempts rejected before start   |
-// |                          |               | (rows tagged `rejected`)                                                |
-// | rejected_calls           | int           | Attempts rejected before the pipeline started (validation and gates)    |
-// | connected_calls          | int           | Calls with connectionStatus `completed` (answered / web client joined)  |
-// | billed_minutes           | int           | Sum over calls of ceil(durationSeconds / 60): each call is billed in     |
-// |                          |               | whole minutes, rounded up (the unit of the monthly minutes quota)       |
-// | total_duration_seconds   | float         | Sum of durationSeconds (active-call time), 2 decimals                   |
-// | average_duration_seconds | float         | total_duration_seconds / number of calls that have a duration; 0 if none |
-// | spend_usd                | float         | Sum of call cost (LLM + TTS + STT, USD), 6 decimals; carrier charges     |
-// |                          |               | are the customer's own bill and not included                            |
-// | success_rate             | float 0..1    | Calls that connected AND finished with status `completed` (no pipeline  |
-// |                          |               | error) divided by total_calls, 4 decimals; 0 when total_calls is 0      |
+// Usage summary of one organization over the half-open window [from, to) of call creation time, served at
+// GET /wallet/dashboard/usage-summary and GET /organizations/reports/usage-summary (same body):
+//  - from, to: the window actually used (created_at >= from AND created_at < to), ISO 8601;
+//  - total_calls: calls created in the window, excluding attempts rejected before start (rows tagged `rejected`),
+//    which rejected_calls counts; connected_calls: connectionStatus `completed` (answered / web client joined);
+//  - billed_minutes: sum of ceil(durationSeconds / 60), whole minutes rounded up (the monthly quota's unit);
+//  - total_duration_seconds (active-call time, 2 decimals); average_duration_seconds over calls with a duration, 0 if none;
+//  - spend_usd: LLM + TTS + STT cost, 6 decimals; carrier charges are the customer's own bill and not included;
+//  - success_rate: calls that connected AND finished `completed` / total_calls, 4 decimals; 0 when total_calls is 0.
 import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
 

@@ -1,5 +1,4 @@
 // Structure-aware chunking of extracted documents (pure, incremental, deterministic).
-//
 // Extractors turn a file into a stream of blocks (headings, paragraphs, table/CSV rows, page breaks); the
 // Chunker turns blocks into retrievable chunks:
 //   - a heading or a page break always closes the current chunk (sections never share a chunk); every chunk

@@ -1,7 +1,7 @@
 // Optional vector embeddings through any OpenAI-compatible `POST {EMBEDDING_BASE_URL}/embeddings` endpoint.
 // Vectors are stored L2-normalised in document_chunks.embedding (real[]), so cosine similarity is a plain dot
 // product. pgvector is not required: the dot product runs in SQL (vas_dot, migration 0050) over the chunks of
-// the documents a query tool lists (the fallback the issue allows; a pgvector index would be the upgrade path).
+// the documents a query tool lists (a pgvector index would be the upgrade path).
 import type { Config } from '../config.ts';
 
 export interface EmbeddingConfig {

@@ -1,20 +1,13 @@
-// Outbound request guard (SSRF): webhooks, inline function tools and anything else that fetches a URL an API user
-// supplied. Three layers:
-//  1. checkUrlLiteral   — syntax: http/https only, no blocked host names, no non-public literal IPs;
-//  2. checkUrlResolved  — (1) plus DNS resolution of the host: every address must be public (validation time);
-//  3. guardedLookup / safeFetch — the same checks again when the socket is opened, so a host that resolved to a
-//     public address at validation time and to 127.0.0.1 later (DNS rebinding) is refused at connect time.
-//
-// "Public" means ipaddr.js classifies the address as plain `unicast`. Everything else is refused: private (10/8,
-// 172.16/12, 192.168/16), loopback, link-local (169.254/16, fe80::/10), carrier-grade NAT 100.64/10, unspecified,
-// broadcast, multicast, reserved / documentation / benchmarking ranges, unique-local fc00::/7, discard-only, and
-// every IPv6 form that embeds an IPv4 address (IPv4-mapped ::ffff:0:0/96 is unwrapped and judged as IPv4;
-// NAT64 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32 are refused outright).
-//
-// Policy (Config): OUTBOUND_ALLOW_HOSTS — comma list of host names, IPs or CIDRs that may be reached even though
-// they are not public (e.g. `127.0.0.1` in tests to reach local fake servers, or an intranet CRM);
-// OUTBOUND_BLOCK_HOSTS — comma list of host names (a name also blocks its sub-domains), IPs or CIDRs always
-// refused. `localhost` and `*.localhost` are always refused unless allow-listed.
+// Outbound request guard (SSRF) for every URL an API user supplies (webhooks, inline function tools). Three layers:
+// checkUrlLiteral (http/https only, no blocked host names, no non-public literal IPs); checkUrlResolved (plus DNS:
+// every address must be public, at validation time); guardedLookup / safeFetch (the same checks when the socket
+// opens, so a host that later resolves to 127.0.0.1 — DNS rebinding — is refused at connect time).
+// "Public" means ipaddr.js range `unicast`; everything else is refused (private, loopback, link-local, CGNAT,
+// multicast, reserved/documentation ranges, unique-local, ...). IPv4-mapped IPv6 is unwrapped and judged as IPv4;
+// NAT64, 6to4 and Teredo forms are refused outright.
+// Policy (Config): OUTBOUND_ALLOW_HOSTS — host names, IPs or CIDRs reachable although not public (e.g. 127.0.0.1
+// for local fakes in tests, an intranet CRM); OUTBOUND_BLOCK_HOSTS — host names (sub-domains included), IPs or CIDRs
+// always refused. `localhost` and `*.localhost` are refused unless allow-listed.
 import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';

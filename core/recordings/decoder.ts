@@ -1,5 +1,5 @@
-// Uploads are decoded off the event loop: 120 s of audio costs one to a few seconds of CPU (codec + resampling to
-// 24 kHz), which inline would stall every other request of the api process. One worker thread per process, started
+// Uploads are decoded off the event loop: a long recording costs seconds of CPU (codec + resampling to 24 kHz),
+// which inline would stall every other request of the api process. One worker thread per process, started
 // on first use and unreferenced while idle, decodes uploads one at a time (a natural cap on the CPU uploads take);
 // if it dies, the uploads in flight are refused as undecodable and the next upload starts a new one.
 import { Worker } from 'node:worker_threads';

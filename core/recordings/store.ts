@@ -91,7 +91,7 @@ export interface RecordingRef {
 /**
  * Validation of recording references (agent configs, saved tools): one problem per reference that names no
  * recording of this organization, or an archived one that is not among `alreadyReferenced` (what the stored
- * agent or tool referenced before this change keeps working, like archived saved tools).
+ * agent or tool already references keeps working, like archived saved tools).
  */
 export async function referenceProblems(
   db: CommonQueryMethods,

@@ -1,33 +1,13 @@
-// media/noise — the caller-audio noise gate (AgentConfig `noiseGate`): RNNoise (xiph, BSD-3-Clause) compiled to
-// WASM, from the npm package @echogarden/rnnoise-wasm; loads in plain Node, no browser APIs.
+// media/noise — the caller-audio noise gate (AgentConfig `noiseGate`, docs/configuration.md): RNNoise (xiph,
+// BSD-3-Clause) compiled to WASM (npm @echogarden/rnnoise-wasm), loadable in plain Node. One gate per call, fed every
+// inbound 16 kHz s16le mono frame before VAD, STT and the recording; calls run it on the shared gate thread
+// (threaded.ts). The WASM module is compiled once per process, on the first createNoiseGate(), then shared.
 //
-// How the pipeline uses it: when `noiseGate.enabled` is true, create one gate per call
-//   const gate = await createNoiseGate({ model: cfg.noiseGate.model, enhancementLevel: cfg.noiseGate.enhancementLevel })
-// and pass every inbound 16 kHz s16le mono frame through `gate.process(frame)` before VAD and STT (and the
-// caller side of the recording); call `gate.close()` when the call ends (frees the WASM state). Disabled → don't create it: zero footprint (the WASM
-// module itself is only compiled on the first createNoiseGate() in the process, then shared by every call).
-//
-// process(frame) returns exactly frame.length samples (a fresh array). Any input size is accepted; audio is cut
-// into RNNoise's 10 ms frames (160 samples at 16 kHz, processed at 48 kHz as 480). Latency:
-//   - RNNoise itself + the ×3 FIR resamplers: a fixed 176 samples (11 ms) — the output is that much behind;
-//   - buffering: none while inputs are whole multiples of 10 ms (every transport's 20 ms frames); the first
-//     input that isn't adds exactly one RNNoise frame (10 ms of silence inserted there, once per call).
-// After close(), process() passes audio through unchanged.
-//
-// Config mapping (documented contract):
-//   enhancementLevel L ∈ [0,1] = wet/dry mix: out = L·denoised + (1−L)·original (original delayed to line up).
-//     L = 0 leaves the audio untouched (still delayed by 11 ms).
-//   model 'noise-suppression': just that mix.
-//   model 'voice-focus': the mix is further multiplied by a per-frame gate driven by RNNoise's voice probability
-//     p (0..1): gain = 1 for p ≥ 0.5, a floor of −30·L dB for p ≤ 0.1, linear (in amplitude) in between; it opens
-//     at once (RNNoise's p leads its output by one frame, so onsets aren't clipped), holds 200 ms after the last
-//     voice frame, then releases over ~50 ms; gain changes are ramped across each 10 ms frame (no clicks).
-//
-// Plainly silent 10 ms frames (RMS below ≈ −66 dBFS) skip RNNoise: the caller's pauses on a clean line cost
-// next to nothing; speech and audible noise still go through it.
-// Cost: ≈ 0.25–0.4 ms of CPU per 20 ms frame per call (≈ 95 % of it inside RNNoise's WASM; measured on this
-// 2-core box, test/media/noise logs it). Synchronous and short, so it runs inline on the event loop — but it is
-// the dominant per-call CPU cost when enabled (the spec default is enabled), so budget for it in capacity.
+// process(frame) returns exactly frame.length samples, NOISE_GATE_DELAY_SAMPLES (11 ms) late; the first input that
+// isn't a whole number of 10 ms RNNoise frames adds one frame of delay, once. After close() audio passes through.
+// enhancementLevel L ∈ [0,1] is a wet/dry mix, out = L·denoised + (1−L)·original (L = 0: untouched, still delayed);
+// 'voice-focus' also gates each frame on RNNoise's voice probability (see runFrame). Plainly silent frames skip
+// RNNoise, so pauses on a clean line cost next to nothing; speech is the dominant per-call CPU cost when enabled.
 import { Downsampler3, FIR_DELAY48, Upsampler3 } from './fir.ts';
 
 export interface NoiseGate {
@@ -128,6 +108,9 @@ export async function createNoiseGate(opts: { model: NoiseModel; enhancementLeve
     let g0 = gain;
     let g1 = 1;
     if (focus) {
+      // voice probability p: gain 1 for p ≥ 0.5, a floor of −30·L dB for p ≤ 0.1, linear in amplitude between; opens
+      // at once (p leads RNNoise's output by one frame, so onsets aren't clipped), holds 200 ms after the last voice
+      // frame, then releases; each change is ramped across the 10 ms frame (no clicks)
       const target = vad >= 0.5 ? 1 : vad <= 0.1 ? floor : floor + ((1 - floor) * (vad - 0.1)) / 0.4;
       if (target >= gain) {
         g0 = gain; // open at once (ramped within this frame)

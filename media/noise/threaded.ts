@@ -1,10 +1,10 @@
-// The noise gate off the event loop. RNNoise costs ≈ 0.3 ms per 20 ms frame while a caller makes sound; inline on
-// the media process's event loop that is most of a core at 50 callers speaking at once, and a burst of queued
-// frames held every call's output pacing up for hundreds of ms (bench/real-calls). Here the gates of all calls live
-// in one worker thread per media process: frames submitted within the same turn of the event loop
-// go over as one message (buffers transferred, not copied) and come back denoised, in order, per call. The gate
-// itself is the same code as inline (media/noise/index.ts), so the audio is identical, only ~1 ms later.
-// If the thread dies, its calls fall back to an inline gate from that moment (the frames in flight are lost).
+// The noise gate off the event loop. Inline on the media process's event loop RNNoise takes a large share of a core
+// with many callers speaking at once, and a burst of queued frames holds every call's output pacing up (see
+// docs/benchmarks.md). Here the gates of all calls live in one worker thread per media process: frames submitted
+// within the same turn of the event loop go over as one message (buffers transferred, not copied) and come back
+// denoised, in order, per call. The gate itself is the same code as inline (media/noise/index.ts), so the audio is
+// identical, only slightly later. If the thread dies, its calls fall back to an inline gate from that moment (the
+// frames in flight are lost).
 import { Worker } from 'node:worker_threads';
 import { createNoiseGate, type NoiseGate, type NoiseModel } from './index.ts';
 

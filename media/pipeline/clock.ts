@@ -1,9 +1,9 @@
-// One shared frame clock per process: a drift-corrected 20 ms tick that drives every call's pacer, so 200 calls
-// cost one timer, not 200. Lateness of each tick is kept for the pacing-jitter figures.
+// One shared frame clock per process: a drift-corrected 20 ms tick that drives every call's pacer, so all calls
+// cost one timer. Lateness of each tick is kept for the pacing-jitter figures.
 //
-// Under load the timer alone ticks late: Node runs timers only between event-loop phases, and with a few hundred
-// calls one poll phase (every socket that has data: caller audio, vendor messages) can take tens of milliseconds,
-// every one of which the due tick waits — and every frame waits with it. So the busiest input path (each caller
+// Under load the timer alone ticks late: Node runs timers only between event-loop phases, and with many calls one
+// poll phase (every socket that has data: caller audio, vendor messages) can run long, all of which the due tick
+// waits — and every frame waits with it. So the busiest input path (each caller
 // frame) also calls poll(), which runs a due tick there and then; the timer remains for quiet moments.
 export interface Tickable {
   /** `at` is the tick's nominal time on the 20 ms grid (not the moment the timer actually fired), so a late timer

@@ -1,5 +1,5 @@
 // Frames: the plain data that flows between pipeline processors (a discriminated union on `type`).
-// Three kinds (see design.md / pipeline.md):
+// Three kinds:
 //  - system frames are never dropped by an interruption;
 //  - data frames are dropped when an interruption flushes the stage holding them;
 //  - control frames steer a stage (end of an utterance's text, end of a caller turn, speak this now).

@@ -51,9 +51,9 @@ export interface TurnProviders {
 }
 
 /**
- * One turn as stored in the call's `logs.latency[]` (documented in OpenAPI as TurnLatency). The first fields are the
- * original shape (kept as they were for existing readers); `origin`, `offset_ms`, `started_at` and `providers`
- * were added so a turn can be placed on the call's timeline and attributed to its vendors.
+ * One turn as stored in the call's `logs.latency[]` (documented in OpenAPI as TurnLatency). The first fields keep
+ * their shape for existing readers; `origin`, `offset_ms`, `started_at` and `providers` place the turn on the call's
+ * timeline and attribute it to its vendors.
  */
 export interface TurnLatency {
   turn: number;

@@ -114,9 +114,9 @@ export class Pacer extends Processor implements Tickable {
    * The time to pump at when audio arrives between ticks. Idle or behind real time: now, so the first audio of a
    * reply (or audio that ends an underrun) leaves at once. Playing, i.e. ahead of real time: the time the lead was
    * last filled for (the latest tick), so arriving audio only fills what that tick would have sent had the audio been
-   * there; every later frame waits for its own tick. Pumping at `now` there sent the next tick's frame early
-   * whenever a TTS message landed between ticks, and that tick then had nothing to send: a frame < 5 ms after the
-   * previous one and a 40 ms hole after it (1-call reply jitter p99 2–17 ms before, 1.4–3 ms after).
+   * there; every later frame waits for its own tick. Pumping at `now` there would send the next tick's frame early
+   * whenever a TTS message lands between ticks, and that tick would then have nothing to send: a frame right after
+   * the previous one, then a hole (reply jitter; see docs/benchmarks.md).
    */
   private arrivalTime(): number {
     const now = this.opts.clock.now();

@@ -1,27 +1,13 @@
 // TTS stage: text chunks in, 24 kHz audio out, strictly in order. Chunks of one utterance are synthesized as that
 // utterance (vendors with contexts keep one context per utterance, closed at its flush); word end times the vendor
 // reports are kept on the chunk so an interruption cuts the text at the last word heard.
-//
-// Synthesis ahead of playout: a chunk's text is handed to the engine as soon as the chunker releases it, up to the
-// engine's `lookahead` (chunks it may synthesize beyond the one whose audio is being passed on), while audio still
-// comes out strictly in order: a chunk's audio waits (in the adapter's bounded per-chunk channel) until every
-// earlier chunk's audio has gone out. What each engine allows:
-// - ElevenLabs (multi-stream-input), Cartesia (continue:true), Inworld (contexts): the next chunk's text goes into
-//   the same vendor context right away, so the vendor generates it while the previous chunk's audio streams and
-//   there is no first-byte gap between the sentences of one reply (lookahead 8).
-// - OpenAI (one HTTP request per chunk): the next chunk's request runs in parallel with the current one, one chunk
-//   ahead (lookahead 1, a second pooled connection).
-// - xAI and Sarvam (one generation at a time on a socket without ids, Sarvam without a cancel message) and the
-//   local engine: strictly one chunk at a time (lookahead 0), as their protocols require.
-// An interruption aborts the utterance's signal: every chunk of it, playing or synthesized ahead, is dropped (its
-// vendor context cancelled), and its queued chunks are never sent. Per-chunk bookkeeping happens as a chunk is handed
-// to the engine (speech chunk, onTextSent, characters) and as its audio goes out (samples, onFirstByte).
-// Stored audio (`speakAudio`: an uploaded recording a tool plays) takes its turn in the same queue: when it reaches
-// the head, it becomes one chunk of its utterance (its label as text, its samples as audio) and goes out whole to
-// the pacer, which paces it like speech; the engine never sees it.
-// The engine's connection is opened as the stage is built (the call connecting), so the first reply pays no
-// handshake; `connectFailure` resolves with the error when that connection is refused, so the session can end the
-// call at once instead of at the first synthesis.
+// A chunk's text goes to the engine as soon as the chunker releases it, up to the engine's `lookahead` chunks beyond
+// the one playing (each engine sets what its protocol allows: contexts 8, parallel requests 1, one generation at a
+// time 0), while a chunk's audio waits in the adapter's bounded channel until every earlier chunk's has gone out.
+// An interruption aborts the utterance's signal: its chunks, playing or synthesized ahead, are dropped (their vendor
+// context cancelled) and its queued chunks are never sent. Stored audio (`speakAudio`, a recording a tool plays)
+// takes its turn in the same queue as one chunk, paced like speech; the engine never sees it. The engine connects
+// as the stage is built, so the first reply pays no handshake; `connectFailure` lets the session end a refused call.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { TtsService } from '../services/types.ts';

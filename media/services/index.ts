@@ -1,15 +1,13 @@
 // Engine factories: provider id → factory, per family. Which ids have an adapter is decided by the one registry
-// core/providers.ts (the api reads it too, to refuse a call up front); a factory is used only for an id listed
-// there. The pipeline asks for one call's engines with createEngines(config, agent); a provider id without an
-// adapter on this install throws `provider '<id>' is not available on this install` (the session turns that into
-// an `error` event and ends the call). Tests and benchmarks pass `overrides` to replace or add factories.
-//
-// Adapters present: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google
-// (Gemini streamGenerateContent), local (OpenAI-compatible server at LOCAL_LLM_BASE_URL or the demo responder);
-// STT local (PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras), cartesia (Ink
-// turns), all over one WebSocket per call (media/services/stt/ws-session.ts); TTS local (eSpeak NG), elevenlabs
-// (multi-stream-input contexts; eleven_v3 over HTTP streaming), cartesia, inworld (contexts per reply), xai, sarvam
-// (one generation at a time), openai (HTTP speech endpoint), each in media/services/tts/<id>.ts.
+// core/providers.ts (the api reads it too, to refuse a call up front). createEngines(config, agent) builds one call's
+// engines; an id without an adapter on this install throws EngineUnavailableError (the session turns that into an
+// `error` event and ends the call). Tests and benchmarks pass `overrides` to replace or add factories.
+// Adapters: LLM openai, groq (OpenAI Chat Completions streaming), anthropic (Messages API), google (Gemini
+// streamGenerateContent), local (Qwen through node-llama-cpp, an OpenAI-compatible server, or the demo responder);
+// STT local (Whisper, else PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras),
+// cartesia (Ink turns), the vendors over one WebSocket per call (stt/ws-session.ts); TTS local (Piper, else eSpeak
+// NG), elevenlabs (multi-stream-input contexts; eleven_v3 over HTTP streaming), cartesia, inworld (contexts per
+// reply), xai, sarvam (one generation at a time), openai (HTTP speech endpoint), each in tts/<id>.ts.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
 import { llmEntry, ttsEntry } from '../../core/catalog.ts';

@@ -1,6 +1,6 @@
-// The neural local engines' shared state (Whisper decoder threads, Piper inference threads, the llama.cpp model),
-// closed together when a media process shuts down: their native code must not be torn down by process exit
-// (terminating such threads at exit crashed the process). Each is re-created on its next use.
+// The neural local engines' shared state (the Whisper and Piper helper-process pools, the in-process llama.cpp
+// model), closed together when a media process shuts down: their native code must not be torn down by process exit.
+// Each is re-created on its next use.
 import { closeLocalModel } from './llm/llama.ts';
 import { closeWhisper } from './stt/whisper.ts';
 import { closePiper } from './tts/piper.ts';

@@ -1,12 +1,12 @@
 // A small pool of helper processes that run a model's inference off the media process's event loop (the local
-// Whisper recogniser and the Piper voice: both block while they compute, for tens to hundreds of milliseconds).
+// Whisper recogniser and the Piper voice: both block while they compute).
 // Each helper loads the model once (its pool data) and answers requests in order: { id, ...request } in,
 // { id, result } or { id, error } out. A request goes to the helper with the fewest outstanding requests; a
 // helper that fails or exits rejects what it had and is replaced at the next request. Idle helpers never keep the
 // process alive.
 // Processes, not worker threads: the native addons (onnxruntime-node, whisper.cpp) tear down badly when a worker
-// thread is terminated at process exit (std::terminate on a Napi::Error, or a segfault, seen in every test file that
-// loaded them), and a child process dies on its own when the parent goes (its IPC channel closes).
+// thread is terminated at process exit (std::terminate on a Napi::Error, or a segfault), and a child process dies on
+// its own when the parent goes (its IPC channel closes).
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -7,7 +7,7 @@
 // audio as it arrives, so 50 callers joining in the same second cause one synthesis, not 50; a caller that hangs up
 // only stops its own replay. A failed render is not kept (the next caller tries again).
 // The session's TTS is wrapped (cachedTts): chunks of the fixed texts come from here, everything else (LLM
-// replies) goes to the engine as before. prefetch() starts the greeting at join, in parallel with engine setup.
+// replies) goes to the engine. prefetch() starts the greeting at join, in parallel with engine setup.
 import type { TtsService, TtsSynthesizeOptions } from '../services/types.ts';
 import { splitSentences } from '../pipeline/chunker.ts';
 

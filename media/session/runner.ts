@@ -1,5 +1,5 @@
-// The call runner: runs one claimed-or-pending call row on any LiveTransport (the WebSocket today; WebRTC and
-// carrier streams are to use it too).
+// The call runner: runs one claimed-or-pending call row on any LiveTransport (the WebSocket, WebRTC and carrier
+// streams).
 // It claims the row (pending → active), builds the session (engines, tools, noise gate), starts the pipeline,
 // sends call.started, and on the end writes the row, stores the recording, closes the transport, sends
 // call.ended and hands off to the post-call workflow. Transports only convert audio and events; everything a
@@ -88,8 +88,8 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
   /**
    * The frame clock every live call's audio is paced on. Setting up and ending a call are chains of awaits whose
    * steps run back to back with other calls' steps in one event-loop turn; when many calls start or end together
-   * (a burst of joins, a campaign wave, a mass hang-up) that turn lasts tens of milliseconds and every other call's
-   * next audio frame waits for it. So each step polls the clock first: a tick that is due runs there (clock.ts).
+   * (a burst of joins, a campaign wave, a mass hang-up) that turn grows long and every other call's next audio
+   * frame waits for it. So each step polls the clock first: a tick that is due runs there (clock.ts).
    */
   const clock = deps.clock ?? sharedClock;
   const owned = new Set<string>();

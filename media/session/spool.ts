@@ -3,13 +3,11 @@
 // the WAV header is fixed up when the call ends, the file is uploaded to storage's spool/recordings/<callId>.wav
 // for the post-call workflow, and removed once the upload succeeded.
 //
-// A spool file left behind (the process was killed mid-call, or storage refused the upload for longer than the
-// retries) is recovered by the periodic reconcile (recoverSpools): files of this node whose call is no longer
-// running here, and files of nodes whose heartbeat is gone. Decision: such a file is a valid recording of the call
-// up to the crash, so its header is rebuilt from the file size and it is uploaded — as long as the call's post-call
-// processing has not completed yet (it is the one that publishes recordings; the reconcile runs before the orphaned
-// rows are ended, so a restarted node's calls get their partial recording). After post-call, or for an unknown call,
-// the file is deleted with a warning: a recording nobody will publish only fills the disk.
+// A spool file left behind (process killed mid-call, upload refused past the retries) is recovered by the periodic
+// reconcile (recoverSpools): files of this node whose call is not running here, and files of dead nodes. Such a file
+// is a valid recording up to the crash: its header is rebuilt from the file size and it is uploaded, as long as the
+// call's post-call processing (which publishes recordings) has not completed; the reconcile runs before orphaned rows
+// are ended, so a restarted node's calls get their partial recording. Otherwise the file is deleted with a warning.
 import { mkdir, open, readdir, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';

@@ -1,19 +1,13 @@
-// Voicemail (answering-machine) detection on outbound phone calls whose agent has `voicemailDetection` on. A
-// session observer: it watches the caller side and ends the call with endedReason `voicemail` on a machine.
-//
-// Two sources, never both:
-//  - carrier AMD (Twilio async AMD): the verdict arrives from the api process (`answered_by` on the row and a
-//    NOTIFY, see media/telephony-events.ts); `machine_*` and `fax` are a machine, `human`/`unknown` are not.
-//  - otherwise heuristics over the first seconds of the call (carriers.md, after Asterisk AMD and jambonz):
-//      · words: the caller's final transcripts of speech started within the analysis window add up to
-//        ≥ `machineWords` (9) → machine (a recorded greeting talks on; a person says "hello?" and waits);
-//      · long greeting: one uninterrupted run of caller speech longer than `greetingMs` → machine. Asterisk's
-//        1500 ms counts voiced audio between short gaps; our VAD bridges the pauses between words and clauses,
-//        so the default here is 4000 ms (a person's "hello, this is Sam, who's calling?" is about 2 s);
-//      · initial silence: no caller speech within `initialSilenceMs` (2500 ms) → machine, only when the agent
-//        waits for the caller (greeting.speakFirst = user); when the agent speaks first a person often listens;
-//      · a window of `windowMs` (5000 ms) that ends with the caller quiet and none of the above → a person; the
-//        detector stops.
+// Voicemail (answering-machine) detection on outbound phone calls whose agent has `voicemailDetection` on: a session
+// observer that watches the caller side and ends the call with endedReason `voicemail` on a machine. Two sources,
+// never both: carrier AMD (Twilio async AMD; the verdict arrives from the api process as `answered_by` on the row and
+// a NOTIFY, see media/transports/carriers/events.ts; `machine_*` and `fax` are a machine), else heuristics over the first
+// seconds of the call, after Asterisk AMD and jambonz (docs/telephony.md): final transcripts of speech started in the
+// window reaching `machineWords` (a recorded greeting talks on, a person says "hello?" and waits); one run of caller
+// speech longer than `greetingMs` (longer than Asterisk's, since our VAD bridges the pauses between words and
+// clauses; a person's "hello, this is Sam, who's calling?" is about 2 s); no caller speech within `initialSilenceMs`,
+// only when the agent waits for the caller (speakFirst = user; when the agent speaks first a person often listens).
+// A `windowMs` window that ends with the caller quiet and none of these → a person; the detector stops.
 import type { Logger } from '../../core/logger.ts';
 import type { CallSession, EndedReason, SessionObserver } from './call-session.ts';
 

@@ -1,7 +1,7 @@
 // Process start: load what every call needs before the first call arrives, so the first caller after a start or a
-// deploy does not pay for model loading: the Silero VAD model (and one inference), the noise-gate thread with RNNoise's WASM module, and —
-// outside tests — the local STT's recogniser pools (Whisper decoder threads; PocketSphinx with the base vocabulary's
-// model) and the local TTS's synthesizers (Piper threads, eSpeak NG workers).
+// deploy does not pay for model loading: the Silero VAD model (and one inference), the noise-gate thread with
+// RNNoise's WASM module, and (outside tests) the local STT's recogniser pools (Whisper decoder helpers; PocketSphinx
+// with the base vocabulary's model) and the local TTS's synthesizers (Piper helpers, eSpeak NG workers).
 import type { Config } from '../../core/config.ts';
 import type { Logger } from '../../core/logger.ts';
 import { warmNoiseGateThread } from '../noise/threaded.ts';
@@ -22,7 +22,7 @@ export async function warmMedia(config: Config, logger: Logger): Promise<void> {
     config.NODE_ENV === 'test'
       ? Promise.resolve(null)
       : sharedEspeakPool({ ...(config.LOCAL_TTS_PYTHON ? { python: config.LOCAL_TTS_PYTHON } : {}), ...(config.LOCAL_TTS_WORKERS ? { workers: config.LOCAL_TTS_WORKERS } : {}) }),
-    // the neural local engines (default models of `local`): their model files verified and loaded in every thread
+    // the neural local engines (default models of `local`): their model files verified and loaded in every helper
     config.NODE_ENV === 'test' ? Promise.resolve(null) : whisperPool(config.LOCAL_STT_WORKERS ? { workers: config.LOCAL_STT_WORKERS } : {}),
     config.NODE_ENV === 'test' ? Promise.resolve(null) : piperPool(config.LOCAL_TTS_WORKERS ? { workers: config.LOCAL_TTS_WORKERS } : {}),
   ]);

@@ -1,22 +1,13 @@
-// media/sounds — the agent's sound sections (AgentConfig backgroundSound, taskSound, acknowledgeSounds,
-// fillerWords), all at 24 kHz mono s16le, the pipeline's output rate. Assets are generated procedurally in code
-// (media/sounds/synth.ts: seeded noise, filters, synthetic clinks/keystrokes) — free by construction, no files.
-//
-// How the pipeline uses it (at the output mixer, once per 20 ms frame = 480 samples):
-//   - backgroundSound.enabled → `const bg = backgroundSource(cfg.backgroundSound)` once per call; every outgoing
-//     frame (speech or silence): `mixInto(frame, bg.read(frame.length))`. Seamless loop, volume applied.
-//   - taskSound.enabled → `const ts = taskSoundSource(cfg.taskSound)`; when a tool has been running for
-//     `startAfterMs`, `ts.reset()` then mix `ts.read(n)` into each frame until the tool returns.
-//   - acknowledgeSounds / fillerWords → `createWordPicker(section)`; `picker.next()` gives the word to speak (via
-//     the call's TTS, at acknowledgeSounds.volume) or null = skip this time (the section's probability).
-//     Timing (thresholdS / thresholdMs) is the pipeline's job.
-//   - Disabled sections: don't create anything (zero footprint). Generated assets are cached per process and
-//     shared by all calls (≈ 0.5 MB per background, 0.4 MB for typing); the first use of a name generates it
-//     synchronously (tens of ms) — call `preloadSounds()` at process start to move that off the call path.
-//
-// Names: SOUND_NAMES mirrors the AgentConfig schema enums (core/agent-config/schema.ts BACKGROUND_SOUNDS,
-// TASK_SOUNDS; a test keeps them equal). Levels at volume 1: backgrounds RMS −20 dBFS (peak ≤ −3 dBFS), so the
-// default 0.08 sits ≈ 22 dB under speech; typing peaks at −3 dBFS.
+// media/sounds — the agent's sound sections (AgentConfig backgroundSound, taskSound, acknowledgeSounds, fillerWords),
+// all at 24 kHz mono s16le, the pipeline's output rate. Assets are generated procedurally (synth.ts: seeded noise,
+// filters, synthetic clinks and keystrokes): free by construction, no files. The output mixer, per 20 ms frame, mixes
+// backgroundSource() under every outgoing frame and taskSoundSource() while a tool has been running `startAfterMs`;
+// createWordPicker() gives the acknowledgement / filler word the call's TTS speaks, or null (the section's
+// probability). Disabled sections create nothing. Assets are cached per process and shared by all calls; the first
+// use of a name generates it synchronously, preloadSounds() does that ahead of time.
+// SOUND_NAMES mirrors the AgentConfig schema enums (core/agent-config/schema.ts BACKGROUND_SOUNDS, TASK_SOUNDS; a
+// test keeps them equal). Levels at volume 1: backgrounds RMS −20 dBFS (peak ≤ −3 dBFS), so the default 0.08 sits
+// ≈ 22 dB under speech; typing peaks at −3 dBFS.
 import { RATE, generateBackground, generateTask } from './synth.ts';
 
 export const SOUND_RATE = RATE;

@@ -34,7 +34,7 @@ export interface ToolRunContext {
   contextVariables: Record<string, string>;
   policy: OutboundPolicy;
   logger: Logger;
-  /** search interface of core/retrieval.ts (optional until it exists) */
+  /** search interface of core/retrieval.ts (absent: the knowledge-base tool answers that search is not available) */
   searchKnowledge?: SearchKnowledge;
   /** Phone calls: move the caller to `destination` through the carrier. Absent on web calls (provider_not_supported). */
   transfer?: CarrierTransfer;

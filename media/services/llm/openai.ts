@@ -1,4 +1,4 @@
-// OpenAI Chat Completions streaming adapter (vendors.md, LLM): `openai`, `groq` and the `local` engine's
+// OpenAI Chat Completions streaming adapter (docs/engines.md, LLM): `openai`, `groq` and the `local` engine's
 // OpenAI-compatible server share it. POST {base}/chat/completions with stream:true and
 // stream_options.include_usage; SSE deltas carry content and tool-call fragments (the first fragment of an
 // index has id + name, later ones only argument text); the last chunk has choices:[] and usage (Groq may put

@@ -1,7 +1,7 @@
 // A vendor LLM that refuses a request for a moment (429, 5xx, connection refused or reset: a retryable engine error)
 // should not cost the caller their turn. The request is sent again, at most twice (after 300 ms, then 1 s), as long
 // as nothing of the reply has been streamed yet: once a word has gone to the caller a retry would repeat it, so an
-// error after the first chunk is the caller's error event as before. A fatal error (key, model) is never retried, and
+// error after the first chunk is the caller's error event. A fatal error (key, model) is never retried, and
 // an interruption (the request's signal) ends the wait at once. Worst case the caller waits ≈ 1.3 s plus three
 // requests' time longer before the error event; the common case (one refused request) is answered 300 ms later.
 import type { EngineError, LlmChunk, LlmRequest, LlmService } from '../types.ts';

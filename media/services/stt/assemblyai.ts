@@ -1,4 +1,4 @@
-// AssemblyAI Universal streaming v3 (vendors.md, STT `assemblyai`): wss://streaming.assemblyai.com/v3/ws with the
+// AssemblyAI Universal streaming v3 (docs/engines.md, STT `assemblyai`): wss://streaming.assemblyai.com/v3/ws with the
 // raw key in `Authorization`. Query: sample_rate, encoding=pcm_s16le, speech_model, format_turns=true,
 // keyterms_prompt (JSON array), and for the Universal-3 Pro family (u3-rt-pro, universal-3-5-pro) mode and
 // voice_focus + voice_focus_threshold. Binary audio must come in 50–1000 ms messages: 20 ms frames are gathered

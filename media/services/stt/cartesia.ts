@@ -1,4 +1,4 @@
-// Cartesia Ink STT with turn detection (vendors.md, STT `cartesia`):
+// Cartesia Ink STT with turn detection (docs/engines.md, STT `cartesia`):
 // wss://api.cartesia.ai/stt/turns/websocket?model=ink-2&encoding=pcm_s16le&sample_rate=16000 with `X-API-Key` and
 // `Cartesia-Version`. Query also carries the turn tuning: turn_start_threshold (0.5–0.9), turn_eager_end_threshold
 // (0.3–0.6: the agent's 0.3–0.8 is clamped), turn_end_threshold (0.05–0.5), turn_end_timeout_ms (640–11200) and

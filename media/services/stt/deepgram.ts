@@ -1,17 +1,14 @@
-// Deepgram Flux STT (vendors.md, STT `deepgram`): wss://api.deepgram.com/v2/listen with `Authorization: Token
+// Deepgram Flux STT (docs/engines.md, STT `deepgram`): wss://api.deepgram.com/v2/listen with `Authorization: Token
 // <key>`. Everything is in the query: model (flux-general-en, or flux-general-multi with repeated language_hint),
-// encoding=linear16, sample_rate, eot_threshold, eager_eot_threshold, eot_timeout_ms, keyterm (repeated). Binary
-// audio in; `{"type":"CloseStream"}` ends the stream. Flux needs audio to end a turn, so silence goes out when the
-// caller's audio stops (250 ms idle). Audio goes out in 80 ms messages, the size Deepgram strongly recommends for
-// Flux's accuracy and latency (a message per 20 ms frame also cost the media process a socket write each), except
-// the quiet second after speech, sent frame by frame: Flux's end of turn falls there and must not wait for a
-// message to fill (bench/pipeline: reply p50 +59 ms otherwise). Flux's own turn model decides the end of a turn:
-// finalize() sends nothing (ForceEndTurn would override the model with our VAD).
-// Out: `Connected`, then `TurnInfo{event, turn_index, transcript}` with event StartOfTurn → speech_started,
-// Update → interim, EagerEndOfTurn → eager_turn_end (the speculative reply starts), TurnResumed (only after an
+// encoding=linear16, sample_rate, eot_threshold, eager_eot_threshold (not in the agent's tuning block: 0.2 below
+// eot_threshold, floor 0.3, Flux's minimum, so the speculative reply has a head start), eot_timeout_ms, keyterm
+// (repeated). Binary audio in, in 80 ms messages (the size Deepgram recommends for Flux; fewer socket writes too)
+// except the quiet second after speech, sent frame by frame because Flux's end of turn falls there; silence goes out
+// when the caller's audio stops (250 ms idle), since Flux needs audio to end a turn; `{"type":"CloseStream"}` ends
+// the stream. Flux's own turn model decides: finalize() sends nothing (ForceEndTurn would override it with our VAD).
+// Out: `Connected`, then `TurnInfo{event, turn_index, transcript}` with event StartOfTurn → speech_started, Update →
+// interim, EagerEndOfTurn → eager_turn_end (the speculative reply starts), TurnResumed (only after an
 // EagerEndOfTurn) → turn_resumed, EndOfTurn → turn_end; `Error{code, description}`.
-// eager_eot_threshold is not in the agent's tuning block: it is set 0.2 below eot_threshold (floor 0.3, Flux's
-// minimum) so the speculative reply has a head start.
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
 import { clamp, jsonFrame, openWithin, refusedStream, SttSocket, termsOf, TurnTracker, vendorWsUrl } from './ws-session.ts';
 

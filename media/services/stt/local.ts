@@ -1,21 +1,13 @@
-// `local` STT. Model `whisper-tiny.en` (the default; whisper.ts) runs when its model file is installed and
-// verified; otherwise, and for model `pocketsphinx`, this file's recogniser runs (the fallback is reported once
-// per process, and the service's `model` says which one runs).
-//
-// PocketSphinx 5 (the PyPI wheel, which ships its US-English acoustic model and dictionary; no
-// download at run time), a shared pool of recogniser processes serving every call's utterances (see below), with a
-// small per-agent language model.
-//
-// Why this shape: PocketSphinx's general 130k-word model gets well under half of the words right on synthesized
-// or phone speech. A trigram model over a base vocabulary of phone-call English plus the agent's own words
-// (system prompt, greetings, key terms; key terms weighted up) roughly doubles the word accuracy (figures in
-// test/media/services/local-stt.test.ts and the report). The PyPI build (5.x) is used rather than Debian's
-// 0.8 `pocketsphinx_continuous` because it recognises markedly better with the same model, gives partial
-// hypotheses (interim transcripts) and lets us end an utterance on demand (finalize at VAD end of speech).
-//
-// The Python runtime is the virtualenv that scripts/setup.sh creates at .data/stt-venv (LOCAL_STT_PYTHON
-// overrides). Where it is missing (e.g. an image with only the apt packages), Debian's `pocketsphinx_continuous`
-// is used instead with the same language model: finals only (no interims), lower accuracy. Words without a CMU
+// `local` STT. Model `whisper-tiny.en` (the default; whisper.ts) runs when its model file is installed and verified;
+// otherwise, and for model `pocketsphinx`, this file's recogniser runs (the fallback is reported once per process,
+// and the service's `model` says which one runs): PocketSphinx 5 (the PyPI wheel, with its US-English acoustic model
+// and dictionary; no download at run time) in a shared pool of recogniser processes, with a small per-agent trigram
+// language model over a base vocabulary of phone-call English plus the agent's own words (system prompt, greetings,
+// key terms weighted up), because the general 130k-word model recognises synthesized or phone speech poorly
+// (docs/benchmarks.md). PocketSphinx 5 rather than Debian's 0.8 `pocketsphinx_continuous`: better recognition with
+// the same model, interim transcripts, and an utterance can be ended on demand (finalize at the VAD's end of speech).
+// The Python runtime is the virtualenv scripts/setup.sh creates at .data/stt-venv (LOCAL_STT_PYTHON overrides);
+// without it Debian's binary runs with the same language model (finals only, lower accuracy). Words without a CMU
 // pronunciation get one guessed through eSpeak NG (pronounce.ts).
 import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { HelperPool, HelperProcess } from '../helper-process.ts';
@@ -150,7 +142,7 @@ const PREROLL_MS = 300;
 /**
  * Within an utterance, quiet past this long is not sent on (the recogniser has all it needs to end the last word;
  * the VAD's end of speech comes only after ≈ 600 ms of it): it is kept as preroll instead and sent only if sound
- * resumes. Decoding silence costs as much as decoding speech, and it is a third of a short utterance.
+ * resumes. Decoding silence costs as much as decoding speech, and it is much of a short utterance.
  */
 const TRAIL_MS = 250;
 const AUTO_END_MS = 2000;

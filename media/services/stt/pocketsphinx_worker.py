@@ -16,8 +16,8 @@ waits for the reply), not how far behind an utterance still being spoken is. So:
   2. otherwise utterances still being spoken are decoded round robin, a slice of audio each, so every one keeps up
      as well as the CPU allows (its interim transcripts and its eventual final wait the least).
 Under overload (the oldest undecoded audio of some utterance still being spoken arrived more than DEGRADE_LAG_S
-ago: decoding is falling behind real time, not just catching up a burst), new utterances get a cheaper decoder (every other frame scored, two Gaussians per frame: about 40 % less CPU for a few
-points of word accuracy) until the queue has drained: worse words for a while, rather than every caller waiting.
+ago: decoding is falling behind real time, not just catching up a burst), new utterances get a cheaper decoder (every other frame scored, two Gaussians per frame: much less CPU for a little
+word accuracy) until the queue has drained: worse words for a while, rather than every caller waiting.
 
 Protocol on stdin: frames of
   1 byte type + 4 bytes little-endian utterance id + 4 bytes little-endian payload length + payload
@@ -45,8 +45,8 @@ MAX_IDLE = 32  # idle decoders kept for reuse (each holds the acoustic model: â‰
 MAX_ACTIVE = 32  # utterances decoding at once; more wait (audio buffered) for a free decoder
 SLICE_BYTES = 16000 * 2 // 10  # round robin: up to 100 ms of one utterance's audio per turn
 DEGRADE_LAG_S = 0.3  # decoding this far behind real time: new utterances get the cheaper decoder
-# One pass (no second flat-lexicon pass): about a third less CPU per second of speech, for the same words on the
-# small per-agent language models (test/media/services/speech.test.ts measures the accuracy).
+# One pass (no second flat-lexicon pass): less CPU per second of speech, for the same words on the small per-agent
+# language models (test/media/services/speech.test.ts checks the accuracy).
 DECODER_OPTIONS = {"samprate": 16000, "loglevel": "FATAL", "fwdflat": False}
 FAST_OPTIONS = {"ds": 2, "topn": 2}
 
@@ -289,7 +289,7 @@ def main():
             if u is not None:
                 finish(u, False)
         elif kind == b"P":
-            # build `count` idle decoders for this model now: creating one takes tens of ms, which would stall
+            # build `count` idle decoders for this model now: creating one is slow enough that it would stall
             # every utterance of this process if it happened when many callers start speaking at once
             opts = json.loads(payload)
             key = model_key(opts, False)

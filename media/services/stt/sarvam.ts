@@ -1,4 +1,4 @@
-// Sarvam saaras streaming STT (vendors.md, STT `sarvam`): wss://api.sarvam.ai/speech-to-text/ws with header
+// Sarvam saaras streaming STT (docs/engines.md, STT `sarvam`): wss://api.sarvam.ai/speech-to-text/ws with header
 // `Api-Subscription-Key`. Query: `language-code` (with a HYPHEN: en-IN, hi-IN, …, od-IN for Odia, `unknown` to
 // detect), model=saaras:v3, mode (transcribe | verbatim | translit | codemix; codemix automatically when the agent's
 // languages are exactly English + Hindi), input_audio_codec=pcm_s16le, sample_rate, high_vad_sensitivity,

@@ -1,4 +1,4 @@
-// Soniox real-time STT (vendors.md, STT `soniox`): wss://stt-rt.soniox.com/transcribe-websocket with
+// Soniox real-time STT (docs/engines.md, STT `soniox`): wss://stt-rt.soniox.com/transcribe-websocket with
 // `Authorization: Bearer <key>` on the upgrade (the key in the start message is deprecated). The first text frame
 // configures the session (model, pcm_s16le 16 kHz mono, language hints, endpoint detection, context terms and
 // the endpoint tuning); then binary PCM; `{"type":"keepalive"}` through silence (no audio for 5 s; Soniox
@@ -32,7 +32,7 @@ interface SonioxToken {
   is_final?: boolean;
 }
 
-/** The start message for a session (exported for the README table and tests). */
+/** The start message for a session (exported for tests). */
 export function sonioxConfig(model: string, block: SonioxBlock, languages: string[], keyterms: string[]): Record<string, unknown> {
   const cfg: Record<string, unknown> = {
     model,

@@ -1,5 +1,5 @@
-// One Whisper decoder (whisper.cpp through @napi-rs/whisper) on a worker thread of the pool in whisper.ts: its
-// full() call is synchronous and takes ~0.1 s per second of speech, so it must never run on the event loop.
+// One Whisper decoder (whisper.cpp through @napi-rs/whisper) in a helper process of the pool in whisper.ts: its
+// full() call is synchronous and long, so it must never run on the media process's event loop.
 // Request: 16 kHz mono float samples of one utterance, the initial prompt. Reply: the text.
 import { Whisper, WhisperFullParams, WhisperSamplingStrategy } from '@napi-rs/whisper';
 import { poolData, poolPort, serveThread } from '../thread-pool.ts';
@@ -9,11 +9,8 @@ export interface WhisperRequest {
   prompt: string;
 }
 
-// Encoder frames (20 ms each) of padding after the utterance. Measured with bench/local-stt-accuracy.ts on its 32
-// clips and on 32 other sentences (same voices): 64 → 128 frames took word accuracy from 90.9 to 94.1 % (16 kHz) and
-// 67.1 to 77.6 % (8 kHz phone line) on the bench set, 85.6 → 85.6 % and 54.5 → 63.9 % on the other; 96, 160 and
-// 200 frames did worse on the phone line, the full 30 s context too (68.0 %). The encoder costs ~1.3 s of audio more
-// per utterance.
+// Encoder frames (20 ms each) of padding after the utterance: the margin with the best word accuracy on
+// bench/local-stt-accuracy.ts, above all on the 8 kHz phone line (docs/benchmarks.md).
 const AUDIO_CTX_MARGIN = 128;
 
 const { modelPath, threads } = poolData<{ modelPath: string; threads: number }>();
@@ -24,9 +21,9 @@ void serveThread<WhisperRequest, string>(poolPort, async () => {
     const p = new WhisperFullParams(WhisperSamplingStrategy.Greedy);
     p.language = 'en';
     p.nThreads = threads;
-    // without timestamp tokens: 90.9 % word accuracy on bench/local-stt-accuracy's set against 84.5 % with them; on
-    // an audio context trimmed to the utterance the decoder then sometimes starts the sentence over ("... at 3? can
-    // we move my ..."), which maxTokens bounds and whisper.ts collapses
+    // without timestamp tokens: better word accuracy on bench/local-stt-accuracy's set; on an audio context trimmed
+    // to the utterance the decoder then sometimes starts the sentence over ("... at 3? can we move my ..."), which
+    // maxTokens bounds and whisper.ts collapses
     p.noTimestamps = true;
     p.singleSegment = true;
     p.noContext = true;

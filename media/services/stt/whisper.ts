@@ -1,18 +1,13 @@
 // `local` STT, model `whisper-tiny.en` (the default): Whisper tiny.en through whisper.cpp (@napi-rs/whisper), the
-// model file verified by media/services/model-files.ts before it is loaded.
-//
-// Shape: a process-wide pool of decoder threads (LOCAL_STT_WORKERS, default one per core, each holding the model
-// once, ~100 MB) serves every call. A call's stream keeps the audio of the current utterance: it opens at the first
-// frame above SPEECH_RMS (with up to PREROLL_MS before it) and is decoded in one piece at finalize() — the VAD's
-// end of turn — or after AUTO_END_MS of quiet / MAX_UTTERANCE_MS. The encoder's audio context is trimmed to the
-// utterance (whisper-thread.ts), which is what makes a 3 s utterance decode in a few hundred ms on one core.
-// The initial prompt carries the agent's vocabulary (the greeting the caller just heard and the key terms),
-// which biases the decoder toward the agent's words.
-//
-// Interim results: while the caller speaks, one interim decode of the utterance so far runs every INTERIM_MS, only
-// when a decoder thread is idle (never queued behind finals): on a loaded node interims stop first.
-// Finals are never dropped; when more finals are waiting than decoder threads × MAX_QUEUE_PER_THREAD the
-// utterance is refused with a non-fatal error (the call hears nothing rather than a reply seconds late).
+// model file verified by media/services/model-files.ts before it is loaded. A process-wide pool of decoder helper
+// processes (thread-pool.ts; LOCAL_STT_WORKERS, default one per core, each holding the model) serves every call. A call's stream keeps the
+// current utterance: it opens at the first frame above SPEECH_RMS (with up to PREROLL_MS before it) and is decoded in
+// one piece at finalize() (the VAD's end of turn), or after AUTO_END_MS of quiet / MAX_UTTERANCE_MS. The encoder's
+// audio context is trimmed to the utterance (whisper-thread.ts), which is what makes short utterances fast to decode.
+// The initial prompt carries the agent's vocabulary (the greeting the caller just heard and the key terms). Interims:
+// one decode of the utterance so far every INTERIM_MS, only when a decoder is idle (on a loaded node interims
+// stop first). Finals are never dropped; past decoders × MAX_QUEUE_PER_THREAD waiting the utterance is refused
+// with a non-fatal error (the call hears nothing rather than a reply seconds late).
 import { rms } from '../../audio/pcm.ts';
 import type { SttEvent, SttOptions, SttStream } from '../types.ts';
 import { MODELS, verifiedModelFile } from '../model-files.ts';

@@ -1,24 +1,13 @@
-// The WebSocket lifecycle the vendor STT adapters share (soniox, deepgram, assemblyai, sarvam, cartesia):
-//  - one connection for the whole call, opened by the adapter's open() while the call connects;
-//  - the vendor's endpoint built from `<ID>_BASE_URL` (scheme/host/port/prefix only; ws/wss follow http/https);
-//  - a transient close (network, 5xx on the upgrade, the vendor ending an idle or too-long session) reconnects
-//    with a short backoff; audio written meanwhile is buffered, bounded (oldest dropped beyond `maxBufferMs`), and
-//    a vendor that stops reading gets audio dropped beyond ≈ 20 s unsent (no unbounded queue anywhere);
-//  - a refusal (401/402/403/404/400/429 on the upgrade, or a vendor error the adapter classifies as fatal, or
-//    too many failed reconnects in a row) emits one fatal `error` event naming the vendor and the reason (never
-//    the key) and stops;
-//  - audio gathered into the vendor's recommended message size when it has one (`chunk`: Deepgram Flux 80 ms,
-//    AssemblyAI 100 ms), the gathered part sent early, before anything else goes out (a control or end-of-stream
-//    message, keepalive silence), on finalize(), and when the caller's audio stops for a chunk's length. With
-//    `liveAfterSpeechMs`, the quiet frames just after speech go out one by one (the part gathered before them
-//    first): that is where the vendor's end of turn falls, and gathering them would delay it by up to a chunk;
-//  - a keepalive: when no audio went out for `idleMs`, `keepalive()` runs (a vendor control message or silence)
-//    and repeats every `idleMs` until audio flows again;
-//  - a stall: the socket stays open but the vendor sends nothing for `stallMs` (default 10 s) while audio goes
-//    out → the connection is dropped and reopened like a transient close (audio meanwhile buffered, replayed),
-//    so a hung recogniser costs the caller at most ≈ stallMs + one reconnect of unanswered speech, never the
-//    rest of the call. A vendor that is quiet during caller silence gets a harmless reconnect per 10 s of it;
-//  - close(): the vendor's end-of-stream message, a short wait for the vendor to close, then terminate.
+// The WebSocket lifecycle the vendor STT adapters share (soniox, deepgram, assemblyai, sarvam, cartesia): one
+// connection per call, opened while the call connects, to the endpoint built from `<ID>_BASE_URL` (ws/wss follow
+// http/https). A transient close (network, 5xx on the upgrade, the vendor ending an idle or long session) reconnects
+// with a short backoff, audio meanwhile buffered and bounded (`maxBufferMs`; ≈ 20 s unsent to a vendor that stops
+// reading); a refusal (4xx on the upgrade, a vendor error the adapter classifies as fatal, too many failed reconnects)
+// emits one fatal `error` naming the vendor and the reason (never the key) and stops. Audio is gathered into the
+// vendor's recommended message size (`chunk`), sent early before anything else goes out, on finalize() and when the
+// caller's audio stops; with `liveAfterSpeechMs` the quiet frames right after speech go out one by one (the vendor's
+// end of turn falls there). `keepalive()` runs through silence every `idleMs`. A stall (no vendor message for
+// `stallMs` while audio goes out) reconnects like a transient close, so a hung recogniser never costs the whole call.
 import WebSocket from 'ws';
 import { rms } from '../../audio/pcm.ts';
 import type { EngineError, SttEvent, SttStream } from '../types.ts';
@@ -88,7 +77,8 @@ export interface SttSocketOptions {
   stallMs?: number;
 }
 
-/** The default stall bound for every vendor STT stream (see the header). */
+/** The default stall bound for every vendor STT stream (see the header); a vendor quiet through caller silence gets a
+ * harmless reconnect per stall period of it. */
 export const STT_STALL_MS = 10_000;
 
 type State = 'connecting' | 'open' | 'waiting' | 'failed' | 'closed';

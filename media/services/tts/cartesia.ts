@@ -1,4 +1,4 @@
-// Cartesia Sonic TTS (vendors.md, TTS `cartesia`). One `/tts/websocket` connection per call (headers `X-API-Key`
+// Cartesia Sonic TTS (docs/engines.md, TTS `cartesia`). One `/tts/websocket` connection per call (headers `X-API-Key`
 // and `Cartesia-Version`), opened as the call connects, kept warm with WebSocket pings and reopened when Cartesia
 // closes it. Every utterance is its own `context_id`: each chunk is a generation request `{model_id, transcript,
 // voice:{mode:"id", id}, language, context_id, output_format:{container:"raw", encoding:"pcm_s16le",

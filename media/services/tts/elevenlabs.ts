@@ -1,17 +1,15 @@
-// ElevenLabs TTS (vendors.md, TTS `elevenlabs`). One multi-stream-input WebSocket per call
+// ElevenLabs TTS (docs/engines.md, TTS `elevenlabs`). One multi-stream-input WebSocket per call
 // (`/v1/text-to-speech/{voice}/multi-stream-input`, header `xi-api-key`, query model_id, output_format=pcm_24000,
-// auto_mode, apply_text_normalization, inactivity_timeout, sync_alignment, language_code on the v2.5 models),
-// opened as the call connects and reopened when ElevenLabs closes it. Every utterance is its own `context_id`: the first chunk opens
-// it with `{text:" ", voice_settings, context_id}`, each chunk is `{text, context_id, flush:true}`, the end of the
-// utterance sends `close_context`, barge-in sends `close_context` at once and drops whatever still arrives for that
-// context. Requests are snake_case, replies camelCase (`audio`, `alignment{chars, charStartTimesMs,
-// charsDurationsMs}`, `contextId`, `isFinal`). A chunk's audio is complete once the alignment has covered its
-// characters (or its context is final). Alignment gives word end times (interrupted replies are cut at the last
-// word heard). `eleven_v3` is refused on both WebSocket endpoints, so it is served by the HTTP streaming endpoint
-// (`POST /v1/text-to-speech/{voice}/stream?output_format=pcm_24000`, raw PCM body), one request per chunk.
-// Tuning: stability, similarity_boost, style, use_speaker_boost, speed (0.7–1.2) → voice_settings; autoMode →
-// auto_mode; applyTextNormalization → apply_text_normalization. eleven_v3 and eleven_turbo_v4 read only stability
-// (eleven_v3 accepts 0, 0.5 or 1: the nearest is sent).
+// auto_mode, apply_text_normalization, inactivity_timeout, sync_alignment, language_code on the v2.5 models), opened
+// as the call connects and reopened when ElevenLabs closes it. Every utterance is its own `context_id`: the first
+// chunk opens it with `{text:" ", voice_settings, context_id}`, each chunk is `{text, context_id, flush:true}`, the
+// utterance's end and barge-in send `close_context` (barge-in also drops what still arrives). Requests are snake_case,
+// replies camelCase (`audio`, `alignment{chars, charStartTimesMs, charsDurationsMs}`, `contextId`, `isFinal`); a
+// chunk's audio is complete once the alignment covers its characters (or its context is final), and alignment gives
+// the word end times for the interruption cut. `eleven_v3` is refused on both WebSocket endpoints, so it is served by
+// `POST /v1/text-to-speech/{voice}/stream?output_format=pcm_24000` (raw PCM), one request per chunk. Tuning:
+// stability, similarity_boost, style, use_speaker_boost, speed (0.7–1.2) → voice_settings; autoMode, applyTextNormalization
+// → query; eleven_v3 and eleven_turbo_v4 read only stability (eleven_v3 accepts 0, 0.5 or 1: the nearest is sent).
 import type WebSocket from 'ws';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import { UtteranceContexts } from './context-tts.ts';

@@ -1,8 +1,7 @@
 // The `local` TTS's shared synthesizers: a few long-lived eSpeak NG processes per media process
 // (espeak_worker.py: libespeak-ng through ctypes) serve every call's sentences, instead of one `espeak-ng` process
-// per sentence. Why: spawning forks the media process on its event loop (several ms each; fifty calls replying at
-// once stalled every call's audio for hundreds of ms) and each new process spends more time loading its tables
-// than synthesizing. Requests go to the worker with the fewest outstanding; each streams its audio back as it is
+// per sentence. Why: spawning forks the media process on its event loop (many calls replying at once stall every
+// call's audio) and each new process spends more time loading its tables than synthesizing. Requests go to the worker with the fewest outstanding; each streams its audio back as it is
 // synthesized; an abort stops it at the next ~60 ms of audio. A worker that dies fails its requests (a retryable
 // engine error) and is restarted. Where the workers cannot start (no python3, no libespeak-ng), local.ts falls
 // back to one process per sentence.

@@ -1,7 +1,7 @@
 """Resident eSpeak NG phonemizer for the Piper voice (media/services/tts/piper-thread.ts): text in, IPA phonemes out,
 clause by clause, through libespeak-ng's espeak_TextToPhonemes (as Piper's own phonemizer does) — one process per
-Piper helper for its lifetime, instead of an `espeak-ng --ipa` process per clause (tens of milliseconds to start,
-over a hundred on a loaded machine). Python standard library only, so the system python3 is enough.
+Piper helper for its lifetime, instead of an `espeak-ng --ipa` process per clause (slow to start, slower still on a
+loaded machine). Python standard library only, so the system python3 is enough.
 
 Protocol: one JSON object per line on stdin, {"text": str, "voice": str}; one JSON object per line on stdout,
 {"clauses": [str, ...]} or {"error": str}. The first line written is {"ready": true} once the library is loaded.

@@ -3,8 +3,8 @@ only, so the system python3 is enough).
 
 Started by media/services/tts/espeak-pool.ts: a small pool of these per media process synthesizes for every call,
 instead of one `espeak-ng` process per sentence. Starting a process per sentence costs the media process a fork of
-itself on its event loop (milliseconds each, all at once when many calls reply together) and the new process
-several milliseconds of loading the phoneme tables and voice; synthesis itself is ~1 ms per second of speech.
+itself on its event loop (all at once when many calls reply together) and the new process loading the phoneme
+tables and voice, which takes longer than the synthesis itself.
 
 Protocol on stdin: frames of 1 byte type + 4 bytes little-endian request id + 4 bytes little-endian payload length +
 payload:
@@ -13,7 +13,7 @@ payload:
   'Q' quit
 On stdout, frames with the same header: 'R' ready (id 0, payload: the sample rate as ASCII), 'A' audio for <id>
 (s16le mono at that rate), 'E' end of <id> (payload empty when it completed, else an error message).
-Requests are served in arrival order, one at a time (a sentence takes a few milliseconds).
+Requests are served in arrival order, one at a time (a sentence is quick to synthesize).
 """
 import ctypes
 import json

@@ -1,4 +1,4 @@
-// Inworld TTS (vendors.md, TTS `inworld`). One `/tts/v1/voice:streamBidirectional` WebSocket per call
+// Inworld TTS (docs/engines.md, TTS `inworld`). One `/tts/v1/voice:streamBidirectional` WebSocket per call
 // (`Authorization: Basic <key>`), opened as the call connects, kept warm with `{send_text:{text:""}}` keepalives
 // (Inworld closes a session after 10 minutes without traffic) and reopened when Inworld closes it. Every utterance
 // is its own `contextId`: `{create:{voiceId, modelId, audioConfig:{audioEncoding:"LINEAR16", sampleRateHertz:24000,

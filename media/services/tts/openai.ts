@@ -1,4 +1,4 @@
-// OpenAI speech (vendors.md, TTS `openai`): `POST {OPENAI_BASE_URL}/audio/speech` (`Authorization: Bearer`) with
+// OpenAI speech (docs/engines.md, TTS `openai`): `POST {OPENAI_BASE_URL}/audio/speech` (`Authorization: Bearer`) with
 // `{model, input, voice, response_format:"pcm", speed}` (+ `instructions` naming the language for gpt-4o-mini-tts
 // when the agent's primary language is not English; tts-1* take no instructions); the answer is a chunked body of
 // raw 24 kHz s16le PCM, streamed as it arrives. One request per chunk: the request is the context (barge-in aborts

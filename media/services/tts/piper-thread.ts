@@ -4,10 +4,9 @@
 //
 // Phonemes come from a resident libespeak-ng process (espeak_phonemes.py, espeak_TextToPhonemes as Piper's own
 // phonemizer, same IPA as `espeak-ng --ipa`; a HelperProcess, started again at the next request if it died) started
-// with the helper; where it cannot run (no python3 or no libespeak-ng) an `espeak-ng --ipa` process per clause, as
-// before (measured by bench/local-tts-latency.ts: that process costs tens of ms per clause, over a hundred on a
-// loaded machine). The helper speaks one sentence while it
-// loads, so that the first caller does not pay for onnxruntime's first run.
+// with the helper; where it cannot run (no python3 or no libespeak-ng) an `espeak-ng --ipa` process per clause, which
+// costs far more per clause (bench/local-tts-latency.ts). The helper speaks one sentence while it loads, so that the
+// first caller does not pay for onnxruntime's first run.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,12 +1,12 @@
 // `local` TTS, model `piper` (the default for English): the Piper voice en_US-joe-medium (VITS, ONNX, 22 050 Hz)
-// run through onnxruntime-node on a shared pool of inference threads (piper-thread.ts; LOCAL_TTS_WORKERS, default
-// one per core), the model files verified by media/services/model-files.ts before they are loaded.
+// run through onnxruntime-node on a shared pool of inference helper processes (piper-thread.ts; LOCAL_TTS_WORKERS,
+// default one per core), the model files verified by media/services/model-files.ts before they are loaded.
 //
 // Each chunk the pipeline hands over (a sentence, or the first clause of a reply) is split further at clause
 // boundaries when it is long, and the first chunk of an utterance starts with a lead piece of at most LEAD_MAX
-// characters (so the first audio comes after one short piece, not a whole long sentence); the
-// pieces are synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's
-// 24 kHz. An abort stops after the piece in flight (a clause: tens of ms of compute) and yields nothing more.
+// characters (so the first audio comes after one short piece, not a whole long sentence); the pieces are
+// synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's 24 kHz. An
+// abort stops after the piece in flight (a clause) and yields nothing more.
 import { Resampler } from '../../audio/resample.ts';
 import { engineError } from '../llm/openai.ts';
 import { verifiedModel } from '../model-files.ts';
@@ -23,9 +23,8 @@ const LONG = 90;
 const MIN_PIECE = 24;
 /**
  * The first chunk of an utterance longer than this (characters) starts with a shorter lead piece: its first audio
- * comes after that piece's synthesis, which takes ~20 ms plus ~80 ms per second of speech on one core (~14–20
- * characters a second; measured on an idle core: "Thanks for calling," 0.96 s of speech in ~90 ms, "You said: can I
- * see Doctor Patel," 2.4 s in ~200 ms). 26 characters keep a lead piece under ~1.7 s of speech, ~160 ms.
+ * comes after that piece's synthesis, whose time grows with its length, so the lead piece is kept to a short clause
+ * (docs/benchmarks.md).
  */
 const LEAD_MAX = 26;
 /** the lead piece is at least this long (a lone "Well," or "Yes," gains little; "You said:" is taken) */

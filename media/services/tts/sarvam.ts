@@ -1,4 +1,4 @@
-// Sarvam bulbul TTS (vendors.md, TTS `sarvam`). One `/text-to-speech/ws?model=<model>&send_completion_event=true`
+// Sarvam bulbul TTS (docs/engines.md, TTS `sarvam`). One `/text-to-speech/ws?model=<model>&send_completion_event=true`
 // WebSocket per call (header `Api-Subscription-Key`), opened as the call connects; every (re)opened connection
 // first gets `{type:"config", data:{target_language_code, speaker, pace, temperature (v3), speech_sample_rate:24000,
 // output_audio_codec:"linear16"}}` (Sarvam's docs name the language field `target_language_code`). Kept warm with

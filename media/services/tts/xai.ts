@@ -1,4 +1,4 @@
-// xAI TTS (vendors.md, TTS `xai`). One `/v1/tts` WebSocket per call (`Authorization: Bearer`), its configuration
+// xAI TTS (docs/engines.md, TTS `xai`). One `/v1/tts` WebSocket per call (`Authorization: Bearer`), its configuration
 // in the query: voice (ara, eve, leo, rex, sal only), language (the agent's one language, else `auto`), codec=pcm,
 // sample_rate=24000, speed (0.7–1.5), optimize_streaming_latency (0–2), text_normalization. Opened as the call
 // connects, kept warm with WebSocket pings and reopened when xAI closes it. No model selector and no context ids:
