@@ -126,7 +126,7 @@ function lastLoudSample(pcm: Int16Array): number {
 /** The caller's sentence (eSpeak, 16 kHz s16), cut after its last loud 20 ms frame: its end is the end of speech. */
 export async function callerSentence(): Promise<Int16Array> {
   const { createLocalTts } = await import('../media/services/tts/local.ts');
-  const { resample } = await import('../media/audio/index.ts');
+  const { resample } = await import('../core/audio/resample.ts');
   // eSpeak NG, named: the same audio every run. The `local` default is the Piper voice where it is installed, and
   // Piper samples noise in every synthesis, so each run's sentence would have its own length and quiet tail, and the
   // STT fakes' end of turn (silence judged in 20 ms granules) would move between runs

@@ -19,10 +19,10 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { concatInt16 } from '../media/audio/pcm.ts';
-import { Resampler } from '../media/audio/resample.ts';
+import { Resampler } from '../core/audio/resample.ts';
 import { AGENT_ENCODER, CallCodec } from '../media/webrtc/call-codec.ts';
 import { CodecPool } from '../media/webrtc/codec-pool.ts';
-import { OpusDecoder48, OpusEncoder48 } from '../media/webrtc/opus.ts';
+import { OpusDecoder48, OpusEncoder48 } from '../core/audio/opus.ts';
 import { f1, f2, pct } from './_stats.ts';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
@@ -266,7 +266,7 @@ async function qualityByComplexity(): Promise<void> {
     return;
   }
   const { createLocalTts } = await import('../media/services/tts/local.ts');
-  const { resample } = await import('../media/audio/index.ts');
+  const { resample } = await import('../core/audio/resample.ts');
   const tts = createLocalTts({ languages: ['en'], ...(process.env.QUALITY_VOICE === 'espeak' ? { model: 'espeak-ng', binary: 'espeak-ng' } : {}) });
   const text = 'Thanks for calling. Our opening hours are nine to five on weekdays, and ten to two on Saturdays. ' +
     'Would you like me to book an appointment for you, or is there anything else I can help with today?';

@@ -8,7 +8,7 @@ import os from 'node:os';
 import { createLocalStt, closeLocalStt } from '../media/services/stt/local.ts';
 import { closeWhisper } from '../media/services/stt/whisper.ts';
 import { createLocalTts } from '../media/services/tts/local.ts';
-import { resample } from '../media/audio/resample.ts';
+import { resample } from '../core/audio/resample.ts';
 import { concatInt16 } from '../media/audio/pcm.ts';
 import { phoneLine } from '../media/audio/phone-line.ts';
 import type { SttEvent } from '../media/services/types.ts';

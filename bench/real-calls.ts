@@ -249,7 +249,7 @@ const { createDb, sql } = await import('../core/db/pool.ts');
 const { createApiKey, createOrganization, setOrganizationLimits } = await import('../core/orgs.ts');
 const { startScratchDatabase, freePort, waitForPort, MEDIA_NODE_FLAGS } = await import('../scripts/infra.ts');
 const { createLocalTts } = await import('../media/services/tts/local.ts');
-const { resample } = await import('../media/audio/index.ts');
+const { resample } = await import('../core/audio/resample.ts');
 void loadConfig;
 
 const scratch = await startScratchDatabase({ prefix: 'vas-bench-real-' });

@@ -14,7 +14,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createVad, vadStats, warmVad, type VadOptions } from '../media/vad/index.ts';
 import { createLocalTts } from '../media/services/tts/local.ts';
-import { resample } from '../media/audio/index.ts';
+import { resample } from '../core/audio/resample.ts';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
 const STREAMS = (process.env.STREAMS ?? '50,200').split(',').map(Number).filter((n) => n > 0);

@@ -1,64 +1,24 @@
-// bench/webrtc: N simultaneous calls per transport — WebRTC, WebSocket and carrier media streams (Twilio Media
-// Streams: JSON frames of 8 kHz µ-law) — each alone, then mixed, on one server. Each call plays a long agent
-// monologue (scripted fake engines, Silero VAD) while the caller streams silence in real time: WebSocket callers
-// send s16le PCM, WebRTC callers (node-datachannel) 20 ms Opus RTP, carrier callers (test/fakes/twilio-media.ts,
-// the fake Twilio's stream side) 20 ms µ-law `media` messages. Figures per transport:
-//   - server CPU per call (% of one core, process.cpuUsage of the server process, all its threads, over the window)
-//   - output pacing jitter at the clients: inter-arrival |Δ − 20 ms| of agent audio frames/packets, p50/p99
-//   - frames later than their playout time by more than 40 ms (playout clock started by the first frame)
-//   - frames received per call per second (50 expected); WebRTC also the RTP packets the server sent (/metrics)
-//   - where the CPU goes per call (media/stage-cpu.ts, on for the bench): main-thread time per stage (Opus encode /
-//     decode, RTP send / receive, carrier and WebSocket framing, pipeline in / out), the rest of the main thread,
-//     and every other thread by name (node-datachannel's ICE/DTLS/SRTP/SCTP threads, the Silero VAD thread, GC)
-// After a one-call warm-up per transport (not reported), solo runs at CALLS_SMALL (default 5) and CALLS (default 40; 150 is issue 24's target; 0 skips a size), per
-// transport (KINDS, default websocket,webrtc,carrier). MIXED=N then runs N WebSocket + N WebRTC calls at once, and
-// CARRIER=M adds M carrier streams to that run (issue 24 goal 3: MIXED=50 CARRIER=50). Clients run in child
-// processes, so the server's CPU is its own; it includes the codec worker processes' CPU
-// (media/webrtc/codec-pool.ts, read from /proc), reported separately too. MEDIA_MAX_CALLS is raised so admission
-// never refuses a bench call. The codecs run inline (the default); WEBRTC_CODEC_THREADS=2 runs them in the codec
-// pool. VAD=fake replaces Silero by the fake energy VAD. Server-added latency per turn is bench/pipeline's (here the
-// callers are silent: no turns; SPEAK=1 has turns).
-//
-// SPEAK=1 (issue 24 goal 1's load): the vendor engines against their local fakes instead of the scripted fakes, with
-// callers speaking and pausing, as bench/pipeline MODE=vendors runs them (bench/_vendors.ts): the real Deepgram Flux
-// (STT=soniox: Soniox), OpenAI and ElevenLabs adapters, built the production way (createEngines + Silero VAD; VAD=fake
-// does not apply), each against its fake in a child process of its own; every caller speaks the same eSpeak sentence,
-// stays on the line in silence until the agent's reply is over, pauses 300 ms and speaks again for the whole window
-// (bench/_callers.ts SpeakingCaller), in 20 ms frames of its transport (WebRTC: the sentence pre-encoded to Opus
-// RTP at 48 kHz, WebSocket: 16 kHz PCM, carrier: 8 kHz µ-law). Per transport it then prints reply pacing jitter
-// p50/p99 (within each reply, after its 6-frame lead), frames later than playout by > 40 ms (per utterance: the
-// client plays an utterance's frame k at its first frame's arrival + k·20 ms), RTP packets sent vs received
-// (WebRTC), sentences spoken / answered / unanswered within 8 s, end of speech → first reply audio p50/p99, and
-// server-added latency per turn p50/p99: that figure minus the fixed fake end-of-turn window (the STT fake's 400 ms
-// of silence less the 20 ms frame judged on arrival = 380 ms; the LLM and TTS fakes answer at once), as
-// bench/pipeline defines it; the same turns as the server stored them (calls.logs.latency) and, matched on one clock,
-// split into the way in (end of speech → STT final, less the fixed window), the server's part (STT final → first
-// frame sent, with the LLM and TTS fakes' round trips apart) and the way out (first frame sent → first audio at the
-// client); the server's and the clients' event-loop delay; then server CPU per call and the per-stage breakdown
-// (vendor adapter work, under media/services, is a stage of its own). The warm-up call runs 8 s (one turn).
-// WebRTC callers send on 10 capture clocks 2 ms apart, as independent browsers would; CLIENT_PROCS=k spreads each
-// transport's callers over k client processes. WebRTC callers cap their Opus band at the answer's maxplaybackrate, as
-// libwebrtc does (wideband: the server asks for 16 kHz); IGNORE_PLAYBACK=1 sends fullband instead (the old caller
-// stream, for an A/B). The vendor fakes' processes report their own event-loop delay and CPU. Server-added latency is
-// also split by time (the window's first third, while calls still greet, against the rest), and the turns whose
-// server-added time reached 40 ms are matched against the event-loop stalls (≥ 40 ms) of every process of the run:
-// the server, the callers and the vendor fakes (and the media-plane thread when WEBRTC_MEDIA_THREAD=1), each stall with
-// the shares of it its thread spent on a CPU (busy with work), waiting on a run queue for one (preempted: the kernel's
-// schedstat) and neither (blocked in the kernel). Late frames are matched the same way: each run of late frames (an
-// utterance's frames late one after another), from its first frame's send time (playout less the pacer's 100 ms
-// lead) to that frame's arrival; beside the pacer underruns of the run (/metrics: audio that ran out).
-// PROFILE_OUT=file.cpuprofile (with STAGES=1) keeps the raw profile;
-// ALLOC_OUT=file.heapprofile keeps the server's sampled allocations over the window (dead objects included).
-// WebRTC runs also report caller packets on their way in: at the server's main thread, against each call's quickest
-// packet on the RTP clock, split by whether they found the event loop idle, beside the callers' own send-tick lateness.
-// SERVER_CHRT="-R -r -p 10" (either bench, an experiment): the server's pacing thread real-time (bench/_server.ts).
-// SERVER_SLICE_US=100 (either bench, an experiment): the pacing thread's EEVDF time slice shortened (bench/_server.ts).
-// MEDIA_PACING_CPU=1 (either bench, the product's opt-in setting, core/affinity.ts): the pacing thread alone on CPU 1, the server's other
-// threads, the callers, the fakes and PostgreSQL on the other CPUs (bench/_server.ts applyBenchPacingCpu).
+// bench/webrtc: N simultaneous calls per transport — WebRTC (node-datachannel callers, 20 ms Opus RTP), WebSocket
+// (s16le PCM) and carrier media streams (test/fakes/twilio-media.ts: Twilio Media Streams, 8 kHz µ-law) — each alone,
+// then mixed, on one server. By default each call plays a long agent monologue (scripted fake engines, Silero VAD)
+// while its caller streams silence in real time. Callers run in child processes, so the server's CPU is its own (the
+// codec worker processes' included). Per transport: server CPU per call with a per-stage, per-thread breakdown
+// (media/stage-cpu.ts), output pacing jitter p50/p99, frames later than playout by > 40 ms, frames per call per second.
+// SPEAK=1: the vendor adapters against their local fakes (bench/_vendors.ts, as bench/pipeline MODE=vendors) and
+// callers that speak and pause (bench/_callers.ts SpeakingCaller); adds per-turn latency (server-added = end of speech
+// → first reply audio minus the fakes' fixed end-of-turn window), split along the way and matched against the
+// event-loop stalls of every process of the run.
+// Env: CALLS (40), CALLS_SMALL (5; 0 skips a size), SECONDS (15), KINDS (websocket,webrtc,carrier); MIXED=N runs N
+// WebSocket + N WebRTC calls at once, CARRIER=M adds M carrier streams; VAD=fake; STT=soniox (SPEAK=1);
+// WEBRTC_CODEC_THREADS=2 (codec pool instead of inline), WEBRTC_MEDIA_THREAD=1; CLIENT_PROCS=k client processes per
+// transport; IGNORE_PLAYBACK=1 (fullband caller Opus, for an A/B); STAGES=0 (no profile or stage timers);
+// PROFILE_OUT=file.cpuprofile; ALLOC_OUT=file.heapprofile; scheduling experiments SERVER_CHRT="-R -r -p 10" and
+// SERVER_SLICE_US=100, and the product's MEDIA_PACING_CPU=1 (bench/_server.ts). Targets: MIXED=50 CARRIER=50 on one
+// server, and 150 speaking WebRTC calls.
 //
 //   npm run bench -- webrtc        CALLS=40 CALLS_SMALL=5 SECONDS=15 node --import tsx bench/webrtc.ts
-//   issue 24 goal 3:               CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
-//   issue 24 goal 1:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
+//   mixed target:                  CALLS_SMALL=0 CALLS=50 MIXED=50 CARRIER=50 npm run bench -- webrtc
+//   speaking target:               SPEAK=1 CALLS_SMALL=0 CALLS=150 KINDS=webrtc SECONDS=30 npm run bench -- webrtc
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
@@ -349,7 +309,7 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const { WebRtcCaller, until } = await import('../test/webrtc/peer.ts');
-  const { OpusEncoder48, FRAME_SAMPLES } = await import('../media/webrtc/opus.ts');
+  const { OpusEncoder48, FRAME_SAMPLES } = await import('../core/audio/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
   const speech = job.speech ? sentenceFromBase64(job.speech) : null;
   const st = speakingStats();
@@ -395,7 +355,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
   const silence = enc().encode(new Int16Array(FRAME_SAMPLES));
   const packets: Uint8Array[] = [];
   if (speech) {
-    const { resample } = await import('../media/audio/index.ts');
+    const { resample } = await import('../core/audio/resample.ts');
     const s48 = resample(speech, 16_000, 48_000);
     const e = enc();
     for (let k = 0; k * FRAME_SAMPLES < s48.length; k++) packets.push(e.encode(speechFrame(s48, k, FRAME_SAMPLES)));
@@ -505,10 +465,10 @@ function stageOfFrame(fn: string, url: string): string | null {
     if (/decode|conceal|packet|silence/i.test(fn)) return 'webrtc: opus decode';
   }
   // node-datachannel's native send (packetizer chain, SRTP, UDP) is charged to the JS frame that calls it
-  if (url.includes('/media/transports/webrtc.ts') && fn === 'sendPackets') return 'webrtc: rtp send (packetize, SRTP, UDP)';
-  if (url.includes('/media/transports/webrtc.ts') && fn === 'onRtp') return 'webrtc: rtp receive (parse, jitter buffer)';
+  if (url.includes('/media/webrtc/transport.ts') && fn === 'sendPackets') return 'webrtc: rtp send (packetize, SRTP, UDP)';
+  if (url.includes('/media/webrtc/transport.ts') && fn === 'onRtp') return 'webrtc: rtp receive (parse, jitter buffer)';
   if (url.includes('/media/webrtc/jitter.ts')) return 'webrtc: rtp receive (parse, jitter buffer)';
-  if (url.includes('/media/transports/carrier-stream.ts') || url.includes('/media/audio/mulaw')) return 'carrier: framing (JSON, base64, µ-law)';
+  if (url.includes('/media/transports/carriers/stream.ts') || url.includes('/media/audio/mulaw')) return 'carrier: framing (JSON, base64, µ-law)';
   if (url.includes('/media/transports/ws.ts')) return 'websocket: framing';
   if (url.includes('/media/vad/')) return 'VAD (main-thread part: windows, batching)';
   if (SPEAK && url.includes('/media/services/')) return 'vendor adapters (STT, LLM, TTS clients: media/services)';
@@ -876,7 +836,7 @@ async function main(): Promise<void> {
         if (STAGES) for (const l of [...breakdown(m.stages, m.wall, m.perKind, m.profile), ...planeLines(m.planeUse, m.wall, m.perKind)]) log(l);
       }
     }
-    // MIXED=N (issue 24 goal 3): N WebSocket + N WebRTC (+ CARRIER=M carrier stream) calls at the same time on the
+    // MIXED=N: N WebSocket + N WebRTC (+ CARRIER=M carrier stream) calls at the same time on the
     // one server; pacing per transport, CPU for all together and, by stage, per transport
     const MIXED = Number(process.env.MIXED ?? 0);
     const CARRIER = Number(process.env.CARRIER ?? 0);

@@ -27,7 +27,7 @@ import { WsTransport } from './transports/ws.ts';
 import { createAdmission } from './admission.ts';
 import { afterOutageGuard, endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
 import { recoverSpools } from './session/spool.ts';
-import { createTelephonyStreams } from './telephony-streams.ts';
+import { createCarrierStreams } from './transports/carriers/server.ts';
 import { createWebRtcSignaling, type WebRtcSignaling } from './webrtc/signaling.ts';
 import { callPageHandler } from './webrtc/page.ts';
 import { warmMedia } from './session/warm.ts';
@@ -72,7 +72,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // those engines serve in real time without limiting its vendor-engine calls; tests keep the light weight.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
   const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed });
-  const phone = createTelephonyStreams(deps, runner, admission);
+  const phone = createCarrierStreams(deps, runner, admission);
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
@@ -227,7 +227,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
       await webrtc.close();
       for (const c of wss.clients) c.terminate();
       await removeNode(deps.db).catch(() => {});
-      // the inference threads of the neural local engines (native code must not be torn down by process exit)
+      // the neural local engines' helpers and model (native code must not be torn down by process exit)
       await closeNeuralEngines();
     },
   };

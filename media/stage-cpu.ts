@@ -27,7 +27,7 @@ export function setRtpArrivalProbe(probe: ((stream: object, rtpTimestamp: number
   rtpArrivalProbe = probe;
 }
 
-/** A caller RTP packet of `stream` reached the main thread (media/transports/webrtc.ts). */
+/** A caller RTP packet of `stream` reached the main thread (media/webrtc/transport.ts). */
 export function rtpArrived(stream: object, rtpTimestamp: number): void {
   if (rtpArrivalProbe) rtpArrivalProbe(stream, rtpTimestamp);
 }

@@ -12,8 +12,8 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createLocalTts } from '../media/services/tts/local.ts';
 import { modelInstalled } from '../media/services/model-files.ts';
-import { resample } from '../media/audio/index.ts';
-import { wavHeader } from '../core/storage/wav.ts';
+import { resample } from '../core/audio/resample.ts';
+import { wavHeader } from '../core/audio/wav.ts';
 
 const CALLER_SENTENCE = process.env.DEMO_SENTENCE ?? 'what time is it';
 const OUT_DIR = path.resolve(process.env.DEMO_OUT ?? 'demo-output');

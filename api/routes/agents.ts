@@ -21,7 +21,7 @@ import {
 import { contextVariablesSchema } from '../../core/agent-config/schema.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 

@@ -23,7 +23,7 @@ import { MEDIA_AT_CAPACITY, assignMediaNode, mediaCapacity, type WeightTransport
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
-import { telephonyCall } from './telephony-calls.ts';
+import { telephonyCall } from './telephony/calls.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 
@@ -243,7 +243,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     if (!runnable.ok) return reject(ctx, rejectedRow(), runnable.reason, runnable.status, runnable.detail);
 
     if (body.type) {
-      // Phone calls: outbound dial / inbound registration (api/routes/telephony-calls.ts).
+      // Phone calls: outbound dial / inbound registration (api/routes/telephony/calls.ts).
       return telephonyCall({
         ctx, deps, orgId, body, agentConfig, agentRef: agentRef!, redacted,
         reject: (reason, status, detail) => reject(ctx, rejectedRow(), reason, status, detail),

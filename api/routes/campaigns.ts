@@ -45,12 +45,11 @@ import {
 import type { AgentConfig } from '../../core/agent-config/index.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 import { AGENT_NOT_FOUND } from './agents.ts';
 import { parseHistoryQuery } from './calls.ts';
-import './campaigns-openapi.ts';
 
 export const NO_TELEPHONY_CONFIG = 'no telephony configuration available for organization';
 export const TELEPHONY_CONFIG_NOT_FOUND = 'telephony_configuration_not_found';

@@ -12,10 +12,9 @@ import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
 import { campaignWorkflowId, progressQuery, type CampaignProgress } from '../../workflows/campaign/messages.ts';
 import type { ApiDeps } from '../deps.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, paginationQuery } from '../pagination.ts';
-import './console-openapi.ts';
 
 /** One stored delivery (core/webhook.ts recordWebhookResult); older rows lack `url`. */
 const delivery = z.object({

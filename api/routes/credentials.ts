@@ -11,10 +11,9 @@ import {
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
 import type { ApiDeps } from '../deps.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
-import '../openapi-credentials.ts';
 
 const credentialUuidRow = z.object({ uuid: z.string() });
 const duplicate = (name: string) => new HttpError(409, `A credential named '${name}' already exists in this organization.`);

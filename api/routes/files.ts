@@ -25,7 +25,7 @@ import {
 import { INGEST_DOCUMENT_WORKFLOW_TYPE, ingestDocumentWorkflowId } from '../../workflows/document-ingestion/messages.ts';
 import { requireOrg } from '../middleware/auth.ts';
 import { readMultipart, uploadedFileName } from '../middleware/multipart.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 

@@ -12,12 +12,12 @@ import { credentialsRoutes } from './credentials.ts';
 import { recordingsRoutes } from './recordings.ts';
 import { catalogRoutes } from './catalog.ts';
 import { campaignsRoutes } from './campaigns.ts';
-import { telephonyRoutes } from './telephony.ts';
-import { carrierWebhookRoutes } from './carrier-webhooks.ts';
-import { carrierHookRoutes } from './carrier-hooks.ts';
+import { telephonyConfigRoutes } from './telephony/configs.ts';
+import { phoneNumberRoutes } from './telephony/numbers.ts';
+import { inboundBindingRoutes } from './telephony/bindings.ts';
+import { carrierWebhookRoutes } from './telephony/webhooks.ts';
 import { consoleRoutes } from './console.ts';
-import { openApiRoutes } from '../openapi.ts';
-import '../openapi-paths.ts';
+import { openApiRoutes } from '../openapi/index.ts';
 
 export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   keysRoutes,
@@ -30,7 +30,9 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   credentialsRoutes,
   recordingsRoutes,
   catalogRoutes,
-  telephonyRoutes,
+  telephonyConfigRoutes,
+  phoneNumberRoutes,
+  inboundBindingRoutes,
   campaignsRoutes,
   consoleRoutes,
 ];
@@ -39,5 +41,4 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
 export const publicRouteModules: Array<(router: Router, deps: ApiDeps) => void> = [
   openApiRoutes,
   carrierWebhookRoutes, // carrier callbacks: signature-verified, no API key, not rate limited
-  carrierHookRoutes, // the same for the carriers on the generic routes (Plivo, Telnyx, Vonage, Exotel)
 ];

@@ -5,7 +5,7 @@ import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
 import { apiKeyRow, createApiKey } from '../../core/orgs.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 

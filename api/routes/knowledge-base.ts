@@ -19,7 +19,7 @@ import {
   safeFileName,
 } from '../../core/documents/records.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import type { ApiDeps } from '../deps.ts';
 import type { PresignedPost } from '../../core/storage/index.ts';
 import { insertDocument, mimeTypeFor, requireTemporal, startIngestion, unsupportedType } from './files.ts';

@@ -24,11 +24,10 @@ import {
   TOO_LARGE,
 } from '../../core/recordings/index.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import { readMultipart, uploadedFileName } from '../middleware/multipart.ts';
 import type { ApiDeps } from '../deps.ts';
-import '../openapi-recordings.ts';
 
 /** Past this declared request size the upload is refused without reading it (the file part plus form overhead). */
 const MAX_MULTIPART_REQUEST = MAX_RECORDING_BYTES + 1024 * 1024;

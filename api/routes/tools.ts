@@ -22,7 +22,7 @@ import type { CommonQueryMethods } from 'slonik';
 import { getCredential } from '../../core/credentials/store.ts';
 import { referenceProblems, toolRecordingRef } from '../../core/recordings/store.ts';
 import { requireOrg } from '../middleware/auth.ts';
-import { parseOr422 } from '../guard.ts';
+import { parseOr422 } from '../parse.ts';
 import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../db/pool.ts';
 import type { Storage } from '../storage/index.ts';
-import { parseWavHeader, wavHeader } from '../storage/wav.ts';
+import { parseWavHeader, wavHeader } from '../audio/wav.ts';
 import { RECORDING_FORMATS, RECORDING_RATE } from './decode.ts';
 
 export const RECORDING_NOT_FOUND = 'Recording not found';

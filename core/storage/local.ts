@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import { validateKey } from './keys.ts';
 import { hmacHex, safeEqualHex, signingSecret } from './signing.ts';
 import { StorageNotFoundError } from './errors.ts';
-import type { Storage } from './index.ts';
+import type { Storage } from './types.ts';
 
 export function localPath(root: string, key: string): string {
   validateKey(key);

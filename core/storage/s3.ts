@@ -19,7 +19,7 @@ import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { Config } from '../config.ts';
 import { contentTypeFor, validateKey } from './keys.ts';
 import { StorageNotFoundError } from './errors.ts';
-import type { Storage } from './index.ts';
+import type { Storage } from './types.ts';
 
 function isNotFound(err: unknown): boolean {
   if (err instanceof S3ServiceException) {

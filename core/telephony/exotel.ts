@@ -1,6 +1,6 @@
 // Exotel, REST/webhook half: "Connect Voice AI" (`POST /v1/Accounts/{sid}/Calls/connect` with `StreamUrl` +
 // `StreamType=bidirectional`: the answered call streams straight to our WebSocket, transport
-// media/transports/exotel.ts), the account's ExoPhones (`GET /v2_beta/Accounts/{sid}/IncomingPhoneNumbers`: the
+// media/transports/carriers/exotel.ts), the account's ExoPhones (`GET /v2_beta/Accounts/{sid}/IncomingPhoneNumbers`: the
 // credential probe and the ownership probe), status callbacks and the Voicebot applet's dynamic URL for inbound
 // calls. Base URL: EXOTEL_API_BASE_URL replaces scheme/host/port of https://{subdomain} (api.exotel.com for
 // Singapore, api.in.exotel.com for Mumbai); paths are Exotel's.

@@ -62,32 +62,8 @@ async function routeOfBinding(deps: PhoneEndDeps, b: BindingRow): Promise<Inboun
   return { kind: 'binding', orgId: b.organization_id, binding: b, config, credentials: blob ? openCredentials(deps.config, blob) : null };
 }
 
-/** Every Twilio route for (AccountSid, To) — each carries the credentials to verify the webhook with. */
-export async function twilioRoutes(deps: PhoneEndDeps, accountSid: string, to: string): Promise<InboundRoute[]> {
-  const bindings = await deps.db.any(sql.type(bindingRow)`
-    SELECT ${BINDING_COLS} FROM inbound_bindings WHERE provider = 'twilio' AND address_normalized = ${to} AND account_ref = ${accountSid}
-    ORDER BY updated_at DESC`);
-  const pairs = await twilioNumberRoutes(deps, accountSid, to);
-  const first = await pickRoute(deps, bindings, pairs);
-  const all: InboundRoute[] = first ? [first] : [];
-  for (const b of bindings) if (!(first?.kind === 'binding' && first.binding.id === b.id)) all.push(await routeOfBinding(deps, b));
-  for (const { n, c } of pairs) if (!(first?.kind === 'number' && first.number.id === n.id)) all.push({ kind: 'number', orgId: n.organization_id, number: n, config: c, credentials: openCredentials(deps.config, c.credentials) });
-  return all;
-}
-
-async function twilioNumberRoutes(deps: PhoneEndDeps, accountSid: string, to: string) {
-  const rows = await deps.db.any(sql.type(numberRow)`${NUMBER_WITH_CONFIG}
-    WHERE c.provider = 'twilio' AND c.account_ref = ${accountSid} AND n.address_normalized = ${to} AND n.is_active`);
-  const out: Array<{ n: NumberRow; c: ConfigRow }> = [];
-  for (const n of rows) {
-    const c = await getConfigById(deps.db, n.telephony_config_id);
-    if (c) out.push({ n, c });
-  }
-  return out;
-}
-
 /**
- * Every route of a carrier on the generic webhook routes for a dialled E.164 number, the winner first (most recent
+ * Every route of a carrier's webhooks for a dialled E.164 number, the winner first (most recent
  * assignment; a binding beats a number attachment). The caller verifies the webhook with each route's credentials
  * and uses the first that verifies.
  */

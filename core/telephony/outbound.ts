@@ -16,10 +16,10 @@ import { policyFromConfig } from '../net/ssrf.ts';
 import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ended.ts';
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
 import { carrierFor } from './registry.ts';
-import { customIdentifier, streamToken } from './signing.ts';
+import { customIdentifier } from './signing.ts';
 import { getConfig, openCredentials, sealCredentials } from './store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
-import { carrierHookUrl, carrierStreamUrl, smartfloStreamUrl, twilioAmdUrl, twilioAnswerUrl, twilioStatusUrl, twilioStreamUrl } from './urls.ts';
+import { carrierHookUrl, carrierStreamUrl, smartfloStreamUrl } from './urls.ts';
 
 export type OutboundDeps = PhoneEndDeps;
 
@@ -189,16 +189,16 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     callId = admission.callId;
   }
 
-  // Steering (issue 24): the media stream is handed to the least loaded media node by weight when that node has its
-  // own address (MEDIA_PUBLIC_URL), else to the shared PUBLIC_URL (the proxy picks). Smartflo's stream URL is the
-  // static one pasted into its portal: not steerable. Twilio's comes in the answer TwiML (carrier-webhooks.ts reads
-  // the same assignment).
+  // Steering: the media stream is handed to the least loaded media node by weight when that node has its own address
+  // (MEDIA_PUBLIC_URL), else to the shared PUBLIC_URL (the proxy picks). Smartflo's stream URL is the static one
+  // pasted into its portal: not steerable. Carriers whose answer webhook returns the stream (Twilio's TwiML) read the
+  // same assignment there (api/routes/carrier-webhooks.ts).
   const media = await steeredConfig(deps, callId);
 
   // Dial.
-  const amd = (adapter.carrierAmd ?? adapter.id === 'twilio') && (amdEnabled || agentWantsVoicemailDetection(checked.config));
-  // Carriers on the generic routes get /telephony/{id}/… URLs (signed when the carrier signs nothing).
-  const hook = (name: string, twilioUrl: string) => (adapter.hooks ? carrierHookUrl(config, adapter.id, name, callId, adapter.signedUrls === true) : twilioUrl);
+  const amd = adapter.carrierAmd === true && (amdEnabled || agentWantsVoicemailDetection(checked.config));
+  // /telephony/{id}/… webhook URLs, signed with our per-call token when the carrier signs nothing
+  const hook = (name: string) => carrierHookUrl(config, adapter.id, name, callId, adapter.signedUrls === true);
   // Claim the dial right before it leaves: once claimed it is never sent again (the request may reach the carrier
   // whatever happens to this process after this line); a dial key's row that lost the claim to another try is that
   // try's to dial.
@@ -215,12 +215,10 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
       callId,
       from: req.fromNumber,
       to: req.toNumber,
-      answerUrl: hook('answer', twilioAnswerUrl(config, callId)),
-      statusCallbackUrl: hook('status', twilioStatusUrl(config, callId)),
-      streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId)
-        : adapter.hooks ? carrierStreamUrl(media, adapter.id, callId) : twilioStreamUrl(media, callId),
-      streamParameters: { token: streamToken(config, callId), callId },
-      amd: amd ? { callbackUrl: hook('amd', twilioAmdUrl(config, callId)) } : null,
+      answerUrl: hook('answer'),
+      statusCallbackUrl: hook('status'),
+      streamUrl: adapter.id === 'smartflo' && configId !== null ? smartfloStreamUrl(config, configId) : carrierStreamUrl(media, adapter.id, callId),
+      amd: amd ? { callbackUrl: hook('amd') } : null,
       timeoutS: req.ringTimeoutS ?? 30,
       customIdentifier: customIdentifier(config, callId),
       record: checked.config.recordInProviderConsole === true,

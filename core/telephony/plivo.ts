@@ -1,6 +1,6 @@
 // Plivo, REST/webhook half: Call API (dial, hang up, transfer), Number / Application API (ownership, inbound
 // answer_url), Account API (credential probe), X-Plivo-Signature-V3, status mapping and the Plivo XML we answer with
-// (`<Stream bidirectional="true">` bridging the call to our media stream, transport media/transports/plivo.ts).
+// (`<Stream bidirectional="true">` bridging the call to our media stream, transport media/transports/carriers/plivo.ts).
 // Base URL: PLIVO_API_BASE_URL replaces scheme/host/port of https://api.plivo.com; paths are Plivo's.
 //
 // Plivo facts used here (docs.plivo.com): `POST /v1/Account/{auth_id}/Call/` (HTTP Basic auth_id:auth_token, JSON)

@@ -1,5 +1,5 @@
 // Telnyx (Call Control), REST/webhook half: `POST /v2/calls` dials with the media stream attached
-// (`stream_url`, bidirectional RTP PCMU: transport media/transports/telnyx.ts), call commands
+// (`stream_url`, bidirectional RTP PCMU: transport media/transports/carriers/telnyx.ts), call commands
 // (`/v2/calls/{call_control_id}/actions/answer|hangup|transfer|reject`), phone numbers and the Call Control
 // Application whose `webhook_event_url` receives inbound calls, Ed25519-signed webhooks and status mapping.
 // Base URL: TELNYX_API_BASE_URL replaces scheme/host/port of https://api.telnyx.com; paths are Telnyx's.

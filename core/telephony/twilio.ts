@@ -5,10 +5,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus } from './status.ts';
+import { mapCarrierStatus, TERMINAL_STATUSES } from './status.ts';
 import {
-  CarrierHttpError, type CarrierAdapter, type CarrierContext, type Credentials, type DialRequest, type TransferRequest,
-  type WebhookRequest,
+  CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type CarrierReply, type Credentials, type DialRequest,
+  type TransferRequest, type WebhookRequest,
 } from './types.ts';
 import { transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
@@ -103,6 +103,45 @@ export function verifyTwilioSignature(authToken: string, req: WebhookRequest): b
     const want = Buffer.from(twilioSignature(authToken, u, req.params));
     return want.length === g.length && timingSafeEqual(want, g);
   });
+}
+
+const xmlReply = (body: string): CarrierReply => ({ status: 200, contentType: 'text/xml', body });
+
+/** Twilio's form-encoded webhooks in carrier-neutral events (the AMD vocabulary is Twilio's own). */
+function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
+  const p = req.params;
+  const carrierCallId = p.CallSid ?? null;
+  switch (hook) {
+    case 'answer':
+      return [{ type: 'answer', carrierCallId }];
+    case 'status':
+    case 'voice-status': {
+      const raw = (p.CallStatus ?? '').toLowerCase();
+      const durationS = p.CallDuration !== undefined && /^\d+$/.test(p.CallDuration) ? Number(p.CallDuration) : null;
+      return raw ? [{ type: 'status', raw, terminal: TERMINAL_STATUSES.has(raw), carrierCallId, durationS }] : [];
+    }
+    case 'amd': {
+      const answeredBy = (p.AnsweredBy ?? '').toLowerCase();
+      return answeredBy ? [{ type: 'amd', answeredBy, carrierCallId }] : [];
+    }
+    case 'recording': {
+      // RecordingStatusCallbackEvent "completed absent": in-progress callbacks carry nothing to act on
+      const status = (p.RecordingStatus ?? '').toLowerCase();
+      if (!status || status === 'in-progress') return [];
+      const url = p.RecordingUrl;
+      return [{
+        type: 'recording',
+        // RecordingUrl names the recording without an extension; Twilio serves it as WAV (or MP3) by suffix
+        url: status === 'completed' && url ? (/\.(wav|mp3)$/i.test(url) ? url : `${url}.wav`) : null,
+        durationS: p.RecordingDuration !== undefined && /^\d+$/.test(p.RecordingDuration) ? Number(p.RecordingDuration) : null,
+        carrierCallId: p.DialCallSid ?? carrierCallId,
+      }];
+    }
+    case 'voice':
+      return [{ type: 'inbound', from: p.From ?? p.Caller ?? '', to: p.To ?? p.Called ?? '', carrierCallId }];
+    default:
+      return [];
+  }
 }
 
 export const twilio: CarrierAdapter = {
@@ -209,6 +248,25 @@ export const twilio: CarrierAdapter = {
   },
 
   mapStatus: mapCarrierStatus,
+  carrierAmd: true,
+  accountRef: (c) => creds(c).account_sid,
+  accountOf: (req) => req.params.AccountSid ?? null,
+
+  hooks: {
+    parse,
+    // Twilio drops query strings on <Stream url>: the per-call token travels as a <Parameter> and arrives in the
+    // stream's start.customParameters
+    async bridge(_ctx, _c, call) {
+      const url = new URL(call.streamUrl);
+      const token = url.searchParams.get('token') ?? '';
+      url.search = '';
+      return xmlReply(streamTwiml(url.toString(), { token, callId: call.callId }));
+    },
+    async refuse(_ctx, _c, _id, message) {
+      return xmlReply(message ? refusalTwiml(message) : hangupTwiml());
+    },
+    recordingHeaders: (c) => ({ authorization: basic(creds(c)) }),
+  },
 };
 
 /** Basic auth header of an account (recording downloads handed to the transfer-recording workflow). */

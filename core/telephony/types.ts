@@ -1,6 +1,6 @@
 // The carrier adapter contract (REST/webhook half of a carrier). One file per carrier in core/telephony/<id>.ts
 // implements `CarrierAdapter`; `carrierFor(id)` (registry.ts) returns it. The media-stream half of a carrier lives in
-// media/transports/<id>.ts. Adding a carrier touches its adapter file, its transport file, its fake and its tests.
+// media/transports/carriers/<id>.ts. Adding a carrier touches those two files, its fake and its tests.
 // See README.md beside this file for the whole contract (URLs, signing, call rows, hook points).
 import type { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -55,8 +55,6 @@ export interface DialRequest {
   statusCallbackUrl: string;
   /** The media stream URL the carrier should connect to (already signed where the carrier keeps query strings). */
   streamUrl: string;
-  /** Parameters handed to the stream (Twilio <Parameter>, arriving in start.customParameters). */
-  streamParameters: Record<string, string>;
   /** Ask the carrier for answering-machine detection (async) with results posted to amdCallbackUrl. */
   amd: { callbackUrl: string } | null;
   /** Ring timeout in seconds. */
@@ -99,7 +97,7 @@ export interface WebhookRequest {
 }
 
 /**
- * What a carrier webhook said, in carrier-neutral terms (generic webhook routes, api/routes/carrier-hooks.ts).
+ * What a carrier webhook said, in carrier-neutral terms (api/routes/telephony/webhooks.ts).
  * `answeredBy` uses Twilio's AMD vocabulary (`human`, `machine_start`, `machine_end_beep`, `fax`, `unknown`): the
  * media side treats `machine_*`/`fax` as voicemail.
  */
@@ -120,8 +118,8 @@ export interface CarrierReply {
 }
 
 /**
- * Carriers served by the generic webhook routes `/telephony/{id}/{answer|status|amd|transfer}/{callId}` and
- * `/telephony/{id}/voice` (every carrier but Twilio and Smartflo, whose routes predate them).
+ * A carrier's webhooks, served by the shared routes `/telephony/{id}/{answer|status|amd|transfer|recording}/{callId}`
+ * and `/telephony/{id}/voice[-status]` (api/routes/telephony/webhooks.ts).
  */
 export interface CarrierHooks {
   /** The events of one webhook (`hook` = answer | status | amd | transfer | voice). Unknown content → []. */
@@ -181,10 +179,10 @@ export interface CarrierAdapter {
   readonly carrierAmd?: boolean;
   /**
    * The carrier signs no webhooks (Exotel): every callback URL we hand it carries our own signed per-call token,
-   * checked by the generic routes instead of `verifyWebhook`.
+   * checked by the webhook routes instead of `verifyWebhook`.
    */
   readonly signedUrls?: boolean;
-  /** Generic webhook routes (all carriers but twilio and smartflo). */
+  /** Its webhooks (every carrier but Smartflo, which has none). */
   readonly hooks?: CarrierHooks;
   /** Extra fields of a configuration's responses (URLs to paste into the carrier's portal). */
   configFields?(config: Config, configId: number): Record<string, string>;

@@ -7,15 +7,6 @@ type UrlConfig = Pick<Config, 'baseUrl' | 'SIGNING_SECRET' | 'DATA_DIR'>;
 
 const wsBase = (config: Pick<Config, 'baseUrl'>) => config.baseUrl.replace(/^http/, 'ws');
 
-export const twilioStreamUrl = (config: Pick<Config, 'baseUrl'>, callId: string) => `${wsBase(config)}/telephony/twilio/stream/${callId}`;
-export const twilioAnswerUrl = (config: Pick<Config, 'baseUrl'>, callId: string) => `${config.baseUrl}/telephony/twilio/answer/${callId}`;
-export const twilioStatusUrl = (config: Pick<Config, 'baseUrl'>, callId: string) => `${config.baseUrl}/telephony/twilio/status/${callId}`;
-export const twilioAmdUrl = (config: Pick<Config, 'baseUrl'>, callId: string) => `${config.baseUrl}/telephony/twilio/amd/${callId}`;
-export const twilioRecordingUrl = (config: Pick<Config, 'baseUrl'>, callId: string) => `${config.baseUrl}/telephony/twilio/recording/${callId}`;
-/** A Twilio number's VoiceUrl (inbound calls) and its StatusCallback. */
-export const twilioVoiceUrl = (config: Pick<Config, 'baseUrl'>) => `${config.baseUrl}/telephony/twilio/voice`;
-export const twilioVoiceStatusUrl = (config: Pick<Config, 'baseUrl'>) => `${config.baseUrl}/telephony/twilio/voice-status`;
-
 /** The static signed stream URL pasted into the Smartflo portal (`voice_bot_wss_url`). */
 export function smartfloStreamUrl(config: UrlConfig, configId: number): string {
   return `${wsBase(config)}/telephony/smartflo/stream/${configId}?sig=${smartfloStreamSig(config, configId)}`;
@@ -31,7 +22,7 @@ export function withBase(defaultUrl: string, override: string | undefined): stri
   return d.toString().replace(/\/+$/, '');
 }
 
-// ── carriers on the generic routes (api/routes/carrier-hooks.ts, media/telephony-streams.ts) ──────────────────
+// ── webhooks and media streams of one call (api/routes/carrier-webhooks.ts, media/transports/carriers/) ──────────
 /** A per-call webhook of a carrier: `{base}/telephony/{carrier}/{hook}/{callId}`; `signed` adds our per-call token. */
 export function carrierHookUrl(config: UrlConfig, carrier: string, hook: string, callId: string, signed = false): string {
   return `${config.baseUrl}/telephony/${carrier}/${hook}/${callId}${signed ? `?token=${streamToken(config, callId)}` : ''}`;

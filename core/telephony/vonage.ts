@@ -1,5 +1,5 @@
 // Vonage (Voice API), REST/webhook half: `POST /v1/calls` with an inline NCCO whose `connect` action bridges the
-// call to our WebSocket (raw 16-bit linear PCM, transport media/transports/vonage.ts), call modification
+// call to our WebSocket (raw 16-bit linear PCM, transport media/transports/carriers/vonage.ts), call modification
 // (`PUT /v1/calls/{uuid}`: hangup, transfer), the Application (answer_url / event_url of inbound calls), the
 // account's numbers (ownership, linking a number to the application), signed webhooks and status mapping.
 // Base URL: VONAGE_API_BASE_URL replaces scheme/host/port of both Vonage hosts (https://api.nexmo.com for calls and

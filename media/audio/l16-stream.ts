@@ -3,7 +3,7 @@
 // transport can use either: streaming resamplers both ways, whole frames out, positions counted in bytes.
 import { FramedEncoder } from './framed-encoder.ts';
 import { bytesToInt16, int16ToBytes } from './pcm.ts';
-import { Resampler } from './resample.ts';
+import { Resampler } from '../../core/audio/resample.ts';
 
 /** Carrier → pipeline: s16le bytes at `fromRate` in, 16 kHz s16 out. */
 export class L16Decoder {

@@ -3,7 +3,7 @@
 // converted exactly as if it were one buffer.
 import { FramedEncoder } from './framed-encoder.ts';
 import { decodeMulaw, encodeMulaw } from './mulaw.ts';
-import { Resampler } from './resample.ts';
+import { Resampler } from '../../core/audio/resample.ts';
 
 /** µ-law bytes of one 20 ms frame at 8 kHz. */
 export const MULAW_FRAME_BYTES = 160;

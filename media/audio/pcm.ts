@@ -101,3 +101,8 @@ export class Framer {
     return f;
   }
 }
+
+/** Round and saturate to the s16 range. */
+export function clip16(v: number): number {
+  return v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
+}

@@ -5,7 +5,7 @@
 //
 // Streaming: process() takes blocks of any size and keeps filter state, so output is the line applied to the
 // concatenated input (with the resamplers' alignment: no added delay beyond the IIR filters' phase).
-import { Resampler } from './resample.ts';
+import { Resampler } from '../../core/audio/resample.ts';
 import { decodeMulaw, encodeMulaw } from './mulaw.ts';
 
 const LINE_RATE = 8000;

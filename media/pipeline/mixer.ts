@@ -1,7 +1,7 @@
 // Mixer: adds sound sources under/over the agent's speech frame by frame (24 kHz): a looping background bed,
 // a looping task sound while a tool runs, and one-shot overlays (acknowledgements, filler words).
 // With every section disabled it holds nothing and returns frames untouched.
-import { clip16 } from './resample.ts';
+import { clip16 } from '../audio/pcm.ts';
 
 /** A looping sound with its volume applied (media/sounds backgroundSource / taskSoundSource). */
 export interface SoundSource {

@@ -6,8 +6,8 @@
 // running seconds behind the agent) is mixed in on the sink by a read-modify-write, in order with the block writes
 // (one serial queue of sink operations), so nothing is lost. Nothing on the audio path waits for the sink and the
 // audio path allocates nothing (except a copy of such late audio).
-import { wavHeader } from '../../core/storage/wav.ts';
-import { LinearResampler } from './resample.ts';
+import { wavHeader } from '../../core/audio/wav.ts';
+import { LinearResampler } from '../../core/audio/resample.ts';
 
 export const RECORDING_RATE = 24000;
 const RATE = RECORDING_RATE;

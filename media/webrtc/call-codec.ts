@@ -12,7 +12,7 @@
 // quarter to a third of the CPU of the SILK/hybrid 'voip' encoder at the same bitrate and complexity. What it trades: no in-band FEC (that is a SILK feature; our
 // NACK responder retransmits lost packets instead) and CELT's rather than SILK's concealment in the browser.
 import { DecodeStage, type FrameSink } from './jitter.ts';
-import { OpusDecoder48, OpusEncoder48, type OpusEncoderOptions } from './opus.ts';
+import { OpusDecoder48, OpusEncoder48, type OpusEncoderOptions } from '../../core/audio/opus.ts';
 
 /** A play instruction as it travels: a packet's payload, CONCEAL, or a positive number of silent 48 kHz samples. */
 export type DecodeOp = Uint8Array | number;

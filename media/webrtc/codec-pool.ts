@@ -42,7 +42,7 @@ import { timed } from '../stage-cpu.ts';
 import { CallCodec, CONCEAL, concat, type DecodeOp } from './call-codec.ts';
 import type { BatchIn, BatchOut, Hello } from './codec-thread.ts';
 import type { FrameSink } from './jitter.ts';
-import { FRAME_SAMPLES } from './opus.ts';
+import { FRAME_SAMPLES } from '../../core/audio/opus.ts';
 
 const MAX_DEATHS = 3;
 const DEATH_WINDOW_MS = 60_000;

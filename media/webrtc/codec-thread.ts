@@ -4,7 +4,7 @@
 // corrupt?}]} in the order of the batch. A call's state never leaves this worker.
 import { parentPort } from 'node:worker_threads';
 import { CallCodec, type DecodeOp } from './call-codec.ts';
-import { opusBackend } from './opus.ts';
+import { opusBackend } from '../../core/audio/opus.ts';
 
 export interface BatchIn {
   t: 'batch';

@@ -9,7 +9,7 @@
 // decides goes to a FrameSink as an ordered list of instructions (play this packet / conceal one frame / this much
 // silence). DecodeStage turns those instructions into PCM: inline (a FrameDecoder given to the constructor), or in
 // a codec worker thread (media/webrtc/codec-pool.ts runs the same DecodeStage there), so both give the same audio.
-import { FRAME_SAMPLES, OPUS_RATE } from './opus.ts';
+import { FRAME_SAMPLES, OPUS_RATE } from '../../core/audio/opus.ts';
 import { seqDiff, type RtpPacket } from './rtp.ts';
 
 export interface FrameDecoder {

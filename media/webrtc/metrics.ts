@@ -8,7 +8,7 @@
 // that thread: the slots are then a SharedArrayBuffer both threads adopt (shareWebRtcCounts), written there and
 // read here.
 import { prom, registry } from '../../core/metrics.ts';
-import type { OpusBandwidth } from './opus.ts';
+import type { OpusBandwidth } from '../../core/audio/opus.ts';
 
 const BANDS = ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband'] as const satisfies readonly OpusBandwidth[];
 const LOSS = ['concealed', 'late', 'unsent'] as const;

@@ -1,5 +1,5 @@
 // What the signaling endpoint needs from a WebRTC peer, wherever the peer runs: on the event loop
-// (media/transports/webrtc.ts) or on the media-plane thread behind a proxy (media/webrtc/plane.ts). No
+// (media/webrtc/transport.ts) or on the media-plane thread behind a proxy (media/webrtc/plane.ts). No
 // node-datachannel value import here (types only, erased): with the media-plane thread the main thread must never
 // load it (the addon, loaded by two threads of one process, aborts the process).
 import type { IceServer } from 'node-datachannel';

@@ -2,7 +2,7 @@
 // process, with its Opus codec, jitter buffer, RTP/SRTP and data channel, runs here as the ordinary WebRtcTransport;
 // the main thread keeps the pipeline and talks to the peers through one message per event-loop turn each way.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { WebRtcTransport as WebRtcTransportType } from '../transports/webrtc.ts';
+import type { WebRtcTransport as WebRtcTransportType } from './transport.ts';
 import { createLogger } from '../../core/logger.ts';
 import { stallWatch, threadStageCpu } from '../stage-cpu.ts';
 import { shareWebRtcCounts } from './metrics.ts';
@@ -14,7 +14,7 @@ const init = workerData as PlaneInit;
 // worker thread that loaded it ends, at the latest at process exit (measured: a worker that made 50 encoders and
 // decoders, at its port's close or the process's exit; the same with the WASM build ends cleanly).
 shareWebRtcCounts(init.counts);
-const { WebRtcTransport, OfferError } = await import('../transports/webrtc.ts');
+const { WebRtcTransport, OfferError } = await import('./transport.ts');
 const nodeDataChannel = (await import('node-datachannel')).default;
 const logger = createLogger({ level: init.logLevel });
 const port = parentPort!;

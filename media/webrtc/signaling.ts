@@ -13,7 +13,7 @@
 // (MEDIA_MAX_CALLS, live calls plus joins on every transport) → 503 'Media node at capacity'; either way nothing is
 // claimed (the row stays pending, a retry on another node works). An answered peer counts toward capacity from its
 // offer until its call runs or ends. Renegotiating a live peer (its pc_id) is never refused. The peers run on this
-// event loop (media/transports/webrtc.ts) or, with WEBRTC_MEDIA_THREAD, on the media-plane thread
+// event loop (media/webrtc/transport.ts) or, with WEBRTC_MEDIA_THREAD, on the media-plane thread
 // (media/webrtc/plane.ts); a peer that fails on our side ends its call as pipeline_error.
 import type http from 'node:http';
 import { z } from 'zod';
@@ -102,7 +102,7 @@ export function createWebRtcSignaling(
   const plane = config.WEBRTC_MEDIA_THREAD ? new MediaPlane(logger, config.LOG_LEVEL) : null;
   plane?.warm();
   let releaseRuntime: (() => void) | null = null;
-  const local = plane ? null : Promise.all([import('./runtime.ts'), import('../transports/webrtc.ts')]).then(([runtime, t]) => {
+  const local = plane ? null : Promise.all([import('./runtime.ts'), import('./transport.ts')]).then(([runtime, t]) => {
     releaseRuntime = runtime.acquireWebRtcRuntime();
     return t.WebRtcTransport;
   });

@@ -1,11 +1,11 @@
-// The carrier side of a media stream for the carriers on the generic stream path (Plivo, Telnyx, Vonage, Exotel):
+// The carrier side of a media stream for the carriers of the scenario table (Plivo, Telnyx, Vonage, Exotel):
 // the same behaviour as twilio-media.ts — dial our WebSocket, announce the stream, send the caller's audio in real
 // time (silence when the script is empty), play the agent's audio out of a buffer drained in real time, echo marks
 // once the audio before them has played, empty the buffer on a clear — with each carrier's wire dialect (message
 // names and casing, µ-law or raw 16-bit PCM, base64 JSON or binary frames) supplied by its fake (test/fakes/<id>.ts).
 import WebSocket from 'ws';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
-import { resample } from '../../media/audio/resample.ts';
+import { resample } from '../../core/audio/resample.ts';
 import { CallerScript, tone8k } from './caller-script.ts';
 
 /** What the service sent, as the fake carrier understood it. */

@@ -3,7 +3,7 @@
 // otherwise), `POST /v1/Accounts/{sid}/Calls/connect.json` (form: From, CallerId, StreamUrl, StreamType, …) →
 // `{Call: {Sid, Status, …}}`, `GET /v2_beta/Accounts/{sid}/IncomingPhoneNumbers`; unsigned status callbacks (JSON,
 // StatusCallbackContentType) to the URL we gave; inbound calls GET the Voicebot applet URL pasted in the flow and
-// connect to the `url` it answers; the stream dialect of media/transports/exotel.ts (connected, start{stream_sid,
+// connect to the `url` it answers; the stream dialect of media/transports/carriers/exotel.ts (connected, start{stream_sid,
 // call_sid, media_format}, ~100 ms base64 16-bit PCM media, dtmf, mark echoes, stop; from the service media in
 // multiples of 320 bytes, mark, clear).
 import { randomBytes } from 'node:crypto';

@@ -3,7 +3,7 @@
 // → 201 {message: "call fired", request_uuid}; callbacks (answer_url, ring/hangup_url, machine_detection_url, an
 // Application's answer_url for inbound calls, a transfer's aleg_url) as form posts signed with
 // X-Plivo-Signature-V3 + nonce (computed here independently of the service and checked by the plivo SDK); the stream dialect of
-// media/transports/plivo.ts (start{callId, streamId}, media, dtmf, playAudio, checkpoint → playedStream,
+// media/transports/carriers/plivo.ts (start{callId, streamId}, media, dtmf, playAudio, checkpoint → playedStream,
 // clearAudio → clearedAudio; the socket just closes at the end).
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';

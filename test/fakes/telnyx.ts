@@ -3,7 +3,7 @@
 // {call_control_id, …}}`, call commands under /v2/calls/{id}/actions/…, phone numbers and Call Control
 // Applications; webhooks are JSON `{data: {event_type, payload}}` signed with the account's Ed25519 key
 // (`telnyx-signature-ed25519` over "{timestamp}|{body}", computed here with node:crypto, independently of the
-// service, and checked by the telnyx SDK's webhooks.unwrap); the stream dialect of media/transports/telnyx.ts (connected, start{call_control_id} + stream_id,
+// service, and checked by the telnyx SDK's webhooks.unwrap); the stream dialect of media/transports/carriers/telnyx.ts (connected, start{call_control_id} + stream_id,
 // media, dtmf, mark, stop; from the service media, mark, clear).
 import { generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { EventEmitter } from 'node:events';

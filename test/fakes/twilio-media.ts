@@ -6,7 +6,7 @@
 // does); `stop` ends the stream on hang-up or when the REST side updates the call.
 import WebSocket from 'ws';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
-import { resample } from '../../media/audio/resample.ts';
+import { resample } from '../../core/audio/resample.ts';
 import { CallerScript, tone8k } from './caller-script.ts';
 
 export interface FakeStreamStart {

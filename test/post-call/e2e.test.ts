@@ -8,7 +8,7 @@ import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
 import { computeCost } from '../../core/pricing.ts';
-import { parseWavHeader } from '../../core/storage/index.ts';
+import { parseWavHeader } from '../../core/audio/wav.ts';
 import { signBody } from '../../core/webhook.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';

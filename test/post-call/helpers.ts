@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
-import { wavHeader } from '../../core/storage/index.ts';
+import { wavHeader } from '../../core/audio/wav.ts';
 
 export interface Received {
   headers: http.IncomingHttpHeaders;

@@ -2,7 +2,7 @@
 // WAV header checks.
 import test from 'ava';
 import { computeCost, PRICES } from '../../core/pricing.ts';
-import { parseWavHeader, InvalidWavError, wavHeader } from '../../core/storage/index.ts';
+import { parseWavHeader, InvalidWavError, wavHeader } from '../../core/audio/wav.ts';
 import { cleanSummary, extractiveSummary, splitSentences } from '../../core/summary.ts';
 import { makeWav, TRANSCRIPT } from './helpers.ts';
 

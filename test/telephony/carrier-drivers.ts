@@ -1,4 +1,4 @@
-// One driver per carrier on the generic adapter contract: how the table-driven test (carriers.test.ts) works each
+// One driver per carrier of the scenario table: how the table-driven test (carriers.test.ts) works each
 // carrier's local fake — accounts and numbers, the dial as the carrier received it, answering and opening the media
 // stream the way that carrier does, terminal callbacks (genuine, forged, unsigned) and inbound calls.
 import { generateKeyPairSync } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Unit checks of the carriers on the generic contract: webhook signatures (Plivo V3, Telnyx Ed25519, Vonage signed
+// Unit checks of the carriers: webhook signatures (Plivo V3, Telnyx Ed25519, Vonage signed
 // JWT) against independently computed ones, tampering and replay windows; status mapping to the spec's values;
 // the Vonage application JWT; base-URL overrides; the L16 codec's framing.
 import { createHash, createHmac, generateKeyPairSync, sign, verify } from 'node:crypto';

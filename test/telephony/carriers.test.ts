@@ -1,4 +1,4 @@
-// The carriers on the generic adapter contract (Plivo, Telnyx, Vonage, Exotel), one table of scenarios run against
+// The carriers of the scenario table (Plivo, Telnyx, Vonage, Exotel), one table of scenarios run against
 // each carrier's local fake (REST, signed callbacks and media stream in the carrier's own dialect): configuration
 // probe / encryption / masking and number attachment with provider_sync; an outbound call answered, bridged to our
 // stream, with a greeting and a full caller turn ending in a completed row; busy / no-answer / failed ending

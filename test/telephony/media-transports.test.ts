@@ -3,9 +3,9 @@
 import test from 'ava';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
-import { TwilioStreamTransport } from '../../media/transports/twilio.ts';
-import { SmartfloStreamTransport } from '../../media/transports/smartflo.ts';
-import { CarrierStreamTransport } from '../../media/transports/carrier-stream.ts';
+import { TwilioStreamTransport } from '../../media/transports/carriers/twilio.ts';
+import { SmartfloStreamTransport } from '../../media/transports/carriers/smartflo.ts';
+import { CarrierStreamTransport } from '../../media/transports/carriers/stream.ts';
 import type { TransportEvent } from '../../media/transports/types.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { connectSmartfloStream } from '../fakes/smartflo-media.ts';

@@ -8,7 +8,7 @@ import { endedRow, getCallRow, until } from '../helpers/calls.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
-import { twilioVoiceStatusUrl, twilioVoiceUrl } from '../../core/telephony/urls.ts';
+import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
 import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, speech, twilioDialBody, twilioLine } from './media-helpers.ts';
 
 const line = twilioLine(test, 'telephony-media-twilio', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
@@ -225,8 +225,8 @@ test.serial('inbound: a call to a number with an inbound agent runs that agent o
     INSERT INTO phone_numbers (organization_id, telephony_config_id, address, address_normalized, address_type, inbound_agent_id, inbound_assigned_at, carrier_ref)
     VALUES (${line.org.orgId}, ${cfg.id}, ${INBOUND}, ${INBOUND}, 'pstn', ${agentId}, now(), ${number.sid})`);
   // what the number's provisioning sets on Twilio (the api's phone-number endpoints do it through the REST API)
-  number.voiceUrl = twilioVoiceUrl(line.rig.s.config);
-  number.statusCallback = twilioVoiceStatusUrl(line.rig.s.config);
+  number.voiceUrl = carrierVoiceUrl(line.rig.s.config, 'twilio');
+  number.statusCallback = carrierVoiceStatusUrl(line.rig.s.config, 'twilio');
 
   const { call, twiml } = await line.rig.twilio.inbound(line.acc.sid, INBOUND, '+15553334444');
   t.truthy(twiml.stream, twiml.xml);

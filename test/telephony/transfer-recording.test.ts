@@ -8,7 +8,7 @@ import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
 import { callCarrier } from '../../core/telephony/store.ts';
-import { twilioRecordingUrl } from '../../core/telephony/urls.ts';
+import { carrierHookUrl } from '../../core/telephony/urls.ts';
 import { callEndedSignal, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import { FakeTwilio, parseTwiml } from '../fakes/twilio.ts';
 import { until } from '../helpers/calls.ts';
@@ -52,7 +52,7 @@ async function transferredCall(hookUrl: string) {
   const carrier = await callCarrier(s.db, s.config, callId);
   await s.db.query(sql.unsafe`UPDATE calls SET logs = logs || ${JSON.stringify({ transfer: { transferId: 'tr-1', destination: '+14155550123' } })}::jsonb WHERE id = ${callId}`);
   await carrier!.adapter.transfer({ config: s.config }, carrier!.creds, carrier!.carrierCallId!, {
-    destination: '+14155550123', timeoutS: 30, recordingCallbackUrl: twilioRecordingUrl(s.config, callId), callerId: null,
+    destination: '+14155550123', timeoutS: 30, recordingCallbackUrl: carrierHookUrl(s.config, 'twilio', 'recording', callId), callerId: null,
   });
   await s.db.query(sql.unsafe`
     UPDATE calls SET status = 'completed', ended_reason = 'transferred', ended_at = now(), duration_seconds = 3 WHERE id = ${callId}`);

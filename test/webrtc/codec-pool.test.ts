@@ -6,7 +6,7 @@ import test from 'ava';
 import { CallCodec, CONCEAL, type DecodeOp } from '../../media/webrtc/call-codec.ts';
 import { CodecPool, type CodecChannel } from '../../media/webrtc/codec-pool.ts';
 import { JitterBuffer } from '../../media/webrtc/jitter.ts';
-import { opusBackend } from '../../media/webrtc/opus.ts';
+import { opusBackend } from '../../core/audio/opus.ts';
 import { buildRtp, parseRtp } from '../../media/webrtc/rtp.ts';
 
 /** Deterministic speech-like agent audio at 24 kHz: a gliding tone with harmonics and noise, in 20 ms blocks. */

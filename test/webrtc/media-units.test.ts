@@ -7,7 +7,7 @@ import { PhoneLine, phoneLine } from '../../media/audio/phone-line.ts';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
 import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
-import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../media/webrtc/opus.ts';
+import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../core/audio/opus.ts';
 import { AGENT_ENCODER, CallCodec, DEFAULT_AGENT_COMPLEXITY } from '../../media/webrtc/call-codec.ts';
 import { opusPacketBand } from '../../media/webrtc/metrics.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
@@ -291,7 +291,7 @@ test('caller audio, Opus decoded straight to 16 kHz: passband to 7.5 kHz kept (Â
 
 test('Opus: the WASM fallback works where the native addon is not used (OPUS_FORCE_WASM=1)', (t) => {
   const script = `
-    import { OpusEncoder48, OpusDecoder48, opusBackend } from './media/webrtc/opus.ts';
+    import { OpusEncoder48, OpusDecoder48, opusBackend } from './core/audio/opus.ts';
     const e = new OpusEncoder48(); const d = new OpusDecoder48();
     const pcm = new Int16Array(960).map((_, i) => Math.round(8000 * Math.sin(i / 10)));
     const out = d.decode(e.encode(pcm));

@@ -2,7 +2,7 @@
 // (sendrecv) and an `events` data channel, like the call page. It decodes the agent's RTP (Opus) and can send a
 // tone or silence as Opus RTP in real time.
 import nodeDataChannel, { type DataChannel, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
-import { bandwidthForPlayback, OpusDecoder48, OpusEncoder48, FRAME_SAMPLES } from '../../media/webrtc/opus.ts';
+import { bandwidthForPlayback, OpusDecoder48, OpusEncoder48, FRAME_SAMPLES } from '../../core/audio/opus.ts';
 import { parseRtp } from '../../media/webrtc/rtp.ts';
 
 const { Audio, PeerConnection: Pc, RtpPacketizationConfig: RtpConfig, RtpPacketizer, RtcpSrReporter, RtcpReceivingSession } = nodeDataChannel;

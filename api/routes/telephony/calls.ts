@@ -2,22 +2,22 @@
 // number ownership with the carrier, provision its webhook, upsert the binding). Called by calls.ts after the
 // envelope and the agent were validated; every refusal leaves a rejected row through `reject`.
 import type { ParameterizedContext } from 'koa';
-import type { AgentConfig } from '../../core/agent-config/index.ts';
-import type { RejectReason } from '../../core/calls/model.ts';
-import type { CallEnvelope } from '../../core/calls/request.ts';
-import type { CallAgentRef } from '../../core/calls/rows.ts';
-import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
-import { bakeBindingSnapshot, upsertBinding } from '../../core/telephony/bindings.ts';
-import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '../../core/telephony/errors.ts';
-import { normalizeAddress, sameNumber } from '../../core/telephony/numbers.ts';
-import { placeOutboundCall } from '../../core/telephony/outbound.ts';
-import { carrierFor } from '../../core/telephony/registry.ts';
-import { activeNumbersOfProvider, getConfigById, openCredentials, type NumberRow } from '../../core/telephony/store.ts';
-import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../core/telephony/types.ts';
-import { carrierVoiceStatusUrl, carrierVoiceUrl, smartfloStreamUrl } from '../../core/telephony/urls.ts';
-import { toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
-import type { ApiDeps } from '../deps.ts';
-import { carrierName } from './telephony.ts';
+import type { AgentConfig } from '../../../core/agent-config/index.ts';
+import type { RejectReason } from '../../../core/calls/model.ts';
+import type { CallEnvelope } from '../../../core/calls/request.ts';
+import type { CallAgentRef } from '../../../core/calls/rows.ts';
+import { HttpError, type ErrorDetail } from '../../../core/http-error.ts';
+import { bakeBindingSnapshot, upsertBinding } from '../../../core/telephony/bindings.ts';
+import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '../../../core/telephony/errors.ts';
+import { normalizeAddress, sameNumber } from '../../../core/telephony/numbers.ts';
+import { placeOutboundCall } from '../../../core/telephony/outbound.ts';
+import { carrierFor } from '../../../core/telephony/registry.ts';
+import { activeNumbersOfProvider, getConfigById, openCredentials, type NumberRow } from '../../../core/telephony/store.ts';
+import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../../core/telephony/types.ts';
+import { carrierVoiceStatusUrl, carrierVoiceUrl, smartfloStreamUrl } from '../../../core/telephony/urls.ts';
+import { toCallDetails, zodToItems, type ValidationItem } from '../../../core/validation.ts';
+import type { ApiDeps } from '../../deps.ts';
+import { carrierName } from './carriers.ts';
 
 type Reject = (reason: RejectReason, status: number, detail: ErrorDetail) => Promise<never>;
 
@@ -179,7 +179,7 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
     snapshot: baked.snapshot,
     contextVariables: body.contextVariables ?? {},
     credentials: inlineCreds,
-    accountRef: adapter.accountRef ? adapter.accountRef(creds) : adapter.id === 'twilio' && typeof creds.account_sid === 'string' ? creds.account_sid : null,
+    accountRef: adapter.accountRef?.(creds) ?? null,
     telephonyConfigId,
   });
   i.ctx.body = {

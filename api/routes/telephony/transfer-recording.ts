@@ -1,17 +1,16 @@
 // Start of the transfer-recording workflow (`transferRecording-<callId>`) from a carrier's recording callback of a
-// transferred leg — Twilio's recordingStatusCallback (carrier-webhooks.ts) and the generic `recording` hook of Plivo,
-// Telnyx and Vonage (carrier-hooks.ts). One workflow per call: a repeated callback (a carrier retry, a second
+// transferred leg (the `recording` webhook, webhooks.ts). One workflow per call: a repeated callback (a carrier retry, a second
 // recording event) finds it started and changes nothing, so exactly one call.transfer_recording.* event is sent.
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { z } from 'zod';
-import { sql } from '../../core/db/pool.ts';
-import { HttpError } from '../../core/http-error.ts';
-import type { CallCarrier } from '../../core/telephony/store.ts';
-import { callSearchAttributes } from '../../workflows/post-call/messages.ts';
+import { sql } from '../../../core/db/pool.ts';
+import { HttpError } from '../../../core/http-error.ts';
+import type { CallCarrier } from '../../../core/telephony/store.ts';
+import { callSearchAttributes } from '../../../workflows/post-call/messages.ts';
 import {
   TRANSFER_RECORDING_WORKFLOW_TYPE, transferRecordingWorkflowId, type TransferRecordingInput,
-} from '../../workflows/transfer-recording/messages.ts';
-import type { ApiDeps } from '../deps.ts';
+} from '../../../workflows/transfer-recording/messages.ts';
+import type { ApiDeps } from '../../deps.ts';
 
 export async function startTransferRecording(
   deps: ApiDeps,

@@ -1,32 +1,45 @@
-// Generic carrier webhooks (no API key, not rate limited) for every carrier whose adapter has `hooks` (Plivo,
-// Telnyx, Vonage, Exotel; Twilio and Smartflo keep their own routes in carrier-webhooks.ts):
+// Carrier webhooks (no API key, not rate limited), one set of routes for every carrier with webhooks:
 //   {base}/telephony/{carrier}/{answer|status|amd|transfer|recording}/{callId}   callbacks of one of our calls
 //                                                                      (recording: a transferred leg's recording)
 //   {base}/telephony/{carrier}/voice                                   a number's inbound answer webhook (and, for
 //                                                                      call-control carriers, its call events)
 //   {base}/telephony/{carrier}/voice-status                            a number's status webhook
-// The adapter parses each webhook into carrier-neutral events (core/telephony/types.ts CarrierEvent) and writes the
-// carrier's answer document; this file verifies, routes and applies them. Verification: the carrier's own
-// signature (`adapter.verifyWebhook` with the call's or the route's credentials) or, for carriers that sign
-// nothing (`adapter.signedUrls`), our signed per-call token in the URL. A forged or missing one → 403, nothing changes.
+// The adapter (core/telephony/<carrier>.ts `hooks`) parses each webhook into carrier-neutral events
+// (core/telephony/types.ts CarrierEvent) and writes the carrier's answer document; this file verifies, routes and
+// applies them. Verification: the carrier's own signature (`adapter.verifyWebhook` with the call's or the route's
+// credentials) or, for carriers that sign nothing (`adapter.signedUrls`), our signed per-call token in the URL.
+// A forged or missing one → 403, nothing changes. Smartflo has no webhooks (its audio stream is the whole contract).
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { sql } from '../../core/db/pool.ts';
-import { HttpError } from '../../core/http-error.ts';
-import { admitInbound, carrierRoutes, refusalMessage, type InboundAdmission, type InboundRoute } from '../../core/telephony/inbound.ts';
-import { toE164 } from '../../core/telephony/numbers.ts';
-import { carrierFor } from '../../core/telephony/registry.ts';
-import { verifyConfigUrlSig, verifyStreamToken } from '../../core/telephony/signing.ts';
-import { callCarrier, getConfigById, openCredentials, type CallCarrier } from '../../core/telephony/store.ts';
-import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../core/telephony/types.ts';
-import { carrierHookUrl, carrierStreamUrl } from '../../core/telephony/urls.ts';
-import type { ApiDeps } from '../deps.ts';
-import { rawFormBody } from '../middleware/body.ts';
-import { CALL_EVENTS_CHANNEL } from './carrier-webhooks.ts';
-import { startTransferRecording } from './transfer-recording-start.ts';
-import { endUnconnectedCall } from './unconnected-end.ts';
-import '../openapi-carriers.ts';
+import { sql } from '../../../core/db/pool.ts';
+import { HttpError } from '../../../core/http-error.ts';
+import { announceUnconnected, finishUnconnected, onPhoneCallEnded } from '../../../core/telephony/ended.ts';
+import { admitInbound, carrierRoutes, refusalMessage, type InboundAdmission, type InboundRoute } from '../../../core/telephony/inbound.ts';
+import { assignedNodeUrl } from '../../../core/media-nodes.ts';
+import { notifyCallEvent } from '../../../core/telephony/call-events.ts';
+import { toE164 } from '../../../core/telephony/numbers.ts';
+import { carrierFor } from '../../../core/telephony/registry.ts';
+import { verifyConfigUrlSig, verifyStreamToken } from '../../../core/telephony/signing.ts';
+import { callCarrier, getConfigById, openCredentials, type CallCarrier } from '../../../core/telephony/store.ts';
+import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../../core/telephony/types.ts';
+import { carrierHookUrl, carrierStreamUrl } from '../../../core/telephony/urls.ts';
+import type { ApiDeps } from '../../deps.ts';
+import { rawFormBody } from '../../middleware/body.ts';
+import { startTransferRecording } from './transfer-recording.ts';
+
+/**
+ * A carrier status that ends one of our calls before its media stream connected (busy, no-answer, failed, canceled,
+ * or answered and gone): the row is finished as never connected only while still pending (exactly one caller wins),
+ * then the never-connected rule (core/calls/unconnected.ts: `call.ended`, then `call.completed` from the post-call
+ * workflow) and the phone-call end hook follow.
+ */
+async function endUnconnectedCall(deps: ApiDeps, callId: string, connectionStatus: string, carrierStatus: { status: string; duration: unknown }): Promise<void> {
+  const ended = await finishUnconnected(deps.db, callId, connectionStatus, { carrier_status: carrierStatus });
+  if (!ended) return;
+  void announceUnconnected(deps, ended);
+  await onPhoneCallEnded(deps, ended.id).catch((err: unknown) => deps.logger.warn({ err, callId: ended.id }, 'phone-call end hook failed'));
+}
 
 const CALL_HOOKS = new Set(['answer', 'status', 'amd', 'transfer', 'recording']);
 
@@ -58,11 +71,11 @@ function reply(ctx: ParameterizedContext, r: CarrierReply): void {
   }
 }
 
-export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
+export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
   const { db, config, logger } = deps;
   const cx = { config, logger };
 
-  /** The carrier of the path when it is served here; null lets other routes (bindings, Twilio) handle the path. */
+  /** The carrier of the path when it has webhooks; null lets other routes handle the path. */
   function adapterOf(id: string | undefined): (CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }) | null {
     const adapter = id ? carrierFor(id) : null;
     return adapter?.hooks ? (adapter as CarrierAdapter & { hooks: NonNullable<CarrierAdapter['hooks']> }) : null;
@@ -85,18 +98,27 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
   async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
     if (ev.type === 'amd') {
       await db.query(sql.unsafe`UPDATE calls SET answered_by = ${ev.answeredBy}, updated_at = now() WHERE id = ${call.callId}`);
-      await db.query(sql.unsafe`SELECT pg_notify(${CALL_EVENTS_CHANNEL}, ${JSON.stringify({ callId: call.callId, type: 'amd', answeredBy: ev.answeredBy })})`);
+      await notifyCallEvent(db, { callId: call.callId, type: 'amd', answeredBy: ev.answeredBy });
       return;
     }
     if (ev.type !== 'status' || !ev.raw) return;
     await db.query(sql.unsafe`
       UPDATE calls SET carrier_status = ${ev.raw}, carrier_call_id = COALESCE(carrier_call_id, ${ev.carrierCallId}), updated_at = now()
-      WHERE id = ${call.callId}`);
+      WHERE id = ${call.callId} AND status IN ('pending', 'active')`);
     if (!ev.terminal) return;
     // Answered and gone before the media stream connected: the pipeline never started → cancelled.
     const mapped = call.adapter.mapStatus(ev.raw);
     const connectionStatus = mapped === 'completed' ? 'cancelled' : mapped;
     await endUnconnectedCall(deps, call.callId, connectionStatus, { status: ev.raw, duration: ev.durationS });
+  }
+
+  /**
+   * The media stream of a call: on the media node the dial assigned it to when that node has its own address
+   * (media_nodes.public_url), else through the shared PUBLIC_URL.
+   */
+  async function streamUrlOf(adapter: CarrierAdapter, callId: string): Promise<string> {
+    const own = await assignedNodeUrl(db, callId).catch(() => null);
+    return carrierStreamUrl(own ? { ...config, baseUrl: `${own}/api/v1` } : config, adapter.id, callId);
   }
 
   // ── callbacks of one of our calls ──────────────────────────────────────────────────────────────────────────
@@ -119,7 +141,7 @@ export function carrierHookRoutes(router: Router, deps: ApiDeps): void {
         }
         const current = await db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${call.callId}`);
         answer = current === 'pending'
-          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: carrierStreamUrl(config, adapter.id, call.callId), inbound: false, record: await wantsRecording(call.callId) })
+          ? await adapter.hooks.bridge(cx, call.creds, { callId: call.callId, carrierCallId: ev.carrierCallId ?? call.carrierCallId, streamUrl: await streamUrlOf(adapter, call.callId), inbound: false, record: await wantsRecording(call.callId) })
           : await adapter.hooks.refuse(cx, call.creds, ev.carrierCallId ?? call.carrierCallId, '');
       } else if (ev.type === 'transfer_leg') {
         const t = await db.maybeOneFirst(sql.type(z.object({ t: z.unknown() }))`SELECT logs->'transfer' AS t FROM calls WHERE id = ${call.callId}`);

@@ -11,7 +11,7 @@
 // else the agent's first language mapped to its eSpeak voice (en → en-us, zh → cmn, others by their code).
 import { spawn } from 'node:child_process';
 import { placeChildProcess } from '../../../core/affinity.ts';
-import { Resampler } from '../../audio/resample.ts';
+import { Resampler } from '../../../core/audio/resample.ts';
 import type { TtsService, TtsSynthesizeOptions } from '../types.ts';
 import { engineError } from '../llm/openai.ts';
 import { sharedEspeakPool } from './espeak-pool.ts';

@@ -7,7 +7,7 @@
 // characters (so the first audio comes after one short piece, not a whole long sentence); the pieces are
 // synthesized in order, the next one while the current one is yielded, and resampled to the pipeline's 24 kHz. An
 // abort stops after the piece in flight (a clause) and yields nothing more.
-import { Resampler } from '../../audio/resample.ts';
+import { Resampler } from '../../../core/audio/resample.ts';
 import { engineError } from '../llm/openai.ts';
 import { verifiedModel } from '../model-files.ts';
 import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';

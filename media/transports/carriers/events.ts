@@ -1,16 +1,10 @@
-// Events about live phone calls announced by the api process (core/telephony/README.md "Events the media side
-// watches"): `NOTIFY telephony_call_events, '{"callId":…,"type":"amd","answeredBy":…}'`. One LISTEN connection per
-// media process, opened on the first subscription; a lost connection is reopened on the next one.
+// The media side of the live phone-call events the api process announces (core/telephony/call-events.ts). One
+// LISTEN connection per media process, opened on the first subscription; a lost connection is reopened on the next.
 import pg from 'pg';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../../../core/logger.ts';
+import { CALL_EVENTS_CHANNEL, type CallEvent } from '../../../core/telephony/call-events.ts';
 
-export const CALL_EVENTS_CHANNEL = 'telephony_call_events';
-
-export interface CallEvent {
-  callId: string;
-  type: string;
-  answeredBy?: string;
-}
+export type { CallEvent };
 
 export interface CallEventListener {
   /** Resolves once the LISTEN is in place (events NOTIFYed after that are delivered). */

@@ -6,8 +6,8 @@
 // send `media{payload}` in chunks that are multiples of 320 bytes (100 ms: 1600 bytes of PCM; 200 ms of µ-law), a
 // `mark` after each, and `clear` on barge-in. Mechanics: carrier-stream.ts; this file maps Exotel's names.
 import type { WebSocket } from 'ws';
-import { L16Decoder, L16Encoder } from '../audio/l16-stream.ts';
-import { CarrierStreamTransport, obj } from './carrier-stream.ts';
+import { L16Decoder, L16Encoder } from '../../audio/l16-stream.ts';
+import { CarrierStreamTransport, obj } from './stream.ts';
 
 export class ExotelStreamTransport extends CarrierStreamTransport {
   constructor(ws: WebSocket, opts: { codec?: 'pcm16' | 'mulaw'; drainMs?: number } = {}) {

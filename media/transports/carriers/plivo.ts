@@ -6,7 +6,7 @@
 // `checkpoint` after each (Plivo's marks) and `clearAudio` on barge-in. Mechanics: carrier-stream.ts; this file
 // translates Plivo's messages to and from the Twilio-shaped ones it speaks.
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport, obj } from './carrier-stream.ts';
+import { CarrierStreamTransport, obj } from './stream.ts';
 
 /** Plivo's `extraHeaders` ("a=1,b=2", or an object) as custom parameters. */
 function extraHeaders(v: unknown): Record<string, string> {

@@ -4,7 +4,7 @@
 // in ~100 ms payloads; `stop` has a `reason`; outgoing payloads must be multiples of 160 bytes (we send 20 ms =
 // 160 bytes each, with a sequence number, and a `mark` after each).
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport } from './carrier-stream.ts';
+import { CarrierStreamTransport } from './stream.ts';
 
 export class SmartfloStreamTransport extends CarrierStreamTransport {
   constructor(ws: WebSocket, opts: { drainMs?: number } = {}) {

@@ -9,9 +9,9 @@
 // pending then are echoed by the carrier too (Twilio does so), but their audio was never heard, so they are
 // forgotten at the clear and their echoes ignored.
 import type { WebSocket } from 'ws';
-import { MulawDecoder, MulawEncoder, MULAW_FRAME_BYTES } from '../audio/mulaw-stream.ts';
-import { timed } from '../stage-cpu.ts';
-import type { CloseKind, LiveTransport, TransportEvent } from './types.ts';
+import { MulawDecoder, MulawEncoder, MULAW_FRAME_BYTES } from '../../audio/mulaw-stream.ts';
+import { timed } from '../../stage-cpu.ts';
+import type { CloseKind, LiveTransport, TransportEvent } from '../types.ts';
 
 export interface CarrierStart {
   streamSid: string;

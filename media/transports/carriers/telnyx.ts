@@ -5,7 +5,7 @@
 // `error` and `stop`. We send `media{payload}` (20 ms of µ-law, within Telnyx's 20 ms – 30 s per chunk), a
 // `mark` after each, and `clear` on barge-in. Mechanics: carrier-stream.ts; this file maps Telnyx's names.
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport, obj } from './carrier-stream.ts';
+import { CarrierStreamTransport, obj } from './stream.ts';
 
 export class TelnyxStreamTransport extends CarrierStreamTransport {
   /** Telnyx's `error` frames, for the logs */

@@ -4,7 +4,7 @@
 // TwiML). We send `media` (20 ms payloads), a `mark` after each, and `clear` on barge-in. All the mechanics live
 // in carrier-stream.ts; this file names Twilio's settings.
 import type { WebSocket } from 'ws';
-import { CarrierStreamTransport } from './carrier-stream.ts';
+import { CarrierStreamTransport } from './stream.ts';
 
 export class TwilioStreamTransport extends CarrierStreamTransport {
   constructor(ws: WebSocket, opts: { drainMs?: number } = {}) {

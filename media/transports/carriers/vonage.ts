@@ -6,8 +6,8 @@
 // relies on the pipeline sending in real time — the carrier's buffer holds at most a frame or two, so stopping
 // sending is what clears it. Mechanics: carrier-stream.ts; this file maps Vonage's framing.
 import type { WebSocket } from 'ws';
-import { L16Decoder, L16Encoder } from '../audio/l16-stream.ts';
-import { CarrierStreamTransport } from './carrier-stream.ts';
+import { L16Decoder, L16Encoder } from '../../audio/l16-stream.ts';
+import { CarrierStreamTransport } from './stream.ts';
 
 const RATE = 16000;
 const FRAME_BYTES = (RATE / 50) * 2; // 20 ms of s16le

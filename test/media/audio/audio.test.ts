@@ -1,7 +1,7 @@
 import test from 'ava';
-import { Resampler, resample } from '../../../media/audio/resample.ts';
+import { Resampler, resample } from '../../../core/audio/resample.ts';
 import { encodeMulaw, decodeMulaw, linearToMulaw } from '../../../media/audio/mulaw.ts';
-import { readWav, writeWav } from '../../../media/audio/wav.ts';
+import { readWav, writeWav } from '../../../core/audio/wav.ts';
 import { rms, Framer, concatInt16 } from '../../../media/audio/pcm.ts';
 
 function sine(freq: number, rate: number, seconds: number, amp = 10000): Int16Array {

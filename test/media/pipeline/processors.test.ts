@@ -12,7 +12,7 @@ import { MemorySink, Recorder } from '../../../media/pipeline/recorder.ts';
 import { createNoiseGate } from '../../../media/noise/index.ts';
 import { ConversationContext } from '../../../media/pipeline/context.ts';
 import { backgroundSource } from '../../../media/sounds/index.ts';
-import { LinearResampler } from '../../../media/pipeline/resample.ts';
+import { LinearResampler } from '../../../core/audio/resample.ts';
 import { rms } from '../../../media/audio/pcm.ts';
 import { SpeechHandle, cutWords } from '../../../media/session/speech.ts';
 import { FakeTts } from '../../fakes/engines.ts';

@@ -3,7 +3,7 @@
 import test from 'ava';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseWavHeader } from '../../../core/storage/wav.ts';
+import { parseWavHeader } from '../../../core/audio/wav.ts';
 import { MemorySink, Recorder, RESIDENT_BLOCKS } from '../../../media/pipeline/recorder.ts';
 import { FileSink } from '../../../media/session/spool.ts';
 import { tempDir } from '../../helpers/tmp.ts';

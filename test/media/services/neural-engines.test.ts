@@ -12,7 +12,7 @@ import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { closePiper, leadPiece, splitClauses } from '../../../media/services/tts/piper.ts';
 import { createLocalLlm } from '../../../media/services/llm/local.ts';
 import { callInText, closeLocalModel, toHistory } from '../../../media/services/llm/llama.ts';
-import { resample } from '../../../media/audio/resample.ts';
+import { resample } from '../../../core/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import type { SttEvent, TtsService } from '../../../media/services/types.ts';
 import { tempDir } from '../../helpers/tmp.ts';

@@ -4,7 +4,7 @@ import test from 'ava';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createLocalStt } from '../../../media/services/stt/local.ts';
 import { createVad, VAD_WINDOW } from '../../../media/vad/index.ts';
-import { resample } from '../../../media/audio/resample.ts';
+import { resample } from '../../../core/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import type { SttEvent } from '../../../media/services/types.ts';
 

@@ -4,7 +4,7 @@
 import test from 'ava';
 process.env.LOCAL_STT_WORKERS = '1'; // one recogniser process: every utterance below shares it
 const { concatInt16 } = await import('../../../media/audio/pcm.ts');
-const { resample } = await import('../../../media/audio/resample.ts');
+const { resample } = await import('../../../core/audio/resample.ts');
 const { createLocalTts } = await import('../../../media/services/tts/local.ts');
 const { createLocalStt, sharedPool } = await import('../../../media/services/stt/local.ts');
 type SttEvent = import('../../../media/services/types.ts').SttEvent;

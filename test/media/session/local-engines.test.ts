@@ -10,7 +10,7 @@ import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createLocalLlm, DemoLlm } from '../../../media/services/llm/local.ts';
 import { modelInstalled } from '../../../media/services/model-files.ts';
 import { createVad } from '../../../media/vad/index.ts';
-import { resample } from '../../../media/audio/index.ts';
+import { resample } from '../../../core/audio/resample.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
 
 let s: TestServer;

@@ -12,7 +12,7 @@ import { createWorker } from '../../../activities/worker.ts';
 import { endOrphanedCalls, notifyOrphans } from '../../../core/calls/orphans.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { createLogger } from '../../../core/logger.ts';
-import { parseWavHeader } from '../../../core/storage/index.ts';
+import { parseWavHeader } from '../../../core/audio/wav.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
 import { recordingHeader } from '../../../media/pipeline/recorder.ts';
 import { handOffPostCall, NODE_ID } from '../../../media/session/lifecycle.ts';

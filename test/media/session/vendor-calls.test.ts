@@ -12,7 +12,7 @@ import { sql } from '../../../core/db/pool.ts';
 import { createLogger } from '../../../core/logger.ts';
 import { computeCost } from '../../../core/pricing.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
-import { resample } from '../../../media/audio/index.ts';
+import { resample } from '../../../core/audio/resample.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fakes/openai-sse.ts';

@@ -2,7 +2,7 @@
 // state, with the same decisions as one inference per window; plainly silent windows skip inference.
 import test from 'ava';
 import { concatInt16 } from '../../../media/audio/pcm.ts';
-import { resample } from '../../../media/audio/resample.ts';
+import { resample } from '../../../core/audio/resample.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createVad, vadStats, type VadOptions } from '../../../media/vad/index.ts';
 

@@ -1,8 +1,7 @@
-// OpenAPI path items of the audio-recordings store (POST/GET/DELETE /recordings). Registered at import time
-// (api/routes/recordings.ts imports this module).
-import { MAX_RECORDING_SECONDS, RECORDING_FORMATS } from '../core/recordings/decode.ts';
-import { MAX_NAME_CHARS } from '../core/recordings/store.ts';
-import { registerOpenApiPaths } from './openapi.ts';
+// OpenAPI path items of the audio-recordings store (POST/GET/DELETE /recordings, api/routes/recordings.ts).
+import { MAX_RECORDING_SECONDS, RECORDING_FORMATS } from '../../core/recordings/decode.ts';
+import { MAX_NAME_CHARS } from '../../core/recordings/store.ts';
+import { registerOpenApiPaths } from './document.ts';
 
 const str = { type: 'string' };
 const int = { type: 'integer' };

@@ -1,5 +1,5 @@
-// OpenAPI path items of the console read models (api/routes/console.ts). Registered at import time.
-import { registerOpenApiPaths } from '../openapi.ts';
+// OpenAPI path items of the console read models (api/routes/console.ts).
+import { registerOpenApiPaths } from './document.ts';
 
 const str = { type: 'string' };
 const int = { type: 'integer' };

@@ -1,8 +1,8 @@
-// OpenAPI path items of the campaign endpoints (api/routes/campaigns.ts), registered at import time. Request bodies
+// OpenAPI path items of the campaign endpoints (api/routes/campaigns.ts). Request bodies
 // come from the zod schemas the routes validate with.
 import { z } from 'zod';
 import { createCampaignBody, updateCampaignBody } from '../../core/campaigns/schemas.ts';
-import { registerOpenApiPaths } from '../openapi.ts';
+import { registerOpenApiPaths } from './document.ts';
 
 const json = (schema: z.ZodType) => {
   const s = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;

@@ -1,8 +1,8 @@
-// OpenAPI path items of the stored credentials (api/routes/credentials.ts imports this module). The request schemas
+// OpenAPI path items of the stored credentials (api/routes/credentials.ts). The request schemas
 // come from the same zod schemas the routes parse with.
 import { z } from 'zod';
-import { CREDENTIAL_TYPES, credentialCreate, SECRET_FIELDS } from '../core/credentials/store.ts';
-import { registerOpenApiPaths } from './openapi.ts';
+import { CREDENTIAL_TYPES, credentialCreate, SECRET_FIELDS } from '../../core/credentials/store.ts';
+import { registerOpenApiPaths } from './document.ts';
 
 const str = { type: 'string' };
 const int = { type: 'integer' };

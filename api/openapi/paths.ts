@@ -1,11 +1,11 @@
-// OpenAPI path items for the resources outside agents/tools (which api/openapi.ts documents itself): API keys,
+// OpenAPI path items for the resources outside agents/tools (which document.ts documents itself): API keys,
 // calls, usage, files, the knowledge base and the WebRTC signaling the media process serves. Request bodies come
 // from the same zod schemas the routes validate with where a schema exists; response shapes follow the spec's
-// tables. Registered at import time.
+// tables.
 import { z } from 'zod';
-import { envelopeSchema } from '../core/calls/request.ts';
-import { registerOpenApiPaths } from './openapi.ts';
-import { callDetailSchema } from './openapi-calls.ts';
+import { envelopeSchema } from '../../core/calls/request.ts';
+import { registerOpenApiPaths } from './document.ts';
+import { callDetailSchema } from './calls.ts';
 
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
 const ok = (schema: unknown, description = 'OK') => ({ description, content: { 'application/json': { schema } } });

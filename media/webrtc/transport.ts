@@ -10,16 +10,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import nodeDataChannel, { type DataChannel, type Direction, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
 import type { Logger } from '../../core/logger.ts';
 import { PhoneLine } from '../audio/phone-line.ts';
-import { codecPool, type CodecChannel } from '../webrtc/codec-pool.ts';
-import { JitterBuffer } from '../webrtc/jitter.ts';
-import { countCallerBand, countRtpLoss, countRtpReceived, countRtpSent, opusPacketBand } from '../webrtc/metrics.ts';
-import { CALLER_RATE } from '../webrtc/call-codec.ts';
-import { FRAME_SAMPLES } from '../webrtc/opus.ts';
-import { parseRtp } from '../webrtc/rtp.ts';
-import { announceSdp, parseOffer } from '../webrtc/sdp.ts';
+import { codecPool, type CodecChannel } from './codec-pool.ts';
+import { JitterBuffer } from './jitter.ts';
+import { countCallerBand, countRtpLoss, countRtpReceived, countRtpSent, opusPacketBand } from './metrics.ts';
+import { CALLER_RATE } from './call-codec.ts';
+import { FRAME_SAMPLES } from '../../core/audio/opus.ts';
+import { parseRtp } from './rtp.ts';
+import { announceSdp, parseOffer } from './sdp.ts';
 import { rtpArrived, timed } from '../stage-cpu.ts';
-import type { CloseKind } from './types.ts';
-import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from '../webrtc/peer-types.ts';
+import type { CloseKind } from '../transports/types.ts';
+import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
 
 /**
  * The Opus parameters of our side of the SDP. `maxplaybackrate` (RFC 7587 §6.1): the caller's audio is decoded
@@ -31,7 +31,7 @@ const OPUS_FMTP = `minptime=10;useinbandfec=1;maxplaybackrate=${CALLER_RATE}`;
 
 const { Audio, PeerConnection: Pc, RtcpNackResponder, RtcpReceivingSession, RtcpSrReporter, RtpPacketizationConfig: RtpConfig, RtpPacketizer } = nodeDataChannel;
 
-export { OfferError, type WebRtcNetOptions, type WebRtcOptions } from '../webrtc/peer-types.ts';
+export { OfferError, type WebRtcNetOptions, type WebRtcOptions } from './peer-types.ts';
 
 export type PeerPhase = 'new' | 'connected' | 'closed';
 

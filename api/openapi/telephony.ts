@@ -1,14 +1,14 @@
-// OpenAPI path items of the telephony endpoints (configurations, phone numbers, inbound bindings) and the carrier
-// webhooks. Registered at import time (api/routes/telephony.ts imports this module).
+// OpenAPI path items of the telephony endpoints (configurations, phone numbers, inbound bindings; the carrier
+// webhooks are in carriers.ts).
 import { z } from 'zod';
-import { exotel } from '../core/telephony/exotel.ts';
-import { plivo } from '../core/telephony/plivo.ts';
-import { smartflo } from '../core/telephony/smartflo.ts';
-import { telnyx } from '../core/telephony/telnyx.ts';
-import { twilio } from '../core/telephony/twilio.ts';
-import type { CarrierAdapter } from '../core/telephony/types.ts';
-import { vonage } from '../core/telephony/vonage.ts';
-import { registerOpenApiPaths } from './openapi.ts';
+import { exotel } from '../../core/telephony/exotel.ts';
+import { plivo } from '../../core/telephony/plivo.ts';
+import { smartflo } from '../../core/telephony/smartflo.ts';
+import { telnyx } from '../../core/telephony/telnyx.ts';
+import { twilio } from '../../core/telephony/twilio.ts';
+import type { CarrierAdapter } from '../../core/telephony/types.ts';
+import { vonage } from '../../core/telephony/vonage.ts';
+import { registerOpenApiPaths } from './document.ts';
 
 const str = { type: 'string' };
 const int = { type: 'integer' };
@@ -87,17 +87,6 @@ const bindingRecord = {
     credentials: nullable({ type: 'object', description: 'masked' }), created_at: ts, updated_at: ts,
   },
 };
-const form = { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', additionalProperties: str } } } };
-const webhook = (summary: string, xml = false) => ({
-  post: {
-    tags: ['Carrier webhooks'], summary, security: [], requestBody: form,
-    parameters: [{ name: 'X-Twilio-Signature', in: 'header', required: true, schema: str }],
-    responses: {
-      ...(xml ? { 200: { description: 'TwiML', content: { 'text/xml': { schema: str } } } } : { 204: { description: 'Accepted' } }),
-      403: err('Missing or invalid X-Twilio-Signature (nothing changes)'), 404: err('Unknown call'),
-    },
-  },
-});
 
 registerOpenApiPaths({
   '/organizations/telephony-configs': {
@@ -140,10 +129,4 @@ registerOpenApiPaths({
     },
     delete: { tags, summary: 'Delete (204 whether or not it existed); routing falls back to the number agent', parameters: [path('id')], responses: { 204: { description: 'Deleted' } } },
   },
-  '/telephony/twilio/answer/{callId}': webhook('Twilio answer webhook of an outbound call → <Connect><Stream>', true),
-  '/telephony/twilio/status/{callId}': webhook('Twilio status callback of an outbound call'),
-  '/telephony/twilio/amd/{callId}': webhook('Twilio AsyncAmdStatusCallback'),
-  '/telephony/twilio/recording/{callId}': webhook('Recording status of a transferred leg → transfer-recording workflow'),
-  '/telephony/twilio/voice': webhook("A number's VoiceUrl: inbound call → <Connect><Stream> or a spoken refusal", true),
-  '/telephony/twilio/voice-status': webhook("A number's StatusCallback"),
 });

@@ -3,9 +3,9 @@
 // (no external scripts: the page renders the JSON itself).
 import type Router from '@koa/router';
 import { z } from 'zod';
-import { agentConfigSchema, inlineToolSchema } from '../core/agent-config/schema.ts';
-import { toolCreateSchema, toolDefinitionSchema, toolUpdateSchema } from '../core/agent-config/saved-tools.ts';
-import type { ApiDeps } from './deps.ts';
+import { agentConfigSchema, inlineToolSchema } from '../../core/agent-config/schema.ts';
+import { toolCreateSchema, toolDefinitionSchema, toolUpdateSchema } from '../../core/agent-config/saved-tools.ts';
+import type { ApiDeps } from '../deps.ts';
 
 type Json = Record<string, unknown>;
 

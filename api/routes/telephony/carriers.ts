@@ -1,0 +1,87 @@
+// What the telephony resources share: the carrier of a body (400 unknown / 501 not built), its credentials (422 on
+// shape), the carrier's probes (credentials, number ownership) with their refusal statuses, and id parsing.
+import { CARRIERS } from '../../../core/calls/request.ts';
+import type { Db } from '../../../core/db/pool.ts';
+import { HttpError } from '../../../core/http-error.ts';
+import { carrierFor } from '../../../core/telephony/registry.ts';
+import { getConfig, type ConfigRow } from '../../../core/telephony/store.ts';
+import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../../core/telephony/types.ts';
+import { to422, zodToItems } from '../../../core/validation.ts';
+import type { ApiDeps } from '../../deps.ts';
+
+export const CONFIG_NOT_FOUND = 'Telephony configuration not found';
+export const NUMBER_NOT_FOUND = 'Phone number not found';
+export const NUMBER_EXISTS = 'This phone number is already added in this organization.';
+
+/** A numeric path id, or the resource's 404. */
+export const idOf = (v: string | undefined, notFound: string): number => {
+  if (!v || !/^\d{1,15}$/.test(v)) throw new HttpError(404, notFound);
+  return Number(v);
+};
+
+export const uniqueViolation = (err: unknown, constraint?: string) => {
+  const e = err as { code?: string; constraint?: string; cause?: { code?: string; constraint?: string } };
+  const code = e.code ?? e.cause?.code;
+  const name = e.constraint ?? e.cause?.constraint;
+  return code === '23505' && (!constraint || name === constraint);
+};
+
+/** The organization's configuration of a path id, or 404. */
+export async function configOr404(db: Db, orgId: string, rawId: string | undefined): Promise<ConfigRow> {
+  const row = await getConfig(db, orgId, idOf(rawId, CONFIG_NOT_FOUND));
+  if (!row) throw new HttpError(404, CONFIG_NOT_FOUND);
+  return row;
+}
+
+/** The carrier of a config body, or the spec's 400 (unknown) / 501 (known carrier not built yet). */
+export function adapterOrThrow(provider: string): CarrierAdapter {
+  const adapter = carrierFor(provider);
+  if (adapter) return adapter;
+  if ((CARRIERS as readonly string[]).includes(provider)) {
+    throw new HttpError(501, `Telephony configurations for provider '${provider}' are not implemented yet`);
+  }
+  throw new HttpError(400, `unknown_provider: ${provider}`);
+}
+
+/** Credentials of a config body for its carrier (422 on shape), plus Twilio's amd_enabled. */
+export function parseCredentials(adapter: CarrierAdapter, raw: Record<string, unknown>): { creds: Credentials; amd: boolean | undefined } {
+  const { provider: _p, amd_enabled: amd, ...rest } = raw;
+  const items = [];
+  const parsed = adapter.credentialsSchema.safeParse(rest);
+  if (!parsed.success) items.push(...zodToItems(parsed.error, rest).map((i) => ({ ...i, path: ['config', ...i.path] })));
+  if (amd !== undefined && (adapter.id !== 'twilio' || typeof amd !== 'boolean')) {
+    items.push(adapter.id !== 'twilio'
+      ? { type: 'extra_forbidden', path: ['config', 'amd_enabled'], msg: 'Extra inputs are not permitted', input: amd }
+      : { type: 'bool_type', path: ['config', 'amd_enabled'], msg: 'Input should be a valid boolean', input: amd });
+  }
+  if (items.length || !parsed.success) throw new HttpError(422, to422(items, 'body'));
+  return { creds: parsed.data, amd: amd as boolean | undefined };
+}
+
+/** Probe credentials with the carrier: 400 invalid_credentials when refused, 502 when it cannot answer. */
+export async function probeOrThrow(deps: ApiDeps, adapter: CarrierAdapter, creds: Credentials): Promise<void> {
+  let result;
+  try {
+    result = await adapter.probeCredentials({ config: deps.config, logger: deps.logger }, creds);
+  } catch (err) {
+    if (err instanceof CarrierHttpError) throw new HttpError(502, `${adapter.id} credential check failed: ${err.message}`);
+    throw err;
+  }
+  if (!result.ok) throw new HttpError(400, `invalid_credentials: ${result.reason}`);
+}
+
+/** Ownership probe: 400 'Phone number … is not owned by this … account' when absent; carrier trouble → 400/502. */
+export async function ownershipOrThrow(deps: ApiDeps, adapter: CarrierAdapter, creds: Credentials, e164: string): Promise<string | null> {
+  try {
+    const owned = await adapter.probeNumber({ config: deps.config, logger: deps.logger }, creds, e164);
+    if (!owned.owned) throw new HttpError(400, `Phone number ${e164} is not owned by this ${carrierName(adapter.id)} account`);
+    return owned.ref;
+  } catch (err) {
+    if (!(err instanceof CarrierHttpError)) throw err;
+    if (err.status === 401 || err.status === 403) throw new HttpError(400, `invalid_credentials: ${carrierName(adapter.id)} refused the credentials (HTTP ${err.status}: ${err.message})`);
+    throw new HttpError(502, `${carrierName(adapter.id)} number check failed: ${err.message}`);
+  }
+}
+
+export const carrierName = (id: string) =>
+  ({ twilio: 'Twilio', smartflo: 'Smartflo', plivo: 'Plivo', telnyx: 'Telnyx', vonage: 'Vonage', exotel: 'Exotel' } as Record<string, string>)[id] ?? id;

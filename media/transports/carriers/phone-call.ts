@@ -1,0 +1,143 @@
+// The phone-only parts of a carrier call, handed to the call runner as options: transfer through the carrier
+// adapter, the carrier's hang-up when the agent ends the call, voicemail detection on outbound calls (carrier AMD
+// where the adapter has it, else heuristics over the first seconds), the carrier's whole-call recording of inbound
+// calls, and the end-of-call hook of core/telephony. What a phone call leaves on its row beyond a web call's:
+// `carrier_call_id`; `logs.dtmf` = `[{digit, t_ms, timestamp}]` for every key the caller pressed (the keys also reach
+// the LLM as a user turn `[keypad: …]`, never as a transcript role); `logs.voicemail_detection` = the verdict
+// `{result: machine|human, by: amd|words|long_greeting|initial_silence|window, answeredBy?, words?, ms?}`;
+// `logs.transfer` = `{transferId, destination, record, requestedAt}` (plus `error` when the carrier refused);
+// `logs.carrier_stop` = the carrier's stop reason.
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { sql } from '../../../core/db/pool.ts';
+import { onPhoneCallEnded } from '../../../core/telephony/ended.ts';
+import { carrierFor } from '../../../core/telephony/registry.ts';
+import { callCarrier } from '../../../core/telephony/store.ts';
+import { carrierHookUrl } from '../../../core/telephony/urls.ts';
+import { concatInt16 } from '../../audio/pcm.ts';
+import type { MediaDeps } from '../../deps.ts';
+import { createLocalTts } from '../../services/tts/local.ts';
+import type { CallRow } from '../../session/lifecycle.ts';
+import type { RunOptions } from '../../session/runner.ts';
+import { VoicemailDetector, type VoicemailVerdict } from '../../session/voicemail.ts';
+import type { CarrierTransfer } from '../../tools/runtime.ts';
+import type { CallEventListener } from './events.ts';
+import type { CarrierStreamTransport } from './stream.ts';
+
+export interface PhoneCallDeps extends MediaDeps {
+  /** The process's listener of live phone-call events (AMD results), opened on first use. */
+  events(): CallEventListener;
+}
+
+/** The phone-only behaviour of one claimed call (see the file header). */
+export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: CarrierStreamTransport, provider: string | null): RunOptions {
+  const { db, config, logger } = deps;
+  let transferred = false;
+  const log = logger.child({ callId: row.id, transport: transport.kind });
+  const appendLogs = (entry: Record<string, unknown>) =>
+    db
+      .query(sql.type(z.object({}))`UPDATE calls SET logs = logs || ${JSON.stringify(entry)}::jsonb WHERE id = ${row.id}`)
+      .catch((err: unknown) => log.warn({ err }, 'could not write call logs'));
+
+  if (row.transport === 'inbound' && (row.config_snapshot as { recordInProviderConsole?: unknown } | null)?.recordInProviderConsole === true) {
+    void startCarrierRecording(deps, row.id);
+  }
+
+  const transfer: CarrierTransfer = async ({ destination, timeoutS, recordTransfer }) => {
+    const carrier = await callCarrier(db, config, row.id).catch(() => null);
+    if (!carrier?.carrierCallId) return { ok: false, error: 'provider_not_supported: the carrier call is not known' };
+    const transferId = randomUUID();
+    await appendLogs({ transfer: { transferId, destination, record: recordTransfer, requestedAt: new Date().toISOString() } });
+    transferred = true; // the stream stops once the carrier moves the call: that stop means "transferred"
+    try {
+      await carrier.adapter.transfer({ config, logger: log }, carrier.creds, carrier.carrierCallId, {
+        callId: row.id,
+        destination,
+        timeoutS,
+        // carriers that sign their callbacks post the transferred leg's recording to its `recording` webhook
+        recordingCallbackUrl: recordTransfer && carrier.adapter.hooks && !carrier.adapter.signedUrls ? carrierHookUrl(config, carrier.adapter.id, 'recording', row.id) : null,
+        callerId: carrier.platformNumber,
+      });
+      return { ok: true };
+    } catch (err) {
+      transferred = false;
+      await appendLogs({ transfer: { transferId, destination, record: recordTransfer, error: (err as Error).message } });
+      return { ok: false, error: (err as Error).message };
+    }
+  };
+
+  const snap = (row.config_snapshot ?? {}) as { voicemailDetection?: unknown; greeting?: { speakFirst?: unknown } };
+  const observers = [];
+  if (row.transport === 'outbound' && snap.voicemailDetection !== false) {
+    // carriers with AMD were asked for it at dial time (core/telephony/outbound.ts): their verdict arrives as an event
+    const amd = carrierFor(provider ?? '')?.carrierAmd
+      ? {
+          current: async () =>
+            db.maybeOneFirst(sql.type(z.object({ answered_by: z.string().nullable() }))`SELECT answered_by FROM calls WHERE id = ${row.id}`),
+          subscribe: async (cb: (a: string) => void) =>
+            deps.events().subscribe(row.id, (ev) => {
+              if (ev.type === 'amd' && typeof ev.answeredBy === 'string') cb(ev.answeredBy);
+            }),
+        }
+      : null;
+    observers.push(
+      new VoicemailDetector({
+        amd,
+        speakFirst: snap.greeting?.speakFirst === 'user' ? 'user' : 'agent',
+        logger: log,
+        onVerdict: (v: VoicemailVerdict) => void appendLogs({ voicemail_detection: v }),
+      }),
+    );
+  }
+
+  return {
+    claimed: true,
+    tools: { transfer },
+    hangupReason: () => (transferred ? 'transferred' : 'user_hangup'),
+    session: { observers },
+    async onFinished(_row, result) {
+      if (transport.stopReason) await appendLogs({ carrier_stop: transport.stopReason });
+      if (result.reason !== 'user_hangup' && result.reason !== 'transferred') {
+        // we end the call: the stream closes after the last audio played (Twilio then runs out of TwiML and hangs
+        // up); the carrier's hang-up makes it certain
+        await transport.whenPlayed(2000);
+        const carrier = await callCarrier(db, config, row.id).catch(() => null);
+        if (carrier?.carrierCallId) {
+          await carrier.adapter.hangup({ config, logger: log }, carrier.creds, carrier.carrierCallId).catch((err: unknown) => log.warn({ err }, 'carrier hang-up failed'));
+        }
+      }
+      await onPhoneCallEnded({ db, config, logger, temporal: deps.temporal }, row.id).catch((err: unknown) => log.warn({ err }, 'phone call end hook failed'));
+    },
+  };
+}
+
+/**
+ * recordInProviderConsole on an inbound call of a carrier whose answer cannot ask for it (Twilio): the call is live
+ * on our stream now, so the carrier's REST API can record it. A failure is logged; the call goes on unrecorded.
+ */
+async function startCarrierRecording(deps: MediaDeps, callId: string): Promise<void> {
+  const { db, config, logger } = deps;
+  try {
+    const carrier = await callCarrier(db, config, callId);
+    if (!carrier?.carrierCallId || !carrier.adapter.startRecording) return;
+    await carrier.adapter.startRecording({ config, logger }, carrier.creds, carrier.carrierCallId);
+  } catch (err) {
+    logger.warn({ err, callId }, 'the carrier could not start recording the inbound call');
+  }
+}
+
+/** A refused call hears why (local eSpeak voice, no vendor involved), then the stream ends. */
+export async function speakAndClose(deps: Pick<MediaDeps, 'logger'>, transport: CarrierStreamTransport, text: string): Promise<void> {
+  try {
+    const tts = createLocalTts({ languages: ['en'] });
+    const parts: Int16Array[] = [];
+    for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
+    await tts.close?.();
+    const pcm = concatInt16(parts);
+    for (let i = 0; i < pcm.length; i += 480) transport.sendAudio(pcm.subarray(i, i + 480));
+    await transport.whenPlayed((pcm.length / 24000) * 1000 + 3000);
+  } catch (err) {
+    deps.logger.warn({ err }, 'refusal message could not be spoken');
+  }
+  transport.close('normal');
+}
