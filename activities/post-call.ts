@@ -10,7 +10,8 @@ import type { Logger } from '../core/logger.ts';
 import { policyFromConfig } from '../core/net/ssrf.ts';
 import { debitCall } from '../core/orgs.ts';
 import { computeCost } from '../core/pricing.ts';
-import { parseWavHeader, InvalidWavError, type Storage } from '../core/storage/index.ts';
+import { type Storage } from '../core/storage/index.ts';
+import { parseWavHeader, InvalidWavError } from '../core/audio/wav.ts';
 import {
   cleanSummary,
   extractiveSummary,
