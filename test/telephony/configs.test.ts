@@ -231,9 +231,11 @@ test('inbound agent attachment: VoiceUrl synced to Twilio (provider_sync ok), PU
 test('the OpenAPI document lists the telephony endpoints and carrier webhooks', async (t) => {
   const r = await s.request('GET', '/openapi.json', { key: null });
   t.is(r.status, 200);
-  for (const p of ['/organizations/telephony-configs', '/organizations/telephony-configs/{config_id}/phone-numbers', '/telephony-configs/{config_id}', '/telephony/inbound/bindings/{id}', '/telephony/twilio/voice']) {
+  for (const p of ['/organizations/telephony-configs', '/organizations/telephony-configs/{config_id}/phone-numbers', '/telephony-configs/{config_id}', '/telephony/inbound/bindings/{id}', '/telephony/{carrier}/voice', '/telephony/{carrier}/answer/{callId}']) {
     t.truthy(r.body.paths[p], p);
   }
+  // the one set of carrier webhooks names every carrier that has webhooks (Smartflo has none)
+  t.deepEqual(r.body.paths['/telephony/{carrier}/voice'].post.parameters[0].schema.enum, ['twilio', 'plivo', 'telnyx', 'vonage', 'exotel']);
   t.truthy(r.body.paths['/telephony/inbound/bindings/{id}'].patch);
   // every carrier's config body is documented, the schema-generated ones with the adapters' own fields
   const configs = r.body.paths['/organizations/telephony-configs'].post.requestBody.content['application/json'].schema.properties.config.oneOf as Array<{ title: string; properties: Record<string, unknown>; required: string[] }>;
