@@ -188,6 +188,9 @@ export async function admitCall(
   const result: Admission = early ? { ok: false, rejection: early } : await admitUnderConcurrency(deps, call, media);
   if (!result.ok) {
     gateRejections.inc({ reason: result.rejection.reason });
+    // A full media tier is a condition of the service, not of the request: POST /call, test calls and campaign dials
+    // answer 503 and are retried with no row; a carrier's inbound call happened, so it leaves its refused row.
+    if (result.rejection.reason === 'media_capacity' && !call.telephony?.carrierCallId) return result;
     await insertRejectedCall(deps.db, {
       ...call,
       configSnapshot: rejectedRow.configSnapshot,
