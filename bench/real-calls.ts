@@ -101,6 +101,23 @@ function sampleTree(root: number): { cpu: number; ownCpu: number; rssMb: number;
   return { cpu, ownCpu, rssMb: rss / 1024, procs: pids.length };
 }
 
+/** One shared microphone clock for every caller (drift-corrected 20 ms frames); returns its stop. */
+function micClock(callers: readonly Caller[]): () => void {
+  const t0 = performance.now();
+  let tick = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const mic = () => {
+    const now = performance.now();
+    for (const c of callers) c.mic(now);
+    tick++;
+    timer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
+  };
+  mic();
+  return () => {
+    if (timer) clearTimeout(timer);
+  };
+}
+
 // ── one caller ──────────────────────────────────────────────────────────────────────────────────────────
 interface CallerResult {
   opened: boolean;
@@ -339,16 +356,7 @@ try {
       let at1013 = 0;
       let hung = 0;
       const callers: Caller[] = [];
-      const t0 = performance.now();
-      let tick = 0;
-      let micTimer: NodeJS.Timeout | null = null;
-      const mic = () => {
-        const now = performance.now();
-        for (const c of callers) c.mic(now);
-        tick++;
-        micTimer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
-      };
-      mic();
+      const stopMic = micClock(callers);
       await Promise.all(Array.from({ length: BURST }, async (_, i) => {
         await sleep((i * 1000) / BURST);
         const began = performance.now();
@@ -374,7 +382,7 @@ try {
         }
         await c.done;
       }));
-      if (micTimer) clearTimeout(micTimer);
+      stopMic();
       const rs = callers.map((c) => c.r).filter((r) => r.opened && !r.refused);
       const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
       const v2v = rs.flatMap((r) => r.v2v);
@@ -411,17 +419,7 @@ try {
     }
     const urls = await Promise.all(ids.map(async (id) => `${origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${encodeURIComponent(key)}`));
     const callers = urls.map((u) => new Caller(u, sentences));
-    // one shared microphone clock for every caller (drift-corrected 20 ms)
-    const t0 = performance.now();
-    let tick = 0;
-    let micTimer: NodeJS.Timeout | null = null;
-    const mic = () => {
-      const now = performance.now();
-      for (const c of callers) c.mic(now);
-      tick++;
-      micTimer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
-    };
-    mic();
+    const stopMic = micClock(callers);
     // N callers join within the same second
     let peakRss = idle1.rssMb;
     let peakProcs = idle1.procs;
@@ -441,7 +439,7 @@ try {
     const wall = (performance.now() - w0) / 1000;
     clearInterval(sampler);
     clientLag.disable();
-    if (micTimer) clearTimeout(micTimer);
+    stopMic();
     const rs = callers.map((c) => c.r);
     const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
     if (firstGreeting === null && greet.length) firstGreeting = greet[0]!;
