@@ -51,7 +51,7 @@ export type Dialer = (req: DialRequest) => Promise<{ callId: string; existing: b
 
 /** How a dial error is classified by the dialer adapter (activities/worker wiring). */
 export type DialRefusal =
-  | { kind: 'wait'; waitFor: 'organization slot' }
+  | { kind: 'wait'; waitFor: 'organization slot' | 'media_capacity' }
   | { kind: 'refused'; reason: string; message: string }
   | { kind: 'failed'; callId: string | null; connectionStatus: string; message: string };
 export class DialRefusedError extends Error {
@@ -62,7 +62,7 @@ export class DialRefusedError extends Error {
 
 export type DialOutcome =
   | { kind: 'dialed'; callId: string; ended: AttemptOutcome | null }
-  | { kind: 'wait'; waitFor: 'organization slot' | 'caller_id' }
+  | { kind: 'wait'; waitFor: 'organization slot' | 'caller_id' | 'media_capacity' }
   | { kind: 'refused'; reason: string; message: string }
   | { kind: 'failed'; callId: string | null; connectionStatus: string; message: string };
 
@@ -100,6 +100,8 @@ export function outboundDialer(deps: OutboundDeps): Dialer {
     } catch (err) {
       if (err instanceof GateRefused) {
         if (err.slotFull) throw new DialRefusedError({ kind: 'wait', waitFor: 'organization slot' });
+        // no media node has room: nothing was dialled and no row written; the contact waits like for a slot
+        if (err.mediaFull) throw new DialRefusedError({ kind: 'wait', waitFor: 'media_capacity' });
         const message = typeof err.detail === 'string' ? err.detail : String((err.detail as { error_message?: unknown }).error_message ?? err.message);
         throw new DialRefusedError({ kind: 'refused', reason: err.reason, message });
       }

@@ -10,8 +10,14 @@
 // the lighter local engines; vendor ids need <ID>_BASE_URL / <ID>_API_KEY pointing at fakes (passed through to the
 // server), or BENCH_FAKES=path/to/module.ts whose `start()` resolves to `{ env, close() }` (env added to the server's).
 // BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
+// BURST=50: admission instead of levels — on the node's own capacity (MEDIA_MAX_CALLS unset unless given), BURST
+// callers each POST /call and join within one second, twice: on the freshly started node and again once it is warm.
+// The accepted ones run their turns (greeting, voice-to-voice); every other one must be refused within 2 s (503 at
+// POST /call or 1013 at the join); a caller neither served nor refused in time is counted as hung. Target: no hang,
+// refusals within 2 s, greeting p99 ≤ 150 ms and voice-to-voice p99 ≤ 1.5 s for the accepted ones.
 //
 //   npm run bench -- real-calls            LEVELS=1,50 TURNS=2 node --import tsx bench/real-calls.ts
+//   BURST=50 TURNS=2 node --import tsx bench/real-calls.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -34,6 +40,8 @@ const TURNS = Number(process.env.TURNS ?? 2);
 const PAUSE_MS = Number(process.env.PAUSE_MS ?? 1000);
 const SENTENCES = (process.env.SENTENCES ?? 'what time is it|who are you|what day is it').split('|');
 const ENGINES = { stt: process.env.BENCH_STT ?? 'local', tts: process.env.BENCH_TTS ?? 'local', llm: process.env.BENCH_LLM ?? 'local' };
+const BURST = Number(process.env.BURST ?? 0);
+const REFUSE_WITHIN_MS = 2000;
 const QUIET_MS = 700; // the agent has finished speaking after this long without a frame
 const WAIT_MS = 15_000; // give up on a greeting / reply after this long
 const FRAME = 320; // 20 ms at 16 kHz
@@ -91,6 +99,23 @@ function sampleTree(root: number): { cpu: number; ownCpu: number; rssMb: number;
     rss += rssKb(p);
   }
   return { cpu, ownCpu, rssMb: rss / 1024, procs: pids.length };
+}
+
+/** One shared microphone clock for every caller (drift-corrected 20 ms frames); returns its stop. */
+function micClock(callers: readonly Caller[]): () => void {
+  const t0 = performance.now();
+  let tick = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const mic = () => {
+    const now = performance.now();
+    for (const c of callers) c.mic(now);
+    tick++;
+    timer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
+  };
+  mic();
+  return () => {
+    if (timer) clearTimeout(timer);
+  };
 }
 
 // ── one caller ──────────────────────────────────────────────────────────────────────────────────────────
@@ -284,8 +309,9 @@ try {
       DEFAULT_CONCURRENCY: '1000',
       DEFAULT_RATE_PER_MINUTE: '100000',
       DATABASE_POOL_SIZE: '20',
-      // measure past the node's default capacity unless told otherwise (MEDIA_MAX_CALLS=50 shows the refusals)
-      MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000',
+      // measure past the node's default capacity unless told otherwise (MEDIA_MAX_CALLS=50 shows the refusals); a
+      // burst measures the node's own admission
+      ...(process.env.MEDIA_MAX_CALLS || !BURST ? { MEDIA_MAX_CALLS: process.env.MEDIA_MAX_CALLS ?? '10000' } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -319,6 +345,56 @@ try {
     sentences.push(resample(pcm24, 24000, 16000));
   }
 
+  if (BURST > 0) {
+    log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · burst of ${BURST} callers within 1 s · MEDIA_MAX_CALLS ${process.env.MEDIA_MAX_CALLS ?? "the node's default"} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    log('| node | callers | accepted | refused (503 / 1013) | refusal after ms p50 / p99 / max | refused late (> 2 s) | hung | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies |');
+    log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const phase of ['fresh', 'warm'] as const) {
+      if (phase === 'warm') await sleep(3000);
+      const refusedAfter: number[] = [];
+      let at503 = 0;
+      let at1013 = 0;
+      let hung = 0;
+      const callers: Caller[] = [];
+      const stopMic = micClock(callers);
+      await Promise.all(Array.from({ length: BURST }, async (_, i) => {
+        await sleep((i * 1000) / BURST);
+        const began = performance.now();
+        const r = await api('POST', '/call', { agentId, transport: 'websocket' });
+        if (r.status === 503) {
+          at503++;
+          refusedAfter.push(performance.now() - began);
+          return;
+        }
+        if (r.status !== 200) throw new Error(`POST /call → ${r.status} ${JSON.stringify(r.json)}`);
+        const c = new Caller(`${origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${String(r.json!.callId)}?api_key=${encodeURIComponent(key)}`, sentences);
+        callers.push(c);
+        c.start();
+        // served (its socket opened) or refused (1013), within the bound; anything else hangs
+        const decided = await Promise.race([
+          (async () => { while (!c.r.opened && !c.r.refused) await sleep(10); return true; })(),
+          sleep(REFUSE_WITHIN_MS + 3000).then(() => false),
+        ]);
+        if (!decided) hung++;
+        else if (c.r.refused) {
+          at1013++;
+          refusedAfter.push(performance.now() - began);
+        }
+        await c.done;
+      }));
+      stopMic();
+      const rs = callers.map((c) => c.r).filter((r) => r.opened && !r.refused);
+      const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
+      const v2v = rs.flatMap((r) => r.v2v);
+      const missed = rs.reduce((a, r) => a + r.missedReplies, 0) + rs.filter((r) => r.greetMs === null).length;
+      const late = refusedAfter.filter((ms) => ms > REFUSE_WITHIN_MS).length;
+      log(`| ${phase} | ${BURST} | ${rs.length} | ${at503} / ${at1013} | ${f0(pct(refusedAfter, 50))} / ${f0(pct(refusedAfter, 99))} / ${f0(Math.max(...refusedAfter, NaN))} | ${late} | ${hung} | ${f0(pct(greet, 50))} / ${f0(pct(greet, 99))} | ${f0(pct(v2v, 50))} / ${f0(pct(v2v, 99))} | ${missed} |`);
+      // every accepted call ends before the next phase (their rows free the node's room)
+      await sleep(1500);
+    }
+    log(`load average now ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    process.exitCode = 0;
+  } else {
   log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · ${TURNS} turns per call, ${PAUSE_MS} ms pause · server pid ${serverPid} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   log('| calls | accepted | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies | jitter p99 ms | frames late >40 ms | utterance max lateness p50 / p99 ms · gaps >60 ms | overhead p50 / p99 ms | CPU % core per call (Node share) | RSS MB per call | procs | tree RSS MB idle → peak |');
   log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
@@ -343,17 +419,7 @@ try {
     }
     const urls = await Promise.all(ids.map(async (id) => `${origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${id}?api_key=${encodeURIComponent(key)}`));
     const callers = urls.map((u) => new Caller(u, sentences));
-    // one shared microphone clock for every caller (drift-corrected 20 ms)
-    const t0 = performance.now();
-    let tick = 0;
-    let micTimer: NodeJS.Timeout | null = null;
-    const mic = () => {
-      const now = performance.now();
-      for (const c of callers) c.mic(now);
-      tick++;
-      micTimer = setTimeout(mic, Math.max(0, t0 + tick * 20 - performance.now()));
-    };
-    mic();
+    const stopMic = micClock(callers);
     // N callers join within the same second
     let peakRss = idle1.rssMb;
     let peakProcs = idle1.procs;
@@ -373,7 +439,7 @@ try {
     const wall = (performance.now() - w0) / 1000;
     clearInterval(sampler);
     clientLag.disable();
-    if (micTimer) clearTimeout(micTimer);
+    stopMic();
     const rs = callers.map((c) => c.r);
     const greet = rs.flatMap((r) => (r.greetMs !== null ? [r.greetMs] : []));
     if (firstGreeting === null && greet.length) firstGreeting = greet[0]!;
@@ -430,6 +496,7 @@ try {
   }
   const best = perLevel.filter((l) => l.n > 1).at(-1);
   if (best && best.cpuPerCall > 0) log(`calls per core (from CPU per call at ${best.n}): ${f1(100 / best.cpuPerCall)}  (Pipecat light bench: ≈ 25–29 per core at 3.5–4 % per call)`);
+  }
 } catch (err) {
   exit = 1;
   log(`bench failed: ${(err as Error).stack ?? String(err)}`);

@@ -72,21 +72,44 @@ export interface NodeLoad {
   draining: boolean;
   /** the node's own public origin (MEDIA_PUBLIC_URL) when it differs from the shared PUBLIC_URL, else null */
   publicUrl?: string | null;
+  /** what the local engines weigh on this node (1, or CALLS_PER_CORE / NEURAL_CALLS_PER_CORE with the neural models) */
+  localUnit?: number;
+}
+
+/** `local` when any engine of the call (STT, TTS, LLM) runs on the media node, else `vendor`. */
+export function engineClass(providers: readonly string[]): WeightEngines {
+  return providers.includes('local') ? 'local' : 'vendor';
+}
+
+/** What a call of this agent on this transport asks of a media node. */
+export function weightOf(agent: { stt: { provider: string }; tts: { provider: string }; llm: { provider: string } }, transport: WeightTransport) {
+  return { transport, engines: engineClass([agent.stt.provider, agent.tts.provider, agent.llm.provider]) };
+}
+
+/**
+ * A call's weight on a node: its transport's row of CALL_WEIGHTS; a local-engine call weighs the node's `localUnit`
+ * (what its local engines cost there) plus the transport's surcharge over the unit.
+ */
+export function callWeight(t: WeightTransport, engines: WeightEngines, localUnit = 1): number {
+  const row = CALL_WEIGHTS[t];
+  return engines === 'local' ? row.local - 1 + localUnit : row.vendor;
 }
 
 /** Insert or refresh this node's row: heartbeat and load. */
 export async function reportNode(db: Db, nodeId: string, load: NodeLoad): Promise<void> {
   await db.query(sql.type(z.object({}))`
-    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining, public_url)
-    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining}, ${load.publicUrl ?? null})
+    INSERT INTO media_nodes (node_id, active_calls, weighted_load, accepting, capacity, loop_lag_ms, draining, public_url, local_unit)
+    VALUES (${nodeId}, ${load.activeCalls}, ${load.weightedLoad}, ${load.accepting}, ${load.capacity}, ${load.loopLagMs}, ${load.draining}, ${load.publicUrl ?? null}, ${load.localUnit ?? 1})
     ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = now(), load_at = now(), active_calls = EXCLUDED.active_calls,
       weighted_load = EXCLUDED.weighted_load, accepting = EXCLUDED.accepting,
       capacity = EXCLUDED.capacity, loop_lag_ms = EXCLUDED.loop_lag_ms, draining = EXCLUDED.draining,
-      public_url = EXCLUDED.public_url`);
+      public_url = EXCLUDED.public_url, local_unit = EXCLUDED.local_unit`);
 }
 
-/** POST /call's 503 detail when every live media node is at capacity (or draining). */
+/** POST /call's 503 detail when no live media node has room for the call (or every one is draining). */
 export const MEDIA_AT_CAPACITY = 'All media nodes are at capacity; retry shortly';
+/** The Retry-After (seconds) of that 503: calls end and free room within seconds on a busy node. */
+export const MEDIA_RETRY_AFTER_S = 2;
 
 const capacityRow = z.object({ live: z.number(), available: z.number() });
 
@@ -101,7 +124,7 @@ export async function mediaCapacity(db: Db, deadAfterS: number): Promise<{ live:
     WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
 }
 
-const assigned = z.object({ node_id: z.string(), public_url: z.string().nullable(), load: z.number(), capacity: z.number() });
+const assigned = z.object({ node_id: z.string(), public_url: z.string().nullable(), load: z.number(), capacity: z.number(), weight: z.number() });
 export type AssignedNode = z.infer<typeof assigned>;
 
 /** The own address (`public_url`, an origin) of the media node a call was assigned to; null when it has none or
@@ -112,41 +135,68 @@ export async function assignedNodeUrl(db: Db, callId: string): Promise<string | 
   return url ?? null;
 }
 
+/** What a call asks of a node: a fixed weight, or its transport and engine class (weighed by each node's local unit). */
+export type WeightWant = number | { transport: WeightTransport; engines: WeightEngines };
+
 /**
- * Steer a pending call (POST /call, test calls, outbound phone calls' media streams) to the least loaded live media node by weight, and record it on the
- * row (calls.assigned_node). A node's load here = its reported weighted_load + the joining weight of every pending
- * call already assigned to it (those are not in its own figure until they join): so calls created between two
- * reports spread instead of all going to the node that looked emptiest. Eligible: fresh heartbeat, accepting, not
- * draining, and room for this call's joining weight (an empty node always qualifies). Least loaded = smallest share
- * of its capacity, then smallest weighted load, then node id. One advisory lock serialises the choice across api
- * replicas, atomically with the capacity check, so two of them cannot both hand a node its last room.
- * Null (the caller uses the shared PUBLIC_URL, and the proxy picks) when no node reports or none has room.
+ * Reserve room for a pending call on the least loaded live media node, inside the caller's transaction, and record
+ * it on the row (calls.assigned_node, calls.reserved_weight). A node's load here = its reported weighted_load + the
+ * reserved weight of every pending call already assigned to it (those are not in its own figure until they join),
+ * so calls created between two reports spread instead of all going to the node that looked emptiest, and the room
+ * a pending call holds stays held until its media arrives (the node then takes the reservation over) or the row
+ * leaves pending (never connected, expired). Eligible: fresh heartbeat, accepting, not draining, and room for this
+ * call's weight on that node (an empty node always qualifies). Least loaded = smallest share of its capacity, then
+ * smallest load, then node id. One advisory lock serialises the choice across api replicas, atomically with the
+ * capacity check, so two of them cannot both hand a node its last room.
+ * `full`: live nodes report and none has room. `node` null and not full: no node reports (the shared PUBLIC_URL and
+ * the node's own admission decide).
  */
-export async function assignMediaNode(db: Db, callId: string, transport: WeightTransport, deadAfterS: number): Promise<AssignedNode | null> {
-  const w = joiningWeight(transport);
+export async function reserveMediaNode(
+  tx: Pick<Db, 'query' | 'maybeOne' | 'oneFirst'>,
+  callId: string,
+  want: WeightWant,
+  deadAfterS: number,
+): Promise<{ node: AssignedNode | null; full: boolean }> {
   const wWebrtc = joiningWeight('webrtc');
   const wWs = joiningWeight('websocket');
   const wCarrier = joiningWeight('carrier');
-  return db.transaction(async (tx) => {
-    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended('media_nodes.assign', 0))`);
-    const pick = await tx.maybeOne(sql.type(assigned)`
-      WITH pending AS (
-        SELECT assigned_node,
-          sum(CASE WHEN transport IN ('webrtc', 'web') THEN ${wWebrtc}::float8 WHEN transport = 'websocket' THEN ${wWs}::float8
-                   ELSE ${wCarrier}::float8 END) AS w
-        FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL AND id <> ${callId}
-        GROUP BY assigned_node
-      ), nodes AS (
-        SELECT n.node_id, n.public_url, n.capacity::float8 AS capacity, n.weighted_load::float8 + COALESCE(p.w, 0) AS load
-        FROM media_nodes n LEFT JOIN pending p ON p.assigned_node = n.node_id
-        WHERE n.heartbeat_at > now() - make_interval(secs => ${deadAfterS}) AND n.accepting AND NOT n.draining
-      )
-      SELECT node_id, public_url, load, capacity FROM nodes
-      WHERE load <= 1e-9 OR load + ${w}::float8 <= capacity + 1e-9
-      ORDER BY load / GREATEST(capacity, 1e-9), load, node_id
-      LIMIT 1`);
-    if (!pick) return null;
-    await tx.query(sql.type(z.object({}))`UPDATE calls SET assigned_node = ${pick.node_id} WHERE id = ${callId} AND status = 'pending'`);
-    return pick;
-  });
+  const weightSql = typeof want === 'number'
+    ? sql.fragment`${want}::float8`
+    : want.engines === 'local'
+      ? sql.fragment`(${CALL_WEIGHTS[want.transport].local - 1}::float8 + n.local_unit)`
+      : sql.fragment`${CALL_WEIGHTS[want.transport].vendor}::float8`;
+  await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended('media_nodes.assign', 0))`);
+  const pick = await tx.maybeOne(sql.type(assigned)`
+    WITH pending AS (
+      SELECT assigned_node,
+        sum(COALESCE(reserved_weight, CASE WHEN transport IN ('webrtc', 'web') THEN ${wWebrtc}::float8 WHEN transport = 'websocket' THEN ${wWs}::float8
+                 ELSE ${wCarrier}::float8 END)) AS w
+      FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL AND id <> ${callId}
+      GROUP BY assigned_node
+    ), nodes AS (
+      SELECT n.node_id, n.public_url, n.capacity::float8 AS capacity, n.weighted_load::float8 + COALESCE(p.w, 0) AS load,
+             ${weightSql} AS weight
+      FROM media_nodes n LEFT JOIN pending p ON p.assigned_node = n.node_id
+      WHERE n.heartbeat_at > now() - make_interval(secs => ${deadAfterS}) AND n.accepting AND NOT n.draining
+    )
+    SELECT node_id, public_url, load, capacity, weight FROM nodes
+    WHERE load <= 1e-9 OR load + weight <= capacity + 1e-9
+    ORDER BY load / GREATEST(capacity, 1e-9), load, node_id
+    LIMIT 1`);
+  if (!pick) {
+    const live = await tx.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM media_nodes WHERE heartbeat_at > now() - make_interval(secs => ${deadAfterS})`);
+    return { node: null, full: live > 0 };
+  }
+  await tx.query(sql.type(z.object({}))`
+    UPDATE calls SET assigned_node = ${pick.node_id}, reserved_weight = ${pick.weight} WHERE id = ${callId} AND status = 'pending'`);
+  return { node: pick, full: false };
+}
+
+/**
+ * Steer a pending call to the least loaded live media node, holding its transport's joining weight there
+ * (reserveMediaNode in a transaction of its own). Null when no node reports or none has room.
+ */
+export async function assignMediaNode(db: Db, callId: string, transport: WeightTransport, deadAfterS: number): Promise<AssignedNode | null> {
+  return db.transaction(async (tx) => (await reserveMediaNode(tx, callId, joiningWeight(transport), deadAfterS)).node);
 }

@@ -21,10 +21,11 @@ import {
   pruneNodes,
   removeNode,
   NODE_ID,
+  reservedHere,
   type CallRow,
 } from './session/lifecycle.ts';
 import { WsTransport } from './transports/ws.ts';
-import { createAdmission } from './admission.ts';
+import { createAdmission, REFUSAL_TEXT, rowWeight } from './admission.ts';
 import { afterOutageGuard, endOrphanedCalls, notifyOrphans, OWN_ROW_GRACE_S } from '../core/calls/orphans.ts';
 import { recoverSpools } from './session/spool.ts';
 import { createCarrierStreams } from './transports/carriers/server.ts';
@@ -55,7 +56,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const { logger } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   const neural = !deps.engines && deps.config.NODE_ENV !== 'test' && neuralLocalEnginesInstalled();
-  const runner = createCallRunner(deps, { localUnit: neural ? CALLS_PER_CORE / NEURAL_CALLS_PER_CORE : 1 });
+  // what a local-engine call weighs here: the unit, or the neural engines' share of a core
+  const localUnit = neural ? CALLS_PER_CORE / NEURAL_CALLS_PER_CORE : 1;
+  const runner = createCallRunner(deps, { localUnit });
+  const joinWeight = (kind: string, row: CallRow) => rowWeight(kind, row.config_snapshot, localUnit);
   const live = runner.live;
   const pendingSetups = new Set<Promise<void>>();
   // models and recognisers load now, not on the first call (only with the default engines)
@@ -71,15 +75,15 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // `local` runs) a local-engine call weighs CALLS_PER_CORE / NEURAL_CALLS_PER_CORE units, so the node admits what
   // those engines serve in real time without limiting its vendor-engine calls; tests keep the light weight.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
-  const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed });
-  const phone = createCarrierStreams(deps, runner, admission);
+  const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed, closed: () => closed });
+  const phone = createCarrierStreams(deps, runner, admission, joinWeight);
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   let lagMs = 0;
   // the node's own address, reported only when it is not the shared PUBLIC_URL (POST /call then steers calls to it)
   const ownUrl = deps.config.MEDIA_PUBLIC_URL?.replace(/\/+$/, '');
   const publicUrl = ownUrl && ownUrl !== deps.config.publicUrl ? ownUrl : null;
-  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining, publicUrl });
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining, publicUrl, localUnit });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
@@ -155,13 +159,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
       const principal = await resolveApiKey(deps.db, key);
       clock.poll(); // each step of a join polls the frame clock: see media/session/runner.ts
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
-      const admitted = admission.admit('websocket');
-      if (!admitted.ok) return acceptAndClose(req, socket, head, 1013, admitted.text);
-      try {
-        await join(req, socket, head, callId, principal.organizationId);
-      } finally {
-        admitted.release();
-      }
+      if (admission.refusal() === 'draining') return acceptAndClose(req, socket, head, 1013, REFUSAL_TEXT.draining);
+      await join(req, socket, head, callId, principal.organizationId);
     })().catch((err: unknown) => {
       logger.error({ err, callId }, 'websocket setup failed');
       if (!socket.destroyed) socket.destroy();
@@ -176,9 +175,12 @@ export function createMediaService(deps: MediaDeps): MediaService {
     const t: Promise<void> = p.then(() => {}, () => {}).finally(() => pendingSetups.delete(t));
     pendingSetups.add(t);
   };
-  const webrtc = createWebRtcSignaling(deps, runner, { admission, track });
+  const webrtc = createWebRtcSignaling(deps, runner, { admission, track, weightOf: joinWeight });
 
-  /** An admitted join: the call row's checks, then the pipeline (resolves once it started or could not). */
+  /**
+   * A join: the call row's checks, then admission at the call's own weight (a call whose room the api reserved here
+   * is taken over, never refused for capacity), then the pipeline (resolves once it started or could not).
+   */
   async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null): Promise<void> {
     const row = await loadCall(deps.db, callId);
     clock.poll();
@@ -187,9 +189,15 @@ export function createMediaService(deps: MediaDeps): MediaService {
     }
     if (row.transport !== 'websocket') return acceptAndClose(req, socket, head, 1008, 'Call transport mismatch');
     if (row.status !== 'pending') return acceptAndClose(req, socket, head, 1008, 'Call not available');
-    const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
-    clock.poll();
-    await runCall(ws, row);
+    const admitted = admission.admit('websocket', { weight: joinWeight('websocket', row), reserved: reservedHere(row) });
+    if (!admitted.ok) return acceptAndClose(req, socket, head, 1013, admitted.text);
+    try {
+      const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
+      clock.poll();
+      await runCall(ws, row);
+    } finally {
+      admitted.release();
+    }
   }
 
   async function runCall(ws: WebSocket, pending: CallRow): Promise<void> {

@@ -2,10 +2,11 @@
 // clones) and a Temporal dev server (unless TEMPORAL_ADDRESS is given), runs the whole ava suite, stops both,
 // and ends with the line `N passed, N failed` read from ava's TAP output.
 import { spawn } from 'node:child_process';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startScratchDatabase, startTemporalDev } from './infra.ts';
-import { ensureS3Server, startS3Server, type S3Server } from './s3-server.ts';
+import { ensureS3Server, startS3Server, type S3Server, type S3State } from './s3-server.ts';
 
 const log = (m: string) => process.stderr.write(`[test] ${m}\n`);
 const t0 = Date.now();
@@ -21,27 +22,32 @@ if (!temporalAddress) {
   log(`temporal ready on ${temporalAddress}`);
 }
 
-// A real S3-compatible server (versitygw) for the S3 storage tests; built once into .data/bin.
+// A real S3-compatible server (versitygw) for the S3 storage tests, built once into .data/bin. It is built and
+// started in the background: the test files run meanwhile, and the S3 tests wait for the state file it writes.
+const s3StateFile = path.join(os.tmpdir(), `vas-test-s3-${process.pid}.json`);
 let s3: S3Server | null = null;
-const s3Env: Record<string, string> = {};
-const s3Bin = ensureS3Server(log);
-if (s3Bin.bin !== null) {
+const writeS3State = (st: S3State) => {
+  writeFileSync(`${s3StateFile}.partial`, JSON.stringify(st));
+  renameSync(`${s3StateFile}.partial`, s3StateFile);
+};
+const s3Ready = (async () => {
+  const bin = await ensureS3Server(log);
+  if (bin.bin === null) {
+    log(`S3 tests will be skipped: ${bin.reason}`);
+    return writeS3State({ unavailable: bin.reason });
+  }
   try {
-    s3 = await startS3Server(s3Bin.bin);
-    Object.assign(s3Env, { TEST_S3_ENDPOINT: s3.endpoint, TEST_S3_ACCESS_KEY: s3.accessKey, TEST_S3_SECRET_KEY: s3.secretKey });
+    s3 = await startS3Server(bin.bin);
+    writeS3State({ endpoint: s3.endpoint, accessKey: s3.accessKey, secretKey: s3.secretKey });
     log(`S3 server (versitygw) ready on ${s3.endpoint}`);
   } catch (err) {
-    s3Env.TEST_S3_UNAVAILABLE = `the S3 test server did not start: ${(err as Error).message}`;
-    log(`S3 tests will be skipped: ${s3Env.TEST_S3_UNAVAILABLE}`);
+    const why = `the S3 test server did not start: ${(err as Error).message}`;
+    log(`S3 tests will be skipped: ${why}`);
+    writeS3State({ unavailable: why });
   }
-} else if ('reason' in s3Bin) {
-  s3Env.TEST_S3_UNAVAILABLE = s3Bin.reason;
-  log(`S3 tests will be skipped: ${s3Bin.reason}`);
-}
+})();
+const s3Env = { TEST_S3_STATE: s3StateFile };
 
-// Test files in flight at once: one more than the cores. Many tests spend much of their time waiting (for a
-// process to restart, a timeout to pass, a call to end), so one more file keeps the cores busy.
-// `npm test -- --concurrency N` overrides it.
 const userArgs = process.argv.slice(2);
 const concurrency = userArgs.some((a) => a === '--concurrency' || a.startsWith('--concurrency=') || a === '-c') ? [] : ['--concurrency', String(os.availableParallelism() + 1)];
 const args = ['--tap', ...concurrency, ...userArgs];
@@ -74,7 +80,9 @@ child.stdout.on('data', (chunk: Buffer) => {
 });
 const code: number = await new Promise((resolve) => child.once('exit', (c) => resolve(c ?? 1)));
 await temporal?.stop();
-await s3?.stop();
+await s3Ready;
+await (s3 as S3Server | null)?.stop();
+rmSync(s3StateFile, { force: true });
 await scratch.stop();
 if (code !== 0 && failed === 0) failed = 1; // a crash of the runner itself is a failure too
 log(`finished in ${Math.round((Date.now() - t0) / 1000)} s`);

@@ -19,7 +19,11 @@ export function errorMiddleware(): Middleware {
       if (err instanceof HttpError) {
         ctx.status = err.status;
         ctx.body = { detail: err.detail };
-        if (err.status >= 500) ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'request failed');
+        if (err.options.retryAfterS !== undefined) ctx.set('Retry-After', String(err.options.retryAfterS));
+        if (err.status >= 500) {
+          if (err.options.expected) ctx.state.log?.warn({ status: err.status, detail: err.detail, requestId: ctx.state.requestId }, 'request refused');
+          else ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'request failed');
+        }
         return;
       }
       const e = err as { status?: number; expose?: boolean; message?: string };

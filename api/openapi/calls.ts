@@ -1,11 +1,7 @@
 // OpenAPI schema of one call's detail record (`GET /calls/{callId}`), in particular `logs.latency[]`: the per-turn
 // stage timings the media process stores with the call (media/pipeline/metrics.ts summarizeTurn). The same numbers
 // feed the `voice_turn_stage_seconds{stage, provider}` histogram on /metrics.
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const num = { type: 'number' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
+import { int, nullable, num, str, ts } from './parts.ts';
 const ms = (description: string) => ({ ...nullable(num), description });
 
 /** The stage events of a turn, in pipeline order, as `detail` keys (ms from the turn's origin). */

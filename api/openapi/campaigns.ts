@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { createCampaignBody, updateCampaignBody } from '../../core/campaigns/schemas.ts';
 import { registerOpenApiPaths } from './document.ts';
+import { err, int, nullable, ok, page, pageOf, str, ts } from './parts.ts';
 
 const json = (schema: z.ZodType) => {
   const s = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
@@ -10,21 +11,7 @@ const json = (schema: z.ZodType) => {
   return s;
 };
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
-const ok = (schema: unknown) => ({ description: 'OK', content: { 'application/json': { schema } } });
-const err = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', properties: { detail: {} }, required: ['detail'] } } } });
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
 const idParam = [{ name: 'id', in: 'path', required: true, schema: int }];
-const page = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
-const pageOf = (item: object) => ({
-  type: 'object',
-  properties: { items: { type: 'array', items: item }, total: int, page: int, perPage: int, totalPages: int },
-});
 const logEntry = { type: 'object', properties: { ts, level: { enum: ['info', 'warning', 'error'] }, event: str, message: str, details: { type: 'object' } } };
 const campaign = {
   type: 'object',

@@ -1,9 +1,8 @@
 // OpenAPI path items of the carrier webhooks (api/routes/telephony/webhooks.ts): every carrier but Smartflo, which
 // has none.
 import { registerOpenApiPaths } from './document.ts';
+import { err, str } from './parts.ts';
 
-const str = { type: 'string' };
-const err = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', properties: { detail: {} }, required: ['detail'] } } } });
 const carrier = { name: 'carrier', in: 'path', required: true, schema: { enum: ['twilio', 'plivo', 'telnyx', 'vonage', 'exotel'] } };
 const callId = { name: 'callId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 const signed = 'Verified with the carrier\'s signature (Twilio X-Twilio-Signature, Plivo X-Plivo-Signature-V3 + nonce, Telnyx telnyx-signature-ed25519 + telnyx-timestamp, Vonage signed-callback JWT with payload_hash) or, for Exotel, our signed `token` / `config`+`sig` query parameters.';

@@ -1,19 +1,7 @@
 // OpenAPI path items of the console read models (api/routes/console.ts).
 import { registerOpenApiPaths } from './document.ts';
+import { bool, err, int, nullable, num, ok, page, str, ts } from './parts.ts';
 
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const num = { type: 'number' };
-const bool = { type: 'boolean' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
-const json = (schema: unknown) => ({ 'application/json': { schema } });
-const ok = (schema: unknown) => ({ description: 'OK', content: json(schema) });
-const err = (description: string) => ({ description, content: json({ type: 'object', properties: { detail: {} }, required: ['detail'] }) });
-const page = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
 
 const webhookDelivery = {
   type: 'object',

@@ -3,18 +3,9 @@
 import { z } from 'zod';
 import { CREDENTIAL_TYPES, credentialCreate, SECRET_FIELDS } from '../../core/credentials/store.ts';
 import { registerOpenApiPaths } from './document.ts';
+import { err, int, json, ok, page, str, ts } from './parts.ts';
 
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const ts = { type: 'string', format: 'date-time' };
-const json = (schema: unknown) => ({ 'application/json': { schema } });
-const ok = (schema: unknown, description = 'OK') => ({ description, content: json(schema) });
-const err = (description: string) => ({ description, content: json({ type: 'object', properties: { detail: {} }, required: ['detail'] }) });
 const uuidParam = { name: 'credential_uuid', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
-const page = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
 const tags = ['Credentials'];
 const masked = { type: 'string', description: 'masked: "••••" + the last 4 characters ("••••" alone for secrets of 8 characters or fewer)' };
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { agentConfigSchema, inlineToolSchema } from '../../core/agent-config/schema.ts';
 import { toolCreateSchema, toolDefinitionSchema, toolUpdateSchema } from '../../core/agent-config/saved-tools.ts';
 import type { ApiDeps } from '../deps.ts';
+import { err, ok, page, pageOf } from './parts.ts';
 
 type Json = Record<string, unknown>;
 
@@ -16,9 +17,6 @@ function schemaOf(s: z.ZodType): Json {
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: unknown, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
-const errorBody = { type: 'object', properties: { detail: {} }, required: ['detail'] };
-const err = (description: string) => json(errorBody, description);
 
 /** Path items other route modules may add (registerOpenApiPaths) before the document is first served. */
 const extraPaths: Record<string, Json> = {};
@@ -27,15 +25,6 @@ export function registerOpenApiPaths(paths: Record<string, Json>): void {
 }
 
 const uuidParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
-const pageParams = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
-const pageOf = (item: unknown) => ({
-  type: 'object',
-  properties: { items: { type: 'array', items: item }, total: { type: 'integer' }, page: { type: 'integer' }, perPage: { type: 'integer' }, totalPages: { type: 'integer' } },
-  required: ['items', 'total', 'page', 'perPage', 'totalPages'],
-});
 
 let cached: Json | null = null;
 
@@ -60,7 +49,7 @@ function build(): Json {
   const webhookSecret = { type: ['string', 'null'], minLength: 1, maxLength: 512, description: 'Write-only HMAC key for webhook signatures (X-Service-Signature); never returned.' };
   const agentCreate = { ...configSchema, properties: { ...(configSchema.properties as Json), webhookSecret } };
   const agentPatch = { ...configSchema, required: [], properties: { ...(configSchema.properties as Json), webhookSecret }, description: 'Any subset of AgentConfig plus optional webhookSecret (deep-merged; see the operation description).' };
-  const invalidAgentConfig = json(
+  const invalidAgentConfig = ok(
     {
       type: 'object',
       properties: {
@@ -93,29 +82,29 @@ function build(): Json {
   };
   const paths: Record<string, Json> = {
     '/agents': {
-      post: { tags: ['Agents'], summary: 'Create an agent', requestBody: { required: true, content: { 'application/json': { schema: agentCreate } } }, responses: { 201: json(agentEnvelope, 'Agent envelope (resolved config)'), 400: invalidAgentConfig, 401: err('Missing or invalid API key') } },
+      post: { tags: ['Agents'], summary: 'Create an agent', requestBody: { required: true, content: { 'application/json': { schema: agentCreate } } }, responses: { 201: ok(agentEnvelope, 'Agent envelope (resolved config)'), 400: invalidAgentConfig, 401: err('Missing or invalid API key') } },
       get: {
         tags: ['Agents'],
         summary: 'List agents (archived hidden unless asked)',
-        parameters: [...pageParams, { name: 'status', in: 'query', schema: { enum: ['active', 'archived', 'all'], default: 'active' } }, { name: 'include_archived', in: 'query', schema: { enum: ['true', 'false'] } }, { name: 'name', in: 'query', schema: { type: 'string' } }],
-        responses: { 200: json(pageOf(agentEnvelope)), 422: err('Invalid query parameters') },
+        parameters: [...page, { name: 'status', in: 'query', schema: { enum: ['active', 'archived', 'all'], default: 'active' } }, { name: 'include_archived', in: 'query', schema: { enum: ['true', 'false'] } }, { name: 'name', in: 'query', schema: { type: 'string' } }],
+        responses: { 200: ok(pageOf(agentEnvelope)), 422: err('Invalid query parameters') },
       },
     },
     '/agents/{agent_uuid}': {
       parameters: [uuidParam('agent_uuid')],
-      get: { tags: ['Agents'], summary: 'Get an agent', responses: { 200: json(agentEnvelope), 404: err("'Agent not found'") } },
+      get: { tags: ['Agents'], summary: 'Get an agent', responses: { 200: ok(agentEnvelope), 404: err("'Agent not found'") } },
       patch: {
         tags: ['Agents'],
         summary: 'Deep-merge update',
         description: 'Objects merge recursively; lists, scalars and null replace; contextVariables replaces wholesale; the merged result is re-validated under a row lock; webhookSecret is written directly and never returned.',
         requestBody: { required: true, content: { 'application/json': { schema: agentPatch } } },
-        responses: { 200: json(agentEnvelope), 400: invalidAgentConfig, 404: err("'Agent not found'") },
+        responses: { 200: ok(agentEnvelope), 400: invalidAgentConfig, 404: err("'Agent not found'") },
       },
-      delete: { tags: ['Agents'], summary: 'Archive an agent', responses: { 200: json(agentEnvelope), 404: err("'Agent not found'") } },
+      delete: { tags: ['Agents'], summary: 'Archive an agent', responses: { 200: ok(agentEnvelope), 404: err("'Agent not found'") } },
     },
     '/agents/{agent_uuid}/duplicate': {
       parameters: [uuidParam('agent_uuid')],
-      post: { tags: ['Agents'], summary: 'Duplicate an agent', requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string', maxLength: 120 } } } } } }, responses: { 201: json(agentEnvelope), 404: err("'Agent not found'") } },
+      post: { tags: ['Agents'], summary: 'Duplicate an agent', requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string', maxLength: 120 } } } } } }, responses: { 201: ok(agentEnvelope), 404: err("'Agent not found'") } },
     },
     '/agents/preview-snapshot': {
       post: {
@@ -124,26 +113,26 @@ function build(): Json {
         description: 'Context variables are merged (saved < call-time non-blank < built-ins) and placeholders substituted. {{user_number}} and {{agent_number}} stay literal here (a preview is not a call); on a web call they are the empty string, on a telephony call the phone numbers.',
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { agentId: { type: 'string', format: 'uuid' }, agent: ref('AgentConfig'), contextVariables: { type: 'object', additionalProperties: { type: 'string' } } }, additionalProperties: false } } } },
         responses: {
-          200: json({ type: 'object', properties: { snapshot: ref('AgentConfig') } }),
+          200: ok({ type: 'object', properties: { snapshot: ref('AgentConfig') } }),
           400: err("{error: 'Agent configuration validation failed', details: [{path, message, type}]} or \"Must provide either 'agentId' or 'agent'.\""),
           404: err("'Agent not found'"),
           422: err('Off-catalog model (string detail naming model and provider)'),
         },
       },
     },
-    '/agents/models/available': { get: { tags: ['Catalog'], summary: 'Model catalog: providers, models, defaults, languages per speech model, restricted voices', responses: { 200: json({ type: 'object' }) } } },
-    '/user/configurations/providers': { get: { tags: ['Catalog'], summary: 'Providers and whether each can run on this install (credentials set and adapter present)', responses: { 200: json({ type: 'object', properties: { providers: { type: 'array', items: { type: 'object', properties: { family: { enum: ['llm', 'stt', 'tts'] }, provider: { type: 'string' }, label: { type: 'string' }, credentialEnv: { type: ['string', 'null'], description: 'Config variable holding the credential; null when none is needed' }, credentialsConfigured: { type: 'boolean', description: 'Same as configured' }, configured: { type: 'boolean', description: 'The credential variables are set' }, adapter: { type: 'boolean', description: 'This install has an adapter for the provider' }, available: { type: 'boolean', description: 'configured and adapter: a call on it can run here' } } } } } }) } } },
+    '/agents/models/available': { get: { tags: ['Catalog'], summary: 'Model catalog: providers, models, defaults, languages per speech model, restricted voices', responses: { 200: ok({ type: 'object' }) } } },
+    '/user/configurations/providers': { get: { tags: ['Catalog'], summary: 'Providers and whether each can run on this install (credentials set and adapter present)', responses: { 200: ok({ type: 'object', properties: { providers: { type: 'array', items: { type: 'object', properties: { family: { enum: ['llm', 'stt', 'tts'] }, provider: { type: 'string' }, label: { type: 'string' }, credentialEnv: { type: ['string', 'null'], description: 'Config variable holding the credential; null when none is needed' }, credentialsConfigured: { type: 'boolean', description: 'Same as configured' }, configured: { type: 'boolean', description: 'The credential variables are set' }, adapter: { type: 'boolean', description: 'This install has an adapter for the provider' }, available: { type: 'boolean', description: 'configured and adapter: a call on it can run here' } } } } } }) } } },
     '/tools': {
-      post: { tags: ['Tools'], summary: 'Create a saved tool', requestBody: { required: true, content: { 'application/json': { schema: ref('SavedToolCreate') } } }, responses: { 200: json(toolRecord), 400: err("'No organization selected for the user', \"Invalid category '...'. Must be one of: ...\", category/definition mismatch, \"Credential '...' not found\" (definition.config.credential_uuid must name a stored credential of the organization)"), 422: err('Definition failed validation (array)') } },
-      get: { tags: ['Tools'], summary: 'List saved tools', parameters: [...pageParams, { name: 'category', in: 'query', schema: { enum: ['function', 'endCall', 'transferCall', 'calculator', 'query', 'native', 'integration'] } }, { name: 'status', in: 'query', schema: { enum: ['active', 'archived', 'all'], default: 'active' } }], responses: { 200: json(pageOf(toolRecord)) } },
+      post: { tags: ['Tools'], summary: 'Create a saved tool', requestBody: { required: true, content: { 'application/json': { schema: ref('SavedToolCreate') } } }, responses: { 200: ok(toolRecord), 400: err("'No organization selected for the user', \"Invalid category '...'. Must be one of: ...\", category/definition mismatch, \"Credential '...' not found\" (definition.config.credential_uuid must name a stored credential of the organization)"), 422: err('Definition failed validation (array)') } },
+      get: { tags: ['Tools'], summary: 'List saved tools', parameters: [...page, { name: 'category', in: 'query', schema: { enum: ['function', 'endCall', 'transferCall', 'calculator', 'query', 'native', 'integration'] } }, { name: 'status', in: 'query', schema: { enum: ['active', 'archived', 'all'], default: 'active' } }], responses: { 200: ok(pageOf(toolRecord)) } },
     },
     '/tools/{tool_uuid}': {
       parameters: [uuidParam('tool_uuid')],
-      get: { tags: ['Tools'], summary: 'Get a saved tool', responses: { 200: json(toolRecord), 404: err("'Tool not found'") } },
-      put: { tags: ['Tools'], summary: 'Update a saved tool (complete definitions only)', requestBody: { required: true, content: { 'application/json': { schema: ref('SavedToolUpdate') } } }, responses: { 200: json(toolRecord), 400: err("Incomplete definition, category change, unknown credential_uuid"), 404: err("'Tool not found'"), 422: err('Validation failed (array)') } },
-      delete: { tags: ['Tools'], summary: 'Archive a saved tool', responses: { 200: json({ type: 'object', properties: { status: { const: 'archived' }, tool_uuid: { type: 'string', format: 'uuid' } } }), 404: err("'Tool not found'") } },
+      get: { tags: ['Tools'], summary: 'Get a saved tool', responses: { 200: ok(toolRecord), 404: err("'Tool not found'") } },
+      put: { tags: ['Tools'], summary: 'Update a saved tool (complete definitions only)', requestBody: { required: true, content: { 'application/json': { schema: ref('SavedToolUpdate') } } }, responses: { 200: ok(toolRecord), 400: err("Incomplete definition, category change, unknown credential_uuid"), 404: err("'Tool not found'"), 422: err('Validation failed (array)') } },
+      delete: { tags: ['Tools'], summary: 'Archive a saved tool', responses: { 200: ok({ type: 'object', properties: { status: { const: 'archived' }, tool_uuid: { type: 'string', format: 'uuid' } } }), 404: err("'Tool not found'") } },
     },
-    '/tools/{tool_uuid}/unarchive': { parameters: [uuidParam('tool_uuid')], post: { tags: ['Tools'], summary: 'Restore an archived tool', responses: { 200: json(toolRecord), 404: err("'Tool not found'") } } },
+    '/tools/{tool_uuid}/unarchive': { parameters: [uuidParam('tool_uuid')], post: { tags: ['Tools'], summary: 'Restore an archived tool', responses: { 200: ok(toolRecord), 404: err("'Tool not found'") } } },
   };
   return {
     openapi: '3.1.0',
@@ -206,7 +195,7 @@ function op(path,method,o){let h='<details class="op"><summary><span class="m '+
  const rb=o.requestBody&&o.requestBody.content&&o.requestBody.content['application/json'];if(rb)h+='<h4>Request body</h4><div class="schema">'+render(rb.schema,0,new Set())+'</div>';
  h+='<h4>Responses</h4>';for(const [code,r] of Object.entries(o.responses||{})){h+='<div><b>'+esc(code)+'</b> '+esc(r.description||'')+'</div>'}
  return h+'</div></details>'}
-fetch('openapi.json').then(r=>r.json()).then(d=>{doc=d;document.getElementById('title').textContent=d.info.title+' '+d.info.version;document.getElementById('desc').textContent=d.info.description||'';
+fetch('openapi.json').then(r=>r.ok()).then(d=>{doc=d;document.getElementById('title').textContent=d.info.title+' '+d.info.version;document.getElementById('desc').textContent=d.info.description||'';
  const byTag={};for(const [p,item] of Object.entries(d.paths)){const common=item.parameters||[];for(const m of ['get','post','put','patch','delete']){const o=item[m];if(!o)continue;const t=(o.tags||['Other'])[0];(byTag[t]=byTag[t]||[]).push(op(p,m,{...o,parameters:[...common,...(o.parameters||[])]}))}}
  let h='';for(const [t,ops] of Object.entries(byTag))h+='<h2>'+esc(t)+'</h2>'+ops.join('');
  h+='<h2>Schemas</h2>';for(const n of Object.keys(d.components.schemas))h+='<details class="op"><summary><code>'+esc(n)+'</code></summary><div class="body schema">'+render({$ref:'#/components/schemas/'+n},0,new Set())+'</div></details>';

@@ -6,24 +6,9 @@ import { z } from 'zod';
 import { envelopeSchema } from '../../core/calls/request.ts';
 import { registerOpenApiPaths } from './document.ts';
 import { callDetailSchema } from './calls.ts';
+import { err, int, nullable, num, ok, page, pageOf, str, ts } from './parts.ts';
 
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
-const ok = (schema: unknown, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
-const err = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', properties: { detail: {} }, required: ['detail'] } } } });
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const num = { type: 'number' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
-const page = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
-const pageOf = (item: object) => ({
-  type: 'object',
-  properties: { items: { type: 'array', items: item }, total: int, page: int, perPage: int, totalPages: int },
-  required: ['items', 'total', 'page', 'perPage', 'totalPages'],
-});
 const q = (name: string, description: string, schema: object = str) => ({ name, in: 'query', description, schema });
 const callEnvelope = z.toJSONSchema(envelopeSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
 delete callEnvelope.$schema;

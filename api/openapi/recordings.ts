@@ -2,14 +2,8 @@
 import { MAX_RECORDING_SECONDS, RECORDING_FORMATS } from '../../core/recordings/decode.ts';
 import { MAX_NAME_CHARS } from '../../core/recordings/store.ts';
 import { registerOpenApiPaths } from './document.ts';
+import { err, int, nullable, ok, str, ts } from './parts.ts';
 
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
-const json = (schema: unknown) => ({ 'application/json': { schema } });
-const ok = (schema: unknown, description = 'OK') => ({ description, content: json(schema) });
-const err = (description: string) => ({ description, content: json({ type: 'object', properties: { detail: {} }, required: ['detail'] }) });
 const tags = ['Audio recordings'];
 const id = [{ name: 'recording_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }];
 

@@ -9,22 +9,9 @@ import { twilio } from '../../core/telephony/twilio.ts';
 import type { CarrierAdapter } from '../../core/telephony/types.ts';
 import { vonage } from '../../core/telephony/vonage.ts';
 import { registerOpenApiPaths } from './document.ts';
+import { body, bool, err, int, nullable, ok, page, pageOf, str, ts } from './parts.ts';
 
-const str = { type: 'string' };
-const int = { type: 'integer' };
-const bool = { type: 'boolean' };
-const ts = { type: 'string', format: 'date-time' };
-const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
-const json = (schema: unknown) => ({ 'application/json': { schema } });
-const ok = (schema: unknown, description = 'OK') => ({ description, content: json(schema) });
-const err = (description: string) => ({ description, content: json({ type: 'object', properties: { detail: {} }, required: ['detail'] }) });
-const body = (schema: unknown) => ({ required: true, content: json(schema) });
 const path = (name: string) => ({ name, in: 'path', required: true, schema: int });
-const page = [
-  { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'per_page', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-];
-const pageOf = (item: object) => ({ type: 'object', properties: { items: { type: 'array', items: item }, total: int, page: int, perPage: int, totalPages: int } });
 const tags = ['Telephony'];
 
 const twilioConfig = {

@@ -7,7 +7,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
 import { preCheck } from '../../core/agent-config/issues.ts';
-import { admitCall, type GateDeps } from '../../core/calls/gates.ts';
+import { admitCall, gateError, type Admission, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
 import {
   BROWSER_WEBRTC, CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
@@ -19,7 +19,7 @@ import {
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
-import { MEDIA_AT_CAPACITY, assignMediaNode, mediaCapacity, type WeightTransport } from '../../core/media-nodes.ts';
+import { weightOf, type WeightTransport } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, toCallDetails, zodToItems, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -129,20 +129,11 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
   const gateDeps: GateDeps = { db, config, logger: deps.logger, temporal: deps.temporal };
   const policy = policyFromConfig(config);
-  // The URL base a new browser/WebSocket call is handed: its assigned media node's own address when that node has one
-  // (MEDIA_PUBLIC_URL), else the shared PUBLIC_URL behind the proxy. The assignment (least loaded node by weight,
-  // core/media-nodes.ts assignMediaNode) is recorded on the row either way, so calls created between two load
-  // reports spread over the nodes. A call that connects to another node than its assigned one is served there.
-  // The call row exists by now: a failed assignment (database hiccup) must not fail the request, the shared URL works.
-  const steeredBase = async (callId: string, t: WeightTransport): Promise<string> => {
-    try {
-      const node = await assignMediaNode(db, callId, t, config.MEDIA_NODE_DEAD_AFTER_S);
-      return node?.public_url ? `${node.public_url}/api/v1` : config.baseUrl;
-    } catch (err) {
-      deps.logger.warn({ err, callId }, 'media node assignment failed: the call gets the shared PUBLIC_URL');
-      return config.baseUrl;
-    }
-  };
+  // The URL base a new browser/WebSocket call is handed: the media node its room was reserved on, when that node has
+  // its own address (MEDIA_PUBLIC_URL), else the shared PUBLIC_URL behind the proxy. A call that connects to another
+  // node than its assigned one is served there under that node's own admission.
+  const baseOf = (a: Extract<Admission, { ok: true }>) => (a.node?.public_url ? `${a.node.public_url}/api/v1` : config.baseUrl);
+  const media = (snapshot: AgentConfig, t: WeightTransport) => ({ weight: weightOf(snapshot, t), deadAfterS: config.MEDIA_NODE_DEAD_AFTER_S });
 
   /**
    * The config a call runs with, frozen on its row: context variables merged (saved < call-time non-blank <
@@ -257,10 +248,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       return reject(ctx, rejectedRow(), 'snapshot_validation', 400, callValidationError(items));
     }
 
-    // every live media node full: refuse now rather than hand out a call no node can take in real time
-    const media = await mediaCapacity(db, config.MEDIA_NODE_DEAD_AFTER_S);
-    if (media.live > 0 && media.available === 0) throw new HttpError(503, MEDIA_AT_CAPACITY);
-
+    // room on a media node is reserved with the row: no node with room → 503, nothing handed out
     const webrtc = body.transport === 'webrtc';
     const admission = await admitCall(gateDeps, {
       organizationId: orgId,
@@ -269,9 +257,9 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       agent: agentRef,
       configSnapshot: snapshot.config,
       contextVariables: callVariables,
-    }, { configSnapshot: redacted });
-    if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
-    const base = await steeredBase(admission.callId, webrtc ? 'webrtc' : 'websocket');
+    }, { configSnapshot: redacted }, media(snapshot.config, webrtc ? 'webrtc' : 'websocket'));
+    if (!admission.ok) throw gateError(admission.rejection);
+    const base = baseOf(admission);
     if (webrtc) {
       ctx.status = 201;
       ctx.body = { callId: admission.callId, offerUrl: offerUrl(base, admission.callId), transport: 'webrtc', status: 'pending' };
@@ -311,12 +299,9 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
     if (!runnable.ok) return reject(ctx, row(ref), runnable.reason, runnable.status, runnable.detail);
     const snapshot = await frozenSnapshot(orgId, agent.config, body.contextVariables ?? null);
     if (!snapshot.ok) return reject(ctx, row(ref), 'snapshot_validation', 400, callValidationError(snapshot.items));
-    // every live media node full: the same refusal as POST /call
-    const media = await mediaCapacity(db, config.MEDIA_NODE_DEAD_AFTER_S);
-    if (media.live > 0 && media.available === 0) throw new HttpError(503, MEDIA_AT_CAPACITY);
-    const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot });
-    if (!admission.ok) throw new HttpError(admission.rejection.status, admission.rejection.detail);
-    ctx.body = { callId: admission.callId, offerUrl: offerUrl(await steeredBase(admission.callId, 'webrtc'), admission.callId), status: 'pending', agentName: agent.name };
+    const admission = await admitCall(gateDeps, { ...row(ref), configSnapshot: snapshot.config }, { configSnapshot: row(ref).configSnapshot }, media(snapshot.config, 'webrtc'));
+    if (!admission.ok) throw gateError(admission.rejection);
+    ctx.body = { callId: admission.callId, offerUrl: offerUrl(baseOf(admission), admission.callId), status: 'pending', agentName: agent.name };
   });
 
   router.get('/calls', async (ctx) => {

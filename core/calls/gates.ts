@@ -4,6 +4,9 @@
 //   3. wallet            — 402 {error_code: 'insufficient_balance', error_message, balance_usd, threshold_usd}
 //                          when balance < WALLET_MIN_BALANCE_USD; 403 (same shape) for other wallet reasons
 //   4. concurrency       — 429 {code: 'concurrency_limit_reached', current_limit, current_active, message}
+//   5. media capacity    — 503 'All media nodes are at capacity; retry shortly' when live media nodes report and
+//                          none has room for the call's weight (its transport × engines); the room is reserved on
+//                          the chosen node in the same transaction (core/media-nodes.ts reserveMediaNode)
 // The concurrency gate is exact under parallel load: one transaction takes a per-organization advisory lock,
 // expires the organization's abandoned pending web calls, counts pending + active calls and inserts the new row,
 // so two requests can never both see the last free slot. Rejections by gates 2-4 also write a rejected call row
@@ -14,6 +17,8 @@ import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { prom, registry } from '../metrics.ts';
+import { HttpError } from '../http-error.ts';
+import { MEDIA_AT_CAPACITY, MEDIA_RETRY_AFTER_S, reserveMediaNode, type AssignedNode, type WeightWant } from '../media-nodes.ts';
 import { expireSql, notifyExpired, orgCallsLock, type ExpiredCall } from './expiry.ts';
 import type { RejectReason } from './model.ts';
 import { insertPendingCall, insertRejectedCall, type NewCall } from './rows.ts';
@@ -26,7 +31,7 @@ const gateRejections = new prom.Counter({
 });
 
 export interface GateRejection {
-  status: 402 | 403 | 429;
+  status: 402 | 403 | 429 | 503;
   reason: RejectReason;
   detail: string | Record<string, unknown>;
 }
@@ -39,7 +44,23 @@ export interface GateDeps {
   temporal?: TemporalClient | null;
 }
 
-export type Admission = { ok: true; callId: string; createdAt: string } | { ok: false; rejection: GateRejection };
+/** `node`: the media node the call's room is reserved on (null when no node reports: nothing to reserve). */
+export type Admission = { ok: true; callId: string; createdAt: string; node: AssignedNode | null } | { ok: false; rejection: GateRejection };
+
+/** Room on a media node for the call: what it weighs (core/media-nodes.ts) and how long a node may be silent. */
+export interface MediaWant {
+  weight: WeightWant;
+  deadAfterS: number;
+}
+
+const MEDIA_CAPACITY_REJECTION: GateRejection = { status: 503, reason: 'media_capacity', detail: MEDIA_AT_CAPACITY };
+
+class NoMediaRoom extends Error {}
+
+/** The HTTP answer to a gate rejection: a full media tier is an expected, retryable condition (503, Retry-After). */
+export function gateError(r: GateRejection): HttpError {
+  return r.reason === 'media_capacity' ? new HttpError(503, r.detail, { retryAfterS: MEDIA_RETRY_AFTER_S, expected: true }) : new HttpError(r.status, r.detail);
+}
 
 /** USD as a string with at least 2 and at most 6 decimals: 0.5 → "0.50", 0.123 → "0.123". */
 export function usdString(v: number): string {
@@ -106,10 +127,11 @@ export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string)
 const counted = z.object({ active: z.number(), lim: z.number().nullable() });
 
 /**
- * Gate 4 + row creation, atomically: under the organization's advisory lock, expire abandoned pending web calls,
- * count pending + active calls and insert the pending row only if a slot is free.
+ * Gates 4 and 5 + row creation, atomically: under the organization's advisory lock, expire abandoned pending web
+ * calls, count pending + active calls and insert the pending row only if a slot is free; then, with `media`, reserve
+ * room for it on a media node — no room rolls the row back (no slot is held, nothing is dialled).
  */
-export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Promise<Admission> {
+export async function admitUnderConcurrency(deps: GateDeps, call: NewCall, media?: MediaWant): Promise<Admission> {
   const { db, config } = deps;
   let expired: readonly ExpiredCall[] = [];
   const result = await db.transaction(async (tx) => {
@@ -135,7 +157,17 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Prom
       };
     }
     const inserted = await insertPendingCall(tx, call);
-    return { ok: true as const, callId: inserted.id, createdAt: inserted.created_at };
+    let node: AssignedNode | null = null;
+    if (media) {
+      const r = await reserveMediaNode(tx, inserted.id, media.weight, media.deadAfterS);
+      if (r.full) throw new NoMediaRoom();
+      node = r.node;
+    }
+    return { ok: true as const, callId: inserted.id, createdAt: inserted.created_at, node };
+  }).catch((err: unknown) => {
+    if (!(err instanceof NoMediaRoom)) throw err;
+    expired = []; // rolled back with the row: expired again by the next call start
+    return { ok: false as const, rejection: MEDIA_CAPACITY_REJECTION };
   });
   // Their `call.ended` goes out after the commit, without holding up this request.
   if (expired.length) void notifyExpired(deps, expired).catch((err: unknown) => deps.logger.warn({ err }, 'announcing expired calls failed'));
@@ -143,18 +175,22 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall): Prom
 }
 
 /**
- * Run gates 2-4 for a call start and create its pending row. On rejection the rejected row is written
+ * Run gates 2-5 for a call start and create its pending row (gate 5 only with `media`). On rejection the rejected row is written
  * (throttled) with `rejectedRow` describing the attempt as the client sent it.
  */
 export async function admitCall(
   deps: GateDeps,
   call: NewCall,
   rejectedRow: { configSnapshot: unknown },
+  media?: MediaWant,
 ): Promise<Admission> {
   const early = await checkQuotaAndWallet(deps.db, deps.config, call.organizationId);
-  const result: Admission = early ? { ok: false, rejection: early } : await admitUnderConcurrency(deps, call);
+  const result: Admission = early ? { ok: false, rejection: early } : await admitUnderConcurrency(deps, call, media);
   if (!result.ok) {
     gateRejections.inc({ reason: result.rejection.reason });
+    // A full media tier is a condition of the service, not of the request: POST /call, test calls and campaign dials
+    // answer 503 and are retried with no row; a carrier's inbound call happened, so it leaves its refused row.
+    if (result.rejection.reason === 'media_capacity' && !call.telephony?.carrierCallId) return result;
     await insertRejectedCall(deps.db, {
       ...call,
       configSnapshot: rejectedRow.configSnapshot,

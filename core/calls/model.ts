@@ -15,7 +15,7 @@ export const CONNECTION_STATUSES = [
   'no_participant', 'dial_failed', 'initiation_failed', 'missing_credentials', 'concurrency_limit_reached',
   'insufficient_balance', 'wallet_rejected', 'org_not_found', 'user_not_found', 'no_org',
   'schema_validation', 'snapshot_validation', 'model_validation', 'agent_not_found', 'credentials_invalid',
-  'inbound_invalid', 'provider_not_supported',
+  'inbound_invalid', 'provider_not_supported', 'media_capacity',
 ] as const;
 export const TELEPHONY_PASSTHROUGH = /^telephony_[a-z0-9_]+$/;
 
@@ -28,7 +28,9 @@ export type CallSource = (typeof CALL_SOURCES)[number];
 export type RejectReason =
   | 'schema_validation' | 'snapshot_validation' | 'model_validation' | 'agent_not_found'
   | 'concurrency_limit_reached' | 'insufficient_balance' | 'wallet_rejected' | 'org_not_found'
-  | 'credentials_invalid' | 'inbound_invalid' | 'provider_not_supported' | 'missing_credentials';
+  | 'credentials_invalid' | 'inbound_invalid' | 'provider_not_supported' | 'missing_credentials'
+  /** beyond the spec's list: no live media node had room for the call (POST /call 503; inbound: the carrier's busy) */
+  | 'media_capacity';
 
 /**
  * Browser WebRTC calls, whichever endpoint created them (`POST /call` with transport=webrtc, the dashboard test

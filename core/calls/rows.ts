@@ -91,7 +91,7 @@ export function insertPendingCall(q: Queryable, c: NewCall) {
 
 /** Gate reasons are throttled to one row per organization + reason per sliding minute. */
 export const THROTTLED_REASONS: ReadonlySet<RejectReason> = new Set([
-  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found',
+  'concurrency_limit_reached', 'insufficient_balance', 'wallet_rejected', 'org_not_found', 'media_capacity',
 ]);
 
 /**
@@ -104,7 +104,8 @@ export async function insertRejectedCall(
   c: Omit<NewCall, 'logs'> & { reason: RejectReason; payload: unknown },
 ): Promise<string | null> {
   const row: NewCall = { ...c, tags: [...c.tags, 'rejected'], logs: { validation_error: c.payload ?? null } };
-  if (!THROTTLED_REASONS.has(c.reason)) return (await insertCall(db, row, 'error', c.reason)).id;
+  // a refused carrier call always gets its row: it is a real call, and the carrier's retry finds its refusal by it
+  if (!THROTTLED_REASONS.has(c.reason) || c.telephony?.carrierCallId) return (await insertCall(db, row, 'error', c.reason)).id;
   // Serialise on (org, reason) so that a burst of parallel rejections writes exactly one row.
   return db.transaction(async (tx) => {
     await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended(${`calls.reject:${c.organizationId}:${c.reason}`}, 0))`);

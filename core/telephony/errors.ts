@@ -12,11 +12,18 @@ export class OutboundError extends Error {
   }
 }
 
-/** A call-start gate refused: 402/403 wallet or quota, 429 concurrency. A rejected row was written (throttled). */
+/**
+ * A call-start gate refused: 402/403 wallet or quota, 429 concurrency, 503 no media node with room (nothing was
+ * dialled). A rejected row was written (throttled).
+ */
 export class GateRefused extends OutboundError {
   declare readonly reason: RejectReason;
   get slotFull(): boolean {
     return this.reason === 'concurrency_limit_reached';
+  }
+  /** No media node had room: the same dial can be tried again in a moment. */
+  get mediaFull(): boolean {
+    return this.reason === 'media_capacity';
   }
 }
 

@@ -5,6 +5,8 @@
 //    call we originated; otherwise the binding for the dialled number, else the number's inbound agent.
 // Routing order for a number: an inbound binding wins over the number's saved-agent attachment; across
 // organizations the most recent assignment wins.
+import { MEDIA_AT_CAPACITY, weightOf } from '../media-nodes.ts';
+import { announceUnconnected, finishUnconnected } from './ended.ts';
 import { z } from 'zod';
 import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
@@ -29,6 +31,7 @@ export type InboundAdmission =
 
 export const REFUSAL_MESSAGES: Record<string, string> = {
   concurrency_limit_reached: 'We are sorry, all of our lines are busy right now. Please call again later. Goodbye.',
+  media_capacity: 'We are sorry, all of our lines are busy right now. Please call again later. Goodbye.',
   no_route: 'We are sorry, this number is not in service. Goodbye.',
   default: 'We are sorry, this service is not available right now. Goodbye.',
 };
@@ -152,7 +155,7 @@ const isUniqueViolation = (err: unknown) => {
 export async function admitInbound(
   deps: PhoneEndDeps,
   route: InboundRoute,
-  call: { provider: string; from: string; to: string; carrierCallId: string | null },
+  call: InboundCall,
 ): Promise<InboundAdmission> {
   const id = call.carrierCallId;
   if (!id) return admitInboundOnce(deps, route, call);
@@ -168,10 +171,16 @@ export async function admitInbound(
   }
 }
 
+/**
+ * `onNode`: the call's media already arrived on a media node, which admitted it (Smartflo's static stream): no room
+ * is reserved for it elsewhere.
+ */
+type InboundCall = { provider: string; from: string; to: string; carrierCallId: string | null; onNode?: boolean };
+
 async function admitInboundOnce(
   deps: PhoneEndDeps,
   route: InboundRoute,
-  call: { provider: string; from: string; to: string; carrierCallId: string | null },
+  call: InboundCall,
 ): Promise<InboundAdmission> {
   const agent = await agentOf(deps, route);
   const attempt = { type: 'inbound', provider: call.provider, from: call.from, to: call.to, carrierCallId: call.carrierCallId };
@@ -227,7 +236,7 @@ async function admitInboundOnce(
       bindingId: route.kind === 'binding' ? route.binding.id : null,
       carrierCallId: call.carrierCallId,
     },
-  }, { configSnapshot: attempt });
+  }, { configSnapshot: attempt }, call.onNode ? undefined : { weight: weightOf(checked.config, 'carrier'), deadAfterS: deps.config.MEDIA_NODE_DEAD_AFTER_S });
   if (!admission.ok) {
     return { ok: false, reason: admission.rejection.reason, message: refusalMessage(admission.rejection.reason), orgId: route.orgId, callId: null };
   }
@@ -244,7 +253,11 @@ const outboundRow = z.object({ id: z.string(), organization_id: z.string(), stat
  */
 export async function resolveInboundStream(
   deps: PhoneEndDeps,
-  s: { configId: number; customParameters: Record<string, unknown>; from: string; to: string; carrierCallId: string | null },
+  s: {
+    configId: number; customParameters: Record<string, unknown>; from: string; to: string; carrierCallId: string | null;
+    /** the media node has no room for the stream: the call is resolved only to leave its refused row */
+    atCapacity?: boolean;
+  },
 ): Promise<InboundAdmission> {
   const signed = Object.entries(s.customParameters)
     .filter(([k]) => /custom_?identifier/i.test(k))
@@ -258,11 +271,25 @@ export async function resolveInboundStream(
       RETURNING id::text, organization_id::text, status, telephony_config_id`);
     if (!row) return { ok: false, reason: 'call_not_found', message: refusalMessage('default'), orgId: null, callId: null };
     if (row.status !== 'pending') return { ok: false, reason: 'call_not_pending', message: refusalMessage('default'), orgId: row.organization_id, callId: row.id };
+    if (s.atCapacity) {
+      const ended = await finishUnconnected(deps.db, row.id, 'media_capacity', { carrier_status: { status: 'refused_at_capacity', duration: null } });
+      if (ended) void announceUnconnected(deps, ended);
+      return { ok: false, reason: 'media_capacity', message: refusalMessage('media_capacity'), orgId: row.organization_id, callId: row.id };
+    }
     return { ok: true, callId: row.id, orgId: row.organization_id, direction: 'outbound' };
   }
   const cfg = await getConfigById(deps.db, s.configId);
   if (!cfg || cfg.provider !== 'smartflo') return { ok: false, reason: 'config_not_found', message: refusalMessage('no_route'), orgId: null, callId: null };
   const route = await smartfloRoute(deps, cfg, s.to);
   if (!route) return { ok: false, reason: 'no_route', message: refusalMessage('no_route'), orgId: cfg.organization_id, callId: null };
-  return admitInbound(deps, route, { provider: 'smartflo', from: s.from, to: s.to, carrierCallId: s.carrierCallId });
+  if (s.atCapacity) {
+    const callId = await insertRejectedCall(deps.db, {
+      organizationId: route.orgId, transport: 'inbound', callSource: 'api_inbound', tags: ['api', 'inbound'], agent: null,
+      configSnapshot: { type: 'inbound', provider: 'smartflo', from: s.from, to: s.to, carrierCallId: s.carrierCallId },
+      platformNumber: s.to, customerNumber: s.from, telephonyProvider: 'smartflo',
+      reason: 'media_capacity', payload: MEDIA_AT_CAPACITY, telephony: { carrierCallId: s.carrierCallId },
+    });
+    return { ok: false, reason: 'media_capacity', message: refusalMessage('media_capacity'), orgId: route.orgId, callId };
+  }
+  return admitInbound(deps, route, { provider: 'smartflo', from: s.from, to: s.to, carrierCallId: s.carrierCallId, onNode: true });
 }

@@ -10,7 +10,7 @@ import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/ro
 import { neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
 import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
-import { assignMediaNode } from '../media-nodes.ts';
+import { MEDIA_AT_CAPACITY, reserveMediaNode, weightOf, type AssignedNode } from '../media-nodes.ts';
 import { checkAgentProviders } from '../providers.ts';
 import { policyFromConfig } from '../net/ssrf.ts';
 import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ended.ts';
@@ -163,10 +163,17 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     throw new OutboundInvalid(runnable.status, runnable.detail, runnable.reason);
   }
 
-  // Gates + the pending row (exactly once per dialKey); a resumed dial has its row already.
+  // Gates + the pending row (exactly once per dialKey) + room on a media node, before anything rings: no room → 503,
+  // no row, no dial (a campaign waits and dials later). A resumed dial has its row already and reserves for it.
+  const want = { weight: weightOf(checked.config, 'carrier'), deadAfterS: config.MEDIA_NODE_DEAD_AFTER_S };
   let callId: string;
-  if (resume) callId = resume;
-  else {
+  let node: AssignedNode | null;
+  if (resume) {
+    callId = resume;
+    const r = await db.transaction((tx) => reserveMediaNode(tx, resume!, want.weight, want.deadAfterS));
+    if (r.full) throw new GateRefused(503, MEDIA_AT_CAPACITY, 'media_capacity');
+    node = r.node;
+  } else {
     let admission;
     try {
       admission = await admitCall(deps, {
@@ -177,7 +184,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
           credentials: configId === null ? sealCredentials(config, creds) : null,
           dialKey: req.dialKey ?? null,
         },
-      }, { configSnapshot: req.rejectedSnapshot ?? null });
+      }, { configSnapshot: req.rejectedSnapshot ?? null }, want);
     } catch (err) {
       if (req.dialKey && isUniqueViolation(err)) {
         const prior = await byDialKey(deps, req.orgId, req.dialKey);
@@ -187,13 +194,14 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     }
     if (!admission.ok) throw new GateRefused(admission.rejection.status, admission.rejection.detail, admission.rejection.reason);
     callId = admission.callId;
+    node = admission.node;
   }
 
-  // Steering: the media stream is handed to the least loaded media node by weight when that node has its own address
+  // Steering: the media stream goes to the node the room was reserved on when that node has its own address
   // (MEDIA_PUBLIC_URL), else to the shared PUBLIC_URL (the proxy picks). Smartflo's stream URL is the static one
   // pasted into its portal: not steerable. Carriers whose answer webhook returns the stream (Twilio's TwiML) read the
-  // same assignment there (api/routes/carrier-webhooks.ts).
-  const media = await steeredConfig(deps, callId);
+  // same assignment there (api/routes/telephony/webhooks.ts).
+  const media = node?.public_url ? { ...config, baseUrl: `${node.public_url}/api/v1` } : config;
 
   // Dial.
   const amd = adapter.carrierAmd === true && (amdEnabled || agentWantsVoicemailDetection(checked.config));
@@ -250,16 +258,6 @@ const failedRow = neverConnectedRow.extend({ campaign_id: z.number().nullable() 
 /** The dial never left: status error, connectionStatus dial_failed, logs.dial_error; call.ended then call.completed (core/calls/unconnected.ts); the end hook. */
 /** The config whose URLs name the media node this call is assigned to (its own address), or the shared one. The row
  * exists by now: a failed assignment (database hiccup) must not fail the dial, the shared URL works. */
-async function steeredConfig(deps: OutboundDeps, callId: string): Promise<Config> {
-  try {
-    const node = await assignMediaNode(deps.db, callId, 'carrier', deps.config.MEDIA_NODE_DEAD_AFTER_S);
-    return node?.public_url ? { ...deps.config, baseUrl: `${node.public_url}/api/v1` } : deps.config;
-  } catch (err) {
-    deps.logger.warn({ err, callId }, 'media node assignment failed: the media stream gets the shared PUBLIC_URL');
-    return deps.config;
-  }
-}
-
 async function markDialFailed(deps: OutboundDeps, callId: string, providerStatus: number, message: string, carrierCode?: number | string): Promise<void> {
   const dialError = { message, providerStatus, ...(carrierCode !== undefined ? { carrierCode } : {}) };
   const row = await deps.db.maybeOne(sql.type(failedRow)`

@@ -88,6 +88,11 @@ export function plivoRefusalXml(message: string): string {
   return `${XML}<Response>${message ? `<Speak>${xmlEscape(message)}</Speak>` : ''}<Hangup/></Response>`;
 }
 
+/** An inbound call refused with the busy signal before it is answered. */
+export function plivoBusyXml(): string {
+  return `${XML}<Response><Hangup reason="busy"/></Response>`;
+}
+
 export function plivoTransferXml(req: TransferRequest): string {
   const attrs = [`timeout="${Math.round(req.timeoutS)}"`];
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
@@ -286,6 +291,7 @@ export const plivo: CarrierAdapter = {
     async refuse(_ctx, _c, _id, message) {
       return xmlReply(plivoRefusalXml(message));
     },
+    busy: async () => xmlReply(plivoBusyXml()),
     transferDocument: (req) => xmlReply(plivoTransferXml(req)),
     // recordings of accounts with secured media need the account's Basic auth; open ones ignore it
     recordingHeaders: (c) => ({ authorization: basic(creds(c)) }),

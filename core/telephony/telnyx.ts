@@ -260,6 +260,10 @@ export const telnyx: CarrierAdapter = {
       }
       return { status: 200 };
     },
+    // the refusal is the busy rejection already
+    async busy(ctx, c, carrierCallId) {
+      return telnyx.hooks!.refuse(ctx, c, carrierCallId, '');
+    },
     ack: () => ({ status: 200 }),
   },
 };

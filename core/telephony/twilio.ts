@@ -56,6 +56,11 @@ export function refusalTwiml(message: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Say>${xmlEscape(message)}</Say><Hangup/></Response>`;
 }
 
+/** An inbound call refused with the busy signal, never answered (not billed). */
+export function busyTwiml(): string {
+  return '<?xml version="1.0" encoding="UTF-8"?><Response><Reject reason="busy"/></Response>';
+}
+
 export function hangupTwiml(): string {
   return '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
 }
@@ -265,6 +270,7 @@ export const twilio: CarrierAdapter = {
     async refuse(_ctx, _c, _id, message) {
       return xmlReply(message ? refusalTwiml(message) : hangupTwiml());
     },
+    busy: async () => xmlReply(busyTwiml()),
     recordingHeaders: (c) => ({ authorization: basic(creds(c)) }),
   },
 };

@@ -131,6 +131,12 @@ export interface CarrierHooks {
   bridge(ctx: CarrierContext, creds: Credentials, call: { callId: string; carrierCallId: string | null; streamUrl: string; inbound: boolean; replay?: boolean; record?: boolean }): Promise<CarrierReply>;
   /** A refused call: a spoken message, then hang up. */
   refuse(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null, message: string): Promise<CarrierReply>;
+  /**
+   * An inbound call refused because no media node has room: the carrier's own busy signal, without answering
+   * (Twilio `<Reject reason="busy">`, Plivo `<Hangup reason="busy">`, Telnyx `reject` USER_BUSY). Absent: `refuse`
+   * with the spoken busy message.
+   */
+  busy?(ctx: CarrierContext, creds: Credentials | null, carrierCallId: string | null): Promise<CarrierReply>;
   /** The document a transfer's leg URL answers with (Plivo aleg_url); null when the carrier transfers by REST alone. */
   transferDocument?(req: TransferRequest): CarrierReply;
   /** Headers of the download of a transferred leg's recording (the carrier's auth); none when its URLs are pre-signed. */

@@ -53,11 +53,19 @@ export const callRow = z.object({
   started_at: z.string().nullable(),
   /** W3C trace context of the request/activity that created the call (tracing on), else null */
   trace_context: z.unknown().optional(),
+  /** the media node the call's room was reserved on, and the weight reserved (core/media-nodes.ts reserveMediaNode) */
+  assigned_node: z.string().nullable().optional(),
+  reserved_weight: z.number().nullable().optional(),
 });
 export type CallRow = z.infer<typeof callRow>;
 
+/** The room a pending call holds on this node (reserved by the api before it handed the call out or dialled it). */
+export function reservedHere(row: Pick<CallRow, 'assigned_node' | 'reserved_weight'>): boolean {
+  return row.assigned_node === NODE_ID && typeof row.reserved_weight === 'number';
+}
+
 const CALL_COLS = sql.fragment`id::text, organization_id::text, agent_id, agent_uuid::text, transport, status, config_snapshot,
-  context_variables, customer_number, platform_number, started_at, trace_context`;
+  context_variables, customer_number, platform_number, started_at, trace_context, assigned_node, reserved_weight`;
 
 export async function loadCall(db: Db, callId: string): Promise<CallRow | null> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(callId)) return null;

@@ -28,7 +28,7 @@ import { bodyFindings, flatFindings, safeDecode, unstorable422 } from '../../cor
 import type { MediaDeps } from '../deps.ts';
 import type { Admission } from '../admission.ts';
 import type { CallRunner } from '../session/runner.ts';
-import { claimCall, loadCall, type CallRow } from '../session/lifecycle.ts';
+import { claimCall, loadCall, reservedHere, type CallRow } from '../session/lifecycle.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers, type BrowserIceServer } from './ice.ts';
 import { OfferError, type WebRtcNetOptions, type WebRtcOptions, type WebRtcPeer } from './peer-types.ts';
 import { MediaPlane } from './plane.ts';
@@ -85,7 +85,7 @@ class Reply extends Error {
 export function createWebRtcSignaling(
   deps: MediaDeps,
   runner: CallRunner,
-  ctl: { admission: Admission; track(p: Promise<unknown>): void },
+  ctl: { admission: Admission; track(p: Promise<unknown>): void; weightOf?: (kind: string, row: CallRow) => number },
 ): WebRtcSignaling {
   const { logger, config } = deps;
   const browserIce: BrowserIceServer[] = parseIceServers(config.WEBRTC_ICE_SERVERS);
@@ -179,7 +179,8 @@ export function createWebRtcSignaling(
     }
     if (row.status === 'active' || starting.has(callId) || peers.has(callId)) throw new Reply(409, DUPLICATE_OFFER);
     if (row.status !== 'pending') throw new Reply(404, CALL_NOT_FOUND);
-    const admitted = ctl.admission.admit('webrtc');
+    // at the call's own weight; a call whose room the api reserved on this node is taken over, never refused for capacity
+    const admitted = ctl.admission.admit('webrtc', { weight: ctl.weightOf?.('webrtc', row), reserved: reservedHere(row) });
     if (!admitted.ok) throw new Reply(503, admitted.text);
 
     starting.add(callId);

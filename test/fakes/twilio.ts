@@ -54,6 +54,8 @@ export interface ParsedTwiml {
   say: string | null;
   hangup: boolean;
   dial: { number: string | null; sip: string | null; attrs: Record<string, string> } | null;
+  /** `<Reject reason="…">`: the call is refused unanswered */
+  reject: { reason: string } | null;
 }
 
 export interface WebhookResult {
@@ -95,7 +97,8 @@ export function parseTwiml(xml: string): ParsedTwiml {
     const sip = /<Sip\b[^>]*>([\s\S]*?)<\/Sip>/.exec(dialTag[2]!);
     dial = { number: num ? unescapeXml(num[1]!) : null, sip: sip ? unescapeXml(sip[1]!) : null, attrs: attrsOf(dialTag[1]!) };
   }
-  return { xml, stream, say: say ? unescapeXml(say[1]!) : null, hangup: /<Hangup\s*\/>/.test(xml), dial };
+  const reject = /<Reject\b([^>]*?)\/?>/.exec(xml);
+  return { xml, stream, say: say ? unescapeXml(say[1]!) : null, hangup: /<Hangup\s*\/>/.test(xml), dial, reject: reject ? { reason: attrsOf(reject[1]!).reason ?? 'rejected' } : null };
 }
 
 /** A tiny valid WAV (8 kHz mono s16le, `ms` of silence) for recording downloads. */
@@ -370,6 +373,8 @@ export class FakeTwilio extends EventEmitter {
     const twiml = parseTwiml(r.body);
     if (twiml.stream) call.status = 'in-progress';
     else if (twiml.hangup) call.status = 'completed';
+    // <Reject>: never answered; the caller hears busy (reason busy) or the not-in-service tone, the call ends so
+    else if (twiml.reject) call.status = twiml.reject.reason === 'busy' ? 'busy' : 'no-answer';
     return { call, twiml, status: r.status };
   }
 }

@@ -2,21 +2,37 @@
 // file takes its own bucket; recordings/ and transcripts/ are publicly readable there, as the README asks of a
 // production bucket, so the URLs the service hands out are fetched without credentials like a customer would.
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
 
-const endpoint = process.env.TEST_S3_ENDPOINT;
+/**
+ * The server `npm test` started: scripts/test.ts builds and starts it in the background and writes TEST_S3_STATE
+ * once it is up (or why it cannot be); a test file that imports this waits for it.
+ */
+async function serverState(): Promise<{ endpoint: string; accessKey: string; secretKey: string } | { unavailable: string }> {
+  const file = process.env.TEST_S3_STATE;
+  if (!file) return { unavailable: 'TEST_S3_STATE is not set: run the tests through `npm test`, which builds and starts versitygw' };
+  const deadline = Date.now() + 15 * 60_000;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline) return { unavailable: 'the S3 test server was not ready within 15 minutes' };
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+const state = await serverState();
+const endpoint = 'endpoint' in state ? state.endpoint : undefined;
+const keys = 'endpoint' in state ? { accessKeyId: state.accessKey, secretAccessKey: state.secretKey } : { accessKeyId: '', secretAccessKey: '' };
 
 /** Why the S3 tests cannot run here, or null when they can. */
-export const s3Unavailable: string | null = endpoint
-  ? null
-  : (process.env.TEST_S3_UNAVAILABLE ?? 'TEST_S3_ENDPOINT is not set: run the tests through `npm test`, which builds and starts versitygw');
+export const s3Unavailable: string | null = 'unavailable' in state ? state.unavailable : null;
 
 export function s3Client(): S3Client {
   return new S3Client({
     region: 'us-east-1',
     endpoint,
     forcePathStyle: true,
-    credentials: { accessKeyId: process.env.TEST_S3_ACCESS_KEY!, secretAccessKey: process.env.TEST_S3_SECRET_KEY! },
+    credentials: keys,
   });
 }
 
@@ -36,8 +52,8 @@ export async function s3Bucket(prefix: string): Promise<Record<string, string>> 
     S3_BUCKET: bucket,
     S3_ENDPOINT: endpoint,
     S3_REGION: 'us-east-1',
-    S3_ACCESS_KEY_ID: process.env.TEST_S3_ACCESS_KEY!,
-    S3_SECRET_ACCESS_KEY: process.env.TEST_S3_SECRET_KEY!,
+    S3_ACCESS_KEY_ID: keys.accessKeyId,
+    S3_SECRET_ACCESS_KEY: keys.secretAccessKey,
     S3_FORCE_PATH_STYLE: 'true',
   };
 }

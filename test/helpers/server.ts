@@ -35,6 +35,9 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
     DATABASE_URL: url,
     DATA_DIR: dataDir,
     SIGNING_SECRET: 'test-signing-secret-0123456789',
+    // room for every call a test creates (many are never joined and hold their room until they expire): a test of
+    // capacity sets its own MEDIA_MAX_CALLS
+    MEDIA_MAX_CALLS: '10000',
     ...(opts.temporal === false ? {} : { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '' }),
     ...opts.env,
   };

@@ -83,3 +83,24 @@ test('POST /call counts a node available by weighted load, not by number of call
     await db.end();
   }
 });
+
+test('a join is weighed at its own weight once its row is read; a call whose room was reserved on the node is taken over, also while it drains, never once it is closed', (t) => {
+  let draining = false;
+  let closed = false;
+  const a = createAdmission({ capacity: 2, live: () => 2, draining: () => draining || closed, closed: () => closed });
+  const refused = a.admit('carrier', { weight: 1.2 });
+  t.like(refused, { ok: false, reason: 'capacity' });
+  const taken = a.admit('carrier', { weight: 1.2, reserved: true });
+  t.true(taken.ok, 'the reservation is taken over past capacity');
+  t.is(a.weighted(), 2 + 1.2, 'held at its own weight');
+  if (taken.ok) taken.release();
+  draining = true;
+  t.like(a.admit('websocket'), { ok: false, reason: 'draining' });
+  t.true(a.admit('websocket', { weight: 1, reserved: true }).ok, 'a draining node still serves the phone that rang for it');
+  closed = true;
+  t.like(a.admit('websocket', { weight: 1, reserved: true }), { ok: false, reason: 'draining' });
+  // a light call fits where its transport's largest weight would not
+  const b = createAdmission({ capacity: 1, live: () => 0.5, draining: () => false });
+  t.like(b.admit('webrtc'), { ok: false, reason: 'capacity' });
+  t.true(b.admit('webrtc', { weight: CALL_WEIGHTS.webrtc.vendor - 0.5 }).ok);
+});

@@ -224,7 +224,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignSt
           void appendLog({
             level: 'warning',
             event: 'waiting_for_line',
-            message: r.waitFor === 'caller_id' ? 'Every caller ID of the configuration is busy: waiting for one to free up' : "The organization's concurrent-call limit is reached: waiting for a free slot",
+            message: r.waitFor === 'caller_id' ? 'Every caller ID of the configuration is busy: waiting for one to free up'
+              : r.waitFor === 'media_capacity' ? 'No media node has room for another call: waiting for one (nothing was dialled)'
+              : "The organization's concurrent-call limit is reached: waiting for a free slot",
             details: { wait_for: r.waitFor },
           });
         }

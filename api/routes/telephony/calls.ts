@@ -6,6 +6,7 @@ import type { AgentConfig } from '../../../core/agent-config/index.ts';
 import type { RejectReason } from '../../../core/calls/model.ts';
 import type { CallEnvelope } from '../../../core/calls/request.ts';
 import type { CallAgentRef } from '../../../core/calls/rows.ts';
+import { gateError, type GateRejection } from '../../../core/calls/gates.ts';
 import { HttpError, type ErrorDetail } from '../../../core/http-error.ts';
 import { bakeBindingSnapshot, upsertBinding } from '../../../core/telephony/bindings.ts';
 import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '../../../core/telephony/errors.ts';
@@ -116,7 +117,8 @@ async function outbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNum
       fromNumber: from, toNumber: to.normalized, carrierCallId: placed.carrierCallId,
     };
   } catch (err) {
-    if (err instanceof GateRefused || err instanceof ProviderRejected) throw new HttpError(err.status, err.detail);
+    if (err instanceof GateRefused) throw gateError({ status: err.status as GateRejection['status'], reason: err.reason, detail: err.detail as GateRejection['detail'] });
+    if (err instanceof ProviderRejected) throw new HttpError(err.status, err.detail);
     if (err instanceof OutboundInvalid && err.reason === 'snapshot_validation') throw new HttpError(err.status, err.detail);
     if (err instanceof OutboundError) return reject(err.reason as RejectReason, err.status, err.detail);
     throw err;

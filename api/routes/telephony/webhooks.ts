@@ -242,6 +242,10 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     if (!admission.ok && admission.replay && admission.reason === 'call_not_pending') return adapter.hooks.ack?.('voice') ?? refuseSafely(adapter, creds, ev.carrierCallId, '');
     if (!admission.ok) {
       logger.info({ orgId: admission.orgId, reason: admission.reason, replay: admission.replay ?? false }, 'inbound call refused');
+      // no media node has room: the carrier's busy signal where it has one (the call is not answered)
+      if (admission.reason === 'media_capacity' && adapter.hooks.busy) {
+        return adapter.hooks.busy(cx, creds, ev.carrierCallId).catch(() => refuseSafely(adapter, creds, ev.carrierCallId, admission.message));
+      }
       return refuseSafely(adapter, creds, ev.carrierCallId, admission.message);
     }
     try {

@@ -18,6 +18,11 @@ export interface PiperRequest {
   text: string;
   /** > 1 speaks slower (Piper's length_scale multiplier) */
   lengthScale?: number;
+  /**
+   * No sampling noise (noise_scale and noise_w 0): the same text gives the same audio every time. The voice's own
+   * noise makes speech more natural; tests and benches that compare what a recogniser hears use this.
+   */
+  noiseless?: boolean;
 }
 
 interface VoiceConfig {
@@ -123,13 +128,13 @@ void serveThread<PiperRequest, Int16Array>(poolPort, async () => {
     out.push(...map['$']!);
     return out;
   };
-  const speak = async ({ text, lengthScale }: PiperRequest): Promise<{ result: Int16Array; transfer: ArrayBuffer[] }> => {
+  const speak = async ({ text, lengthScale, noiseless }: PiperRequest): Promise<{ result: Int16Array; transfer: ArrayBuffer[] }> => {
     const phonemeIds = ids(await phonemize(text, cfg.espeak.voice));
     const inf = cfg.inference;
     const out = await session.run({
       input: new ort.Tensor('int64', BigInt64Array.from(phonemeIds, (n) => BigInt(n)), [1, phonemeIds.length]),
       input_lengths: new ort.Tensor('int64', BigInt64Array.from([BigInt(phonemeIds.length)]), [1]),
-      scales: new ort.Tensor('float32', Float32Array.from([inf.noise_scale, inf.length_scale * (lengthScale ?? 1), inf.noise_w]), [3]),
+      scales: new ort.Tensor('float32', Float32Array.from([noiseless ? 0 : inf.noise_scale, inf.length_scale * (lengthScale ?? 1), noiseless ? 0 : inf.noise_w]), [3]),
     });
     const f = out.output!.data as Float32Array;
     // peak-normalised to full scale as Piper does (its output is not bounded), then 16-bit

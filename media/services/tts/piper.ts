@@ -117,7 +117,8 @@ function abbreviation(sentence: string): boolean {
   return /\d$/u.test(last) || last.length === 1 || ABBREVIATIONS.has(last.toLowerCase());
 }
 
-export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: number; pool?: () => Promise<ThreadPool<PiperRequest, Int16Array>> } = {}): TtsService {
+/** `noiseless`: no sampling noise, the same audio for the same text (PiperRequest.noiseless). */
+export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: number; noiseless?: boolean; pool?: () => Promise<ThreadPool<PiperRequest, Int16Array>> } = {}): TtsService {
   const lengthScale = opts.wordsPerMinute ? 175 / opts.wordsPerMinute : 1;
   const getPool = opts.pool ?? (() => piperPool(opts.modelsDir ? { modelsDir: opts.modelsDir } : {}));
   const utterances = new WeakSet<object>();
@@ -136,7 +137,7 @@ export function createPiperTts(opts: { modelsDir?: string; wordsPerMinute?: numb
       const p = await getPool();
       const resampler = new Resampler(PIPER_RATE, 24000);
       const start = (i: number) => {
-        const r = p.run({ text: pieces[i]!, lengthScale });
+        const r = p.run({ text: pieces[i]!, lengthScale, ...(opts.noiseless ? { noiseless: true } : {}) });
         r.catch(() => {}); // awaited below; an abandoned one must not be an unhandled rejection
         return r;
       };

@@ -7,21 +7,22 @@
 //    short refusal and is hung up.
 // Every accepted stream waits for `start`, checks its credentials before touching any row (a bad token changes
 // nothing: close 1008), claims the pending row and runs it through the call runner like any other transport, with
-// the phone-only options of phone-call.ts. Backpressure (media/admission.ts): while the node drains a new stream
-// closes 1013 'Server is draining'; once its credentials are checked, a stream over the node's capacity closes 1013
-// 'Media node at capacity' before anything is claimed or created (the call row stays pending). From then until its
-// call runs (or the set-up fails) the stream counts toward capacity as a joining call.
+// the phone-only options of phone-call.ts. Backpressure (media/admission.ts): a call whose room the api reserved on
+// this node before dialling it is taken (the node takes the reservation over); any other stream over the node's
+// capacity closes 1013 'Media node at capacity' before anything is claimed or created, and while the node drains an
+// unreserved stream closes 1013 'Server is draining'. From admission until its call runs (or the set-up fails) the
+// stream counts toward capacity as a joining call.
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { sql } from '../../../core/db/pool.ts';
 import type { UpgradeHandler } from '../../../core/http-server.ts';
-import { resolveInboundStream } from '../../../core/telephony/inbound.ts';
+import { refusalMessage, resolveInboundStream } from '../../../core/telephony/inbound.ts';
 import { verifySmartfloStreamSig, verifyStreamToken } from '../../../core/telephony/signing.ts';
 import type { Admission } from '../../admission.ts';
 import type { MediaDeps } from '../../deps.ts';
-import { claimCall, loadCall } from '../../session/lifecycle.ts';
+import { claimCall, loadCall, reservedHere, type CallRow } from '../../session/lifecycle.ts';
 import type { CallRunner } from '../../session/runner.ts';
 import { createCallEventListener, type CallEventListener } from './events.ts';
 import { carrierDialect } from './index.ts';
@@ -47,7 +48,8 @@ export interface CarrierStreams {
   close(): Promise<void>;
 }
 
-export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admission: Admission): CarrierStreams {
+/** `weightOf`: what a call of this row weighs on this node when it joins on transport `kind`. */
+export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admission: Admission, weightOf: (kind: string, row: CallRow) => number): CarrierStreams {
   const { db, config, logger } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   const pending = new Set<Promise<void>>();
@@ -84,15 +86,13 @@ export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admiss
       transport.closeWith(1008, 'Invalid stream token');
     };
     if (tokenIn === 'url' && !verifyStreamToken(config, callId, urlToken)) return refuseToken();
-    if (admission.refusal() === 'draining') return transport.closeWith(1013, 'Server is draining');
     const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
     if (!start) return transport.closeWith(1008, 'No start message');
     if (tokenIn === 'start' && !verifyStreamToken(config, callId, start.customParameters.token)) return refuseToken();
-    await admitted(transport, async () => {
-      const info = await phoneInfo(callId);
-      if (!info || info.telephony_provider !== carrier || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
-      await runPhoneCall(transport, callId, start.callSid, info.telephony_provider);
-    });
+    const info = await phoneInfo(callId);
+    const row = info && info.telephony_provider === carrier && info.status === 'pending' ? await loadCall(db, callId) : null;
+    if (!row || row.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+    await admitted(transport, { weight: weightOf(transport.kind, row), reserved: reservedHere(row) }, () => runPhoneCall(transport, row, start.callSid, carrier));
   }
 
   async function smartfloStream(ws: WebSocket, rawConfigId: string, sig: string | null): Promise<void> {
@@ -104,8 +104,18 @@ export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admiss
     if (admission.refusal() === 'draining') return transport.closeWith(1013, 'Server is draining');
     const start = await transport.waitStart(START_TIMEOUT_MS).catch(() => null);
     if (!start) return transport.closeWith(1008, 'No start message');
-    // before resolveInboundStream: a refused stream creates no inbound call row
-    await admitted(transport, async () => {
+    // before resolveInboundStream: its engines are not known yet, so it is held at the transport's joining weight
+    // until its call runs. Smartflo has answered already: a stream over capacity hears the busy message, and its
+    // call is resolved only to leave the refused row.
+    if (admission.refusal('carrier') === 'capacity') {
+      const refused = await resolveInboundStream(
+        { db, config, logger, temporal: deps.temporal },
+        { configId: Number(rawConfigId), customParameters: start.customParameters, from: start.from ?? '', to: start.to ?? '', carrierCallId: start.callSid || null, atCapacity: true },
+      ).catch((err: unknown) => (logger.warn({ err }, 'the refused smartflo stream left no row'), null));
+      logger.info({ reason: 'capacity', callId: refused?.callId ?? null }, 'smartflo stream refused');
+      return speakAndClose(deps, transport, refused && !refused.ok ? refused.message : refusalMessage('media_capacity'));
+    }
+    await admitted(transport, {}, async () => {
       const inbound = await resolveInboundStream(
         { db, config, logger, temporal: deps.temporal },
         { configId: Number(rawConfigId), customParameters: start.customParameters, from: start.from ?? '', to: start.to ?? '', carrierCallId: start.callSid || null },
@@ -115,15 +125,18 @@ export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admiss
         await speakAndClose(deps, transport, inbound.message);
         return;
       }
-      const info = await phoneInfo(inbound.callId);
-      if (!info || info.status !== 'pending') return transport.closeWith(1008, 'Call not available');
-      await runPhoneCall(transport, inbound.callId, start.callSid, info.telephony_provider);
+      const row = await loadCall(db, inbound.callId);
+      if (!row || row.status !== 'pending') return transport.closeWith(1008, 'Call not available');
+      await runPhoneCall(transport, row, start.callSid, 'smartflo');
     });
   }
 
-  /** A stream whose credentials checked out: refused over capacity (or draining), else counted as joining during setUp. */
-  async function admitted(transport: CarrierStreamTransport, setUp: () => Promise<void>): Promise<void> {
-    const a = admission.admit('carrier');
+  /**
+   * A stream whose credentials checked out: refused over capacity (unless its room was reserved here) or while
+   * draining, else counted as joining during setUp.
+   */
+  async function admitted(transport: CarrierStreamTransport, opts: { weight?: number; reserved?: boolean }, setUp: () => Promise<void>): Promise<void> {
+    const a = admission.admit('carrier', opts);
     if (!a.ok) {
       logger.info({ reason: a.reason, transport: transport.kind }, 'carrier stream refused');
       return transport.closeWith(1013, a.text);
@@ -142,9 +155,8 @@ export function createCarrierStreams(deps: MediaDeps, runner: CallRunner, admiss
       WHERE id = ${callId} AND transport IN ('outbound', 'inbound')`);
   }
 
-  async function runPhoneCall(transport: CarrierStreamTransport, callId: string, carrierCallId: string, provider: string | null): Promise<void> {
-    const row = await loadCall(db, callId);
-    if (!row) return transport.closeWith(1008, 'Call not available');
+  async function runPhoneCall(transport: CarrierStreamTransport, row: CallRow, carrierCallId: string, provider: string): Promise<void> {
+    const callId = row.id;
     const claimed = await claimCall(db, row.id, row.organization_id);
     if (!claimed) return transport.closeWith(1008, 'Call not available');
     if (carrierCallId) {

@@ -9,7 +9,7 @@ import { MODELS, ModelFileError, modelInstalled, verifiedModelFile } from '../..
 import { createLocalStt } from '../../../media/services/stt/local.ts';
 import { closeWhisper } from '../../../media/services/stt/whisper.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
-import { closePiper, leadPiece, splitClauses } from '../../../media/services/tts/piper.ts';
+import { closePiper, createPiperTts, leadPiece, splitClauses } from '../../../media/services/tts/piper.ts';
 import { createLocalLlm } from '../../../media/services/llm/local.ts';
 import { callInText, closeLocalModel, toHistory } from '../../../media/services/llm/llama.ts';
 import { resample } from '../../../core/audio/resample.ts';
@@ -173,8 +173,20 @@ test.serial('Piper TTS falls back to eSpeak NG when its model files are missing 
   t.is(createLocalTts({ languages: ['en'], model: 'espeak-ng' }).model, 'espeak-ng');
 });
 
+withBoth('Piper without sampling noise speaks the same audio every time; with its noise, not', async (t) => {
+  const same = createPiperTts({ noiseless: true });
+  const a = await speak(same, 'Your appointment is on Tuesday.');
+  const b = await speak(same, 'Your appointment is on Tuesday.');
+  t.deepEqual(a, b);
+  const noisy = createPiperTts();
+  const c = await speak(noisy, 'Your appointment is on Tuesday.');
+  const d = await speak(noisy, 'Your appointment is on Tuesday.');
+  t.notDeepEqual(c, d, 'the voice samples its noise per synthesis');
+});
+
 withBoth('Piper speaks what Whisper hears back word for word (the two new engines round trip)', async (t) => {
-  const tts = createLocalTts({ languages: ['en'] });
+  // without sampling noise: the same audio every run, so what Whisper hears does not vary between runs
+  const tts = createPiperTts({ noiseless: true });
   const stt = createLocalStt('whisper-tiny.en');
   const text = await hear(stt, resample(await speak(tts, 'Can we move my appointment to next Tuesday at three?'), 24000, 16000));
   t.log(text);
