@@ -269,8 +269,8 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
   });
 
   // One line per contact with its last call's analysis: status, verdict, and one column per top-level property of
-  // the structured data (the agent's current schema's properties first, then any other property a call's frozen
-  // schema had); a column named like a fixed one gets a `data.` prefix.
+  // the structured data (the properties of the agent's current schema and of every exported call's frozen schema,
+  // sorted by name: stored objects keep no key order); a column named like a fixed one gets a `data.` prefix.
   router.get('/campaign/:id/report', async (ctx) => {
     const orgId = requireOrg(ctx);
     const row = await load(orgId, campaignId(ctx));
@@ -291,6 +291,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     for (const p of [agentSchema, ...contacts.map((c) => c.schema_properties)]) {
       if (p && typeof p === 'object' && !Array.isArray(p)) for (const k of Object.keys(p)) if (!properties.includes(k)) properties.push(k);
     }
+    properties.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
     const fixed = ['row_number', 'phone_number', 'contact_status', 'attempts', 'last_status', 'ended_reason', 'duration_seconds', 'last_call_id', 'next_attempt_at',
       'analysis_status', 'success', 'success_score', 'success_reason'];
     const header = [...fixed, ...properties.map((p) => (fixed.includes(p) ? `data.${p}` : p))];
