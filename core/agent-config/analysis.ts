@@ -203,9 +203,10 @@ export function analysisOf(config: unknown): AnalysisConfig | null {
 export const VERDICT_SCHEMAS: Record<SuccessRubric, Json> = {
   pass_fail: {
     type: 'object',
+    // reason first: a model that writes its reason before the verdict judges better (and the grammar keeps the order)
     properties: {
+      reason: { type: 'string', description: 'one sentence: what happened against the goal' },
       passed: { type: 'boolean', description: 'true when the call achieved its goal' },
-      reason: { type: 'string', description: 'one sentence: why' },
     },
     required: ['passed', 'reason'],
     additionalProperties: false,
@@ -213,8 +214,8 @@ export const VERDICT_SCHEMAS: Record<SuccessRubric, Json> = {
   score_1_10: {
     type: 'object',
     properties: {
+      reason: { type: 'string', description: 'one sentence: what happened against the goal' },
       score: { type: 'integer', minimum: 1, maximum: 10, description: '1 = failed completely, 10 = fully achieved' },
-      reason: { type: 'string', description: 'one sentence: why' },
     },
     required: ['score', 'reason'],
     additionalProperties: false,

@@ -4,12 +4,15 @@
 // (schema.ts strictJsonSchema) and their nulls dropped from the answer; strings are capped at 400 characters so a
 // small model cannot run on inside one until maxTokens.
 //
+// The grammar only constrains the tokens: the model never sees the schema's descriptions through it, so the schema
+// is also written into the system message (node-llama-cpp's advice for fewer made-up values).
+//
 // One-shot requests get their own context (one sequence, SCHEMA_CONTEXT_TOKENS, for a long call's transcript) on
 // the same loaded model, created on first use and used one request at a time, so they never take a sequence from
 // live calls' replies.
 import os from 'node:os';
 import type { GbnfJsonSchema, LlamaContext, LlamaModel } from 'node-llama-cpp';
-import type { LlmSchemaRequest, LlmSchemaResult } from '../types.ts';
+import type { ChatMessage, LlmSchemaRequest, LlmSchemaResult } from '../types.ts';
 import { loadLocalModel, toHistory } from './llama.ts';
 import { engineError } from './openai.ts';
 import { dropNullOptionals, parseJsonAnswer, strictJsonSchema } from './schema.ts';
@@ -38,6 +41,14 @@ export function grammarSchema(node: unknown): GbnfJsonSchema {
   if (alternatives.length === 0) return { type: 'string', maxLength: MAX_STRING_CHARS, ...description };
   if (!types.includes('null')) return alternatives.length === 1 ? alternatives[0]! : { oneOf: alternatives, ...description };
   return { oneOf: [...alternatives, { type: 'null' }], ...description };
+}
+
+/** The messages with the answer's schema appended to the system message (one is added when there is none). */
+export function withSchemaInPrompt(messages: ChatMessage[], schema: Json): ChatMessage[] {
+  const note = `Answer with one JSON object that matches this JSON Schema (use null for what the conversation does not tell):\n${JSON.stringify(schema)}`;
+  const i = messages.findIndex((m) => m.role === 'system');
+  if (i < 0) return [{ role: 'system', content: note }, ...messages];
+  return messages.map((m, j) => (j === i ? { role: 'system', content: `${m.content}\n\n${note}` } : m));
 }
 
 function threads(): number {
@@ -72,7 +83,7 @@ export async function completeWithSchemaLocal(req: LlmSchemaRequest, modelsDir?:
     const sequence = ctx.getSequence();
     const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
     try {
-      const r = await chat.generateResponse(toHistory(req.messages), {
+      const r = await chat.generateResponse(toHistory(withSchemaInPrompt(req.messages, strict)), {
         grammar,
         temperature: req.temperature,
         maxTokens: req.maxTokens,
