@@ -7,6 +7,10 @@
 import test from 'ava';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import proto from '@temporalio/proto';
 import { z } from 'zod';
 import { Worker } from '@temporalio/worker';
 import { createWorker, workflowsPath } from '../../activities/worker.ts';
@@ -24,6 +28,9 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-sse.ts';
 import { agentConfig, insertEndedCall, startReceiver, USAGE } from './helpers.ts';
 
 const QUEUE = 'post-call-analysis';
+const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'post-call-analysis-history.json');
+// protobufjs's JSON form of the History message (as test/post-call/post-call.test.ts stores its fixture)
+const { History } = proto.temporal.api.history.v1;
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 const withQwen = (await modelInstalled('qwen2.5-coder-0.5b-instruct')) ? test.serial : test.skip;
 
@@ -186,6 +193,16 @@ test.serial('a real call: the Structured Outputs answer on the call, in call.com
   // The history (patched path) replays against today's workflow code.
   const history = await s.temporal!.client.workflow.getHandle(postCallWorkflowId(callId)).fetchHistory();
   await t.notThrowsAsync(Worker.runReplayHistory({ workflowsPath }, history));
+  if (process.env.RECORD_FIXTURES === '1') {
+    writeFileSync(FIXTURE, `${JSON.stringify(History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String }), null, 1)}\n`);
+  }
+});
+
+test('the recorded history of a post-call workflow with an analysis replays cleanly', async (t) => {
+  t.true(existsSync(FIXTURE), 'fixture present (regenerate with RECORD_FIXTURES=1)');
+  const history = History.fromObject(JSON.parse(readFileSync(FIXTURE, 'utf8')));
+  t.true(JSON.stringify(history).includes('analyzeCall'));
+  await t.notThrowsAsync(Worker.runReplayHistory({ workflowsPath }, history, 'postCall-analysis-fixture'));
 });
 
 test.serial('an answer that does not validate is asked again once (with the validator’s message), then stored as failed', async (t) => {
