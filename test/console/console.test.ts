@@ -357,6 +357,16 @@ browserTest('Call: the analysis section shows the verdict and one row per struct
   await go(page, `#/calls/${ids[1]}`);
   t.regex((await page.textContent('#call-analysis')) ?? '', /failed.*confirmed must be boolean/s);
   t.is(await page.locator('#analysis-data').count(), 0);
+  // the Calls list filters on the verdict and the analysis status
+  await go(page, '#/calls?success=true');
+  t.is(await rowCount(page), 1);
+  t.is(await page.getAttribute('#calls-table tbody tr', 'data-call-id'), ids[0]!);
+  await Promise.all([hashHas(page, 'analysis_status=failed'), page.selectOption('#call-filters select[name="analysis_status"]', 'failed')]);
+  await loaded(page);
+  t.is(await rowCount(page), 0, 'success=true and analysis_status=failed: none');
+  await go(page, '#/calls?analysis_status=failed');
+  t.is(await rowCount(page), 1);
+  t.is(await page.getAttribute('#calls-table tbody tr', 'data-call-id'), ids[1]!);
   await page.close();
 });
 
