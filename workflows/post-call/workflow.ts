@@ -95,7 +95,10 @@ export async function postCallWorkflow(input: PostCallInput): Promise<PostCallRe
       ? (async () => {
           analysed = await attempt('analysis', () => analysis.analyzeCall({ callId }), null) ?? { status: 'failed' };
           if (failedSteps.includes('analysis')) {
-            await analysisFailure.recordAnalysisFailure({ callId, error: lastError.get('analysis') ?? 'analysis failed' });
+            const error = lastError.get('analysis') ?? 'analysis failed';
+            await analysisFailure.recordAnalysisFailure({ callId, error }).catch((err: unknown) => {
+              log.warn('could not store the analysis failure', { callId, error: reason(err) });
+            });
           }
           return attempt('cost', () => db.computeUsageCost({ callId }), null);
         })()
