@@ -1,7 +1,8 @@
 // Lint rules. The import restrictions enforce which folders may import which:
 //   core/       imports no process folder
 //   workflows/  only @temporalio/workflow, pure core/ parts, activity *types*
-//   activities/ core/ (and workflow types for the worker bundle path)
+//   activities/ core/, the engine adapters of media/services/ (post-call analysis and agent tests run the same
+//               LLM adapters as calls), and workflow types for the worker bundle path; nothing else of media/
 //   api/        never media/ or activities/
 //   media/      never api/
 import tseslint from 'typescript-eslint';
@@ -34,7 +35,10 @@ export default tseslint.config(
   restrict(['core/**/*.ts'], ['api', 'media', 'activities', 'workflows', 'test', 'bench', 'scripts']),
   restrict(['api/**/*.ts'], ['media', 'activities', 'test', 'bench', 'scripts']),
   restrict(['media/**/*.ts'], ['api', 'activities', 'test', 'bench', 'scripts']),
-  restrict(['activities/**/*.ts'], ['api', 'media', 'test', 'bench', 'scripts']),
+  restrict(['activities/**/*.ts'], ['api', 'test', 'bench', 'scripts'], [
+    { group: [...proc(['media']), '!**/media/services/**', '!../media/services', '!../../media/services'],
+      message: 'activities/ may import media/services/ (engine adapters) only, never the session, pipeline or transports (design.md: who may import whom)' },
+  ]),
   restrict(['workflows/**/*.ts'], ['api', 'media', 'test', 'bench', 'scripts'], [
     { group: ['pg', 'slonik', 'ws', 'node:*', 'fs', 'http', 'https', 'net', '**/core/db/**', '**/core/storage*', '**/core/webhook*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
       message: 'workflows/ are deterministic: no I/O modules (design.md, Temporal rules)' },

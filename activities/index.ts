@@ -4,6 +4,7 @@ import type { Db } from '../core/db/pool.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Storage } from '../core/storage/index.ts';
 import { createPostCallActivities } from './post-call.ts';
+import { createAnalysisActivities, type AnalysisDeps } from './analysis.ts';
 import { createTransferRecordingActivities } from './transfer-recording.ts';
 import { createIngestionActivities } from './ingestion.ts';
 import { createCampaignActivities, outboundDialer, type Dialer } from './campaign.ts';
@@ -15,11 +16,14 @@ export interface ActivityDeps {
   storage: Storage;
   /** Campaign dials; default: core/telephony placeOutboundCall. */
   dialer?: Dialer;
+  /** The post-call analysis LLM; default: the live pipeline's adapter (media/services/llm/factory.ts). */
+  createLlm?: AnalysisDeps['createLlm'];
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createPostCallActivities(deps),
+    ...createAnalysisActivities(deps),
     ...createTransferRecordingActivities(deps),
     ...createIngestionActivities(deps),
     ...createCampaignActivities({ ...deps, dialer: deps.dialer ?? outboundDialer({ db: deps.db, config: deps.config, logger: deps.logger, temporal: null }) }),

@@ -11,6 +11,7 @@ import { policyFromConfig } from '../core/net/ssrf.ts';
 import { debitCall } from '../core/orgs.ts';
 import { computeCost } from '../core/pricing.ts';
 import { type Storage } from '../core/storage/index.ts';
+import { analysisOf } from '../core/agent-config/analysis.ts';
 import { parseWavHeader, InvalidWavError } from '../core/audio/wav.ts';
 import {
   cleanSummary,
@@ -49,6 +50,7 @@ export const postCallRow = z.object({
   config_snapshot: z.unknown(),
   completed_event_claimed_at: z.string().nullable(),
   post_call_completed_at: z.string().nullable(),
+  analysis: z.unknown(),
 });
 export type PostCallRow = z.infer<typeof postCallRow>;
 
@@ -56,7 +58,7 @@ export async function loadPostCallRow(db: Db, callId: string): Promise<PostCallR
   return db.maybeOne(sql.type(postCallRow)`
     SELECT id, organization_id, agent_id, agent_uuid, status, connection_status, ended_reason, duration_seconds,
            transcript, transcript_url, recording_url, usage, summary, cost, config_snapshot,
-           completed_event_claimed_at, post_call_completed_at
+           completed_event_claimed_at, post_call_completed_at, analysis
     FROM calls WHERE id = ${callId}`);
 }
 
@@ -93,6 +95,7 @@ export function callCompletedPayload(row: PostCallRow) {
     transcriptUrl: row.transcript_url,
     summary: row.summary,
     usage: row.usage && typeof row.usage === 'object' ? row.usage : null,
+    analysis: row.analysis && typeof row.analysis === 'object' ? row.analysis : null,
   };
 }
 
@@ -214,10 +217,10 @@ export function createPostCallActivities(deps: PostCallDeps) {
 
   return {
     /** The call row exists and has ended (media writes it before signalling). Retried while it is still live. */
-    async checkCallEnded({ callId }: { callId: string }): Promise<{ organizationId: string; agentId: string | null; alreadyCompleted: boolean }> {
+    async checkCallEnded({ callId }: { callId: string }): Promise<{ organizationId: string; agentId: string | null; alreadyCompleted: boolean; analysis: boolean }> {
       const row = await mustLoad(callId);
       if (!ENDED.includes(row.status)) throw ApplicationFailure.retryable(`call ${callId} is still ${row.status}`, 'CallNotEnded');
-      return { organizationId: row.organization_id, agentId: row.agent_uuid, alreadyCompleted: row.post_call_completed_at !== null };
+      return { organizationId: row.organization_id, agentId: row.agent_uuid, alreadyCompleted: row.post_call_completed_at !== null, analysis: analysisOf(row.config_snapshot) !== null };
     },
 
     /** spool/recordings/<id>.wav → recordings/<id>.wav (validated WAV). Missing spool → null (recording disabled/failed). */

@@ -19,7 +19,7 @@ export const SUMMARY_SYSTEM_PROMPT =
 
 const MAX_PROMPT_CHARS = 24_000;
 
-export function transcriptAsText(transcript: readonly TranscriptEntry[]): string {
+export function transcriptAsText(transcript: readonly TranscriptEntry[], maxChars = MAX_PROMPT_CHARS): string {
   const lines = transcript.map((e) => {
     if (e.role === 'user') return `Caller: ${e.content ?? ''}`;
     if (e.role === 'assistant') return `Agent: ${e.content ?? ''}`;
@@ -27,7 +27,7 @@ export function transcriptAsText(transcript: readonly TranscriptEntry[]): string
     return `${e.role}: ${e.content ?? ''}`;
   });
   let text = lines.join('\n');
-  if (text.length > MAX_PROMPT_CHARS) text = `[... earlier part omitted ...]\n${text.slice(-MAX_PROMPT_CHARS)}`;
+  if (text.length > maxChars) text = `[... earlier part omitted ...]\n${text.slice(-maxChars)}`;
   return text;
 }
 

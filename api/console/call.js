@@ -1,5 +1,6 @@
-// Call: the row's outcome, the recording as a waveform with caller and agent apart, the transcript placed on the
-// call's timeline (click to seek), tool calls, usage and cost, webhook deliveries, and each turn's latency
+// Call: the row's outcome, its post-call analysis (verdict and structured data), the recording as a waveform with
+// caller and agent apart, the transcript placed on the call's timeline (click to seek), tool calls, usage and
+// cost, webhook deliveries, and each turn's latency
 // (end of speech → STT final → LLM first token → TTS first audio → first audio frame sent) as bars.
 //
 // Caller and agent apart: the stored recording is one mixed mono track (media/pipeline/recorder.ts mixes both
@@ -25,7 +26,8 @@ export async function renderCall(ctx, callId) {
   draw(ctx, row, deliveries);
   // a live call, or one whose post-call processing (recording, cost) has not finished: follow it
   let timer = null;
-  const waiting = (x) => LIVE.has(x.status) || (x.connectionStatus === 'completed' && !x.recordingUrl && x.endedAt && Date.now() - Date.parse(x.endedAt) < 180_000);
+  const recent = (x) => x.endedAt && Date.now() - Date.parse(x.endedAt) < 480_000;
+  const waiting = (x) => LIVE.has(x.status) || (recent(x) && ((x.connectionStatus === 'completed' && !x.recordingUrl) || (x.configSnapshot?.analysis && !x.analysis)));
   const poll = async () => {
     const again = await api('GET', `/calls/${encodeURIComponent(callId)}`);
     if (!ctx.current() || !again.ok) return;
@@ -63,6 +65,8 @@ function draw(ctx, row, deliveries) {
       ['Summary', row.summary || '—'],
     ], { id: 'call-summary', class: 'grid2' })));
 
+  const analysis = analysisSection(row);
+  if (analysis) ctx.view.append(analysis);
   const player = recordingSection(row, entries);
   ctx.view.append(player.el);
   ctx.view.append(transcriptSection(entries, player));
@@ -315,6 +319,32 @@ const ms = (v) => (typeof v === 'number' ? `${Math.round(v)} ms` : '—');
 function provider(l, key) {
   const p = l.providers && l.providers[key] ? l.providers[key] : l[`${key}_provider`];
   return p ? ` (${p})` : '';
+}
+
+// ── analysis ────────────────────────────────────────────────────────────────────────────────────────────
+/** The agent's analysis of the call; null when the agent asks for none. */
+function analysisSection(row) {
+  const a = row.analysis;
+  if (!a) {
+    if (!row.configSnapshot?.analysis) return null;
+    const when = LIVE.has(row.status) ? 'The call is analysed when it has ended.' : 'Not analysed yet: post-call processing is running.';
+    return section('Analysis', h('p', { class: 'empty', id: 'analysis-status' }, when));
+  }
+  const v = a.successEvaluation;
+  const verdict = !v ? '—'
+    : typeof v.passed === 'boolean' ? [h('span', { class: `badge ${v.passed ? 'ok' : 'bad'}`, dataset: { verdict: String(v.passed) } }, v.passed ? 'passed' : 'not passed'), ' ', v.reason || '']
+      : [h('span', { class: `badge ${v.score >= 6 ? 'ok' : 'bad'}`, dataset: { verdict: String(v.score) } }, `${v.score} / 10`), ' ', v.reason || ''];
+  // by name: the stored order of an object's keys is the database's (jsonb), not the schema author's
+  const data = a.structuredData && typeof a.structuredData === 'object' ? Object.entries(a.structuredData).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)) : [];
+  const show = (x) => (x === null || x === undefined ? '—' : typeof x === 'object' ? JSON.stringify(x) : String(x));
+  return section('Analysis',
+    dl([
+      ['Status', badge(a.status, 'analysis')], ['Verdict', verdict],
+      ['Model', a.model ? `${a.model.provider} / ${a.model.model}` : '—'], ...(a.error ? [['Why', a.error]] : []),
+    ], { id: 'call-analysis', class: 'grid2' }),
+    data.length
+      ? table(['Field', 'Value'], data.map(([k, x]) => h('tr', { dataset: { field: k } }, h('td', { class: 'mono' }, k), h('td', null, show(x)))), { id: 'analysis-data' })
+      : null);
 }
 
 // ── usage, webhooks ─────────────────────────────────────────────────────────────────────────────────────

@@ -45,6 +45,8 @@ export async function renderCalls(ctx) {
       select('connection_status', 'Connection', CONNECTION, q),
       select('ended_reason', 'Ended reason', ENDED, q),
       select('call_source', 'Source', SOURCES, q),
+      select('analysis_status', 'Analysis', ['completed', 'failed', 'skipped'], q),
+      select('success', 'Success', ['true', 'false'], q),
       TEXT.map(([name, label]) => h('label', null, label, h('input', { name, value: q.get(name) || '', spellcheck: 'false' }))),
       h('label', null, 'From', h('input', { type: 'datetime-local', name: 'from_date', value: toLocal(q.get('from_date')) })),
       h('label', null, 'To', h('input', { type: 'datetime-local', name: 'to_date', value: toLocal(q.get('to_date')) }))),

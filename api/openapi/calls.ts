@@ -45,6 +45,25 @@ export const turnLatencySchema = {
   required: ['turn', 'stt_ms', 'llm_ms', 'tts_ms', 'total_ms', 'overhead_ms', 'detail'],
 };
 
+/** The call's post-call analysis (AgentConfig `analysis`); null when the agent asks for none or it has not run yet. */
+export const callAnalysisSchema = nullable({
+  type: 'object',
+  properties: {
+    status: { enum: ['completed', 'failed', 'skipped'], description: 'skipped: nothing was said on the call (or it never connected)' },
+    structuredData: { description: "The answer in the shape of the agent's structuredData.schema (validated); null when not asked, failed or skipped" },
+    successEvaluation: nullable({
+      anyOf: [
+        { type: 'object', properties: { passed: { type: 'boolean' }, reason: str }, required: ['passed', 'reason'] },
+        { type: 'object', properties: { score: { type: 'integer', minimum: 1, maximum: 10 }, reason: str }, required: ['score', 'reason'] },
+      ],
+      description: 'The verdict of the rubric: pass_fail {passed, reason}, score_1_10 {score, reason}',
+    }),
+    error: { ...nullable(str), description: 'Why it failed (the validator\'s message, the vendor\'s refusal) or was skipped' },
+    model: nullable({ type: 'object', properties: { provider: str, model: str }, required: ['provider', 'model'] }),
+  },
+  required: ['status', 'structuredData', 'successEvaluation', 'error', 'model'],
+});
+
 /** `GET /calls/{callId}`: the list item's fields plus the detail fields. */
 export function callDetailSchema(listItem: { properties: Record<string, unknown> }) {
   return {
@@ -68,6 +87,7 @@ export function callDetailSchema(listItem: { properties: Record<string, unknown>
       recordingUrl: nullable(str),
       usage: nullable({ type: 'object' }),
       summary: nullable(str),
+      analysis: callAnalysisSchema,
       updatedAt: ts,
     },
   };

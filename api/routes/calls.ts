@@ -10,7 +10,7 @@ import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, gateError, type Admission, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
 import {
-  BROWSER_WEBRTC, CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
+  ANALYSIS_STATUSES, BROWSER_WEBRTC, CALL_SOURCES, CONNECTION_STATUSES, ENDED_REASONS, STATUSES, TELEPHONY_PASSTHROUGH, TRANSPORTS, toDetail, toListItem,
   type RejectReason,
 } from '../../core/calls/model.ts';
 import {
@@ -97,6 +97,7 @@ export function parseHistoryQuery(q: Record<string, unknown>) {
     connectionStatus: checkCsv(items, 'connection_status', csvValues(q.connection_status), CONNECTION_STATUSES, TELEPHONY_PASSTHROUGH),
     endedReason: checkCsv(items, 'ended_reason', csvValues(q.ended_reason), ENDED_REASONS),
     callSource: checkCsv(items, 'call_source', csvValues(q.call_source), CALL_SOURCES),
+    analysisStatus: checkCsv(items, 'analysis_status', csvValues(q.analysis_status), ANALYSIS_STATUSES),
     tag: csvValues(q.tag),
     fromDate: parseDateParam(items, 'from_date', one(q.from_date), false),
     toDate: parseDateParam(items, 'to_date', one(q.to_date), true),
@@ -109,6 +110,9 @@ export function parseHistoryQuery(q: Record<string, unknown>) {
   // An unencoded '+' arrives as a space: '+14155550100' → ' 14155550100'.
   if (phone && /^ \d+$/.test(phone)) phone = `+${phone.slice(1)}`;
   if (phone) filter.phoneNumber = phone.trim();
+  const success = one(q.success);
+  if (success === 'true' || success === 'false') filter.success = success === 'true';
+  else if (success !== undefined && success !== '') items.push({ type: 'bool_parsing', path: ['success'], msg: "Input should be 'true' or 'false'", input: success });
   const provider = one(q.telephony_provider);
   if (provider) filter.telephonyProvider = provider;
   if (items.length || !parsed.success) throw new HttpError(422, to422(items, 'query'));

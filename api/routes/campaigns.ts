@@ -268,22 +268,42 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     ctx.body = envelope(rows.map(toListItem), total, page);
   });
 
+  // One line per contact with its last call's analysis: status, verdict, and one column per top-level property of
+  // the structured data (the properties of the agent's current schema and of every exported call's frozen schema,
+  // sorted by name: stored objects keep no key order); a column named like a fixed one gets a `data.` prefix.
   router.get('/campaign/:id/report', async (ctx) => {
     const orgId = requireOrg(ctx);
     const row = await load(orgId, campaignId(ctx));
     const contacts = await db.any(sql.type(z.object({
       row_number: z.number(), phone_number: z.string(), status: z.string(), attempts: z.number(), last_status: z.string().nullable(),
       last_ended_reason: z.string().nullable(), last_duration_seconds: z.number().nullable(), last_call_id: z.string().nullable(),
-      next_attempt_at: z.string().nullable(),
+      next_attempt_at: z.string().nullable(), analysis: z.unknown(), analysis_success: z.boolean().nullable(), schema_properties: z.unknown(),
     }))`
-      SELECT row_number, phone_number, status, attempts, last_status, last_ended_reason, last_duration_seconds, last_call_id::text,
-             next_attempt_at
-      FROM campaign_contacts WHERE campaign_id = ${row.id} ORDER BY row_number`);
-    const header = ['row_number', 'phone_number', 'contact_status', 'attempts', 'last_status', 'ended_reason', 'duration_seconds', 'last_call_id', 'next_attempt_at'];
-    const lines = [header.join(',')];
+      SELECT cc.row_number, cc.phone_number, cc.status, cc.attempts, cc.last_status, cc.last_ended_reason, cc.last_duration_seconds,
+             cc.last_call_id::text, cc.next_attempt_at, cl.analysis, cl.analysis_success,
+             cl.config_snapshot #> '{analysis,structuredData,schema,properties}' AS schema_properties
+      FROM campaign_contacts cc
+      LEFT JOIN calls cl ON cl.id = cc.last_call_id AND cl.organization_id = ${orgId}
+      WHERE cc.campaign_id = ${row.id} ORDER BY cc.row_number`);
+    const agentSchema = await db.maybeOneFirst(sql.type(z.object({ p: z.unknown() }))`
+      SELECT config #> '{analysis,structuredData,schema,properties}' AS p FROM agents WHERE id = ${row.agent_id} AND organization_id = ${orgId}`);
+    const properties: string[] = [];
+    for (const p of [agentSchema, ...contacts.map((c) => c.schema_properties)]) {
+      if (p && typeof p === 'object' && !Array.isArray(p)) for (const k of Object.keys(p)) if (!properties.includes(k)) properties.push(k);
+    }
+    properties.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    const fixed = ['row_number', 'phone_number', 'contact_status', 'attempts', 'last_status', 'ended_reason', 'duration_seconds', 'last_call_id', 'next_attempt_at',
+      'analysis_status', 'success', 'success_score', 'success_reason'];
+    const header = [...fixed, ...properties.map((p) => (fixed.includes(p) ? `data.${p}` : p))];
+    const lines = [header.map(csvCell).join(',')];
+    const cellOf = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : v);
     for (const c of contacts) {
+      const a = (c.analysis && typeof c.analysis === 'object' ? c.analysis : {}) as { status?: string; structuredData?: unknown; successEvaluation?: { score?: unknown; reason?: unknown } | null };
+      const data = (a.structuredData && typeof a.structuredData === 'object' ? a.structuredData : {}) as Record<string, unknown>;
       lines.push([c.row_number, c.phone_number, c.status, c.attempts, c.last_status, c.last_ended_reason, c.last_duration_seconds,
-        c.last_call_id, c.next_attempt_at ? new Date(c.next_attempt_at).toISOString() : null].map(csvCell).join(','));
+        c.last_call_id, c.next_attempt_at ? new Date(c.next_attempt_at).toISOString() : null,
+        a.status ?? null, c.analysis_success, a.successEvaluation?.score ?? null, a.successEvaluation?.reason ?? null,
+        ...properties.map((p) => cellOf(data[p]))].map(csvCell).join(','));
     }
     ctx.set('content-disposition', `attachment; filename="campaign-${row.id}-report.csv"`);
     ctx.type = 'text/csv; charset=utf-8';

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { IANAZone } from 'luxon';
 import { LANGUAGES, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS, catalog } from '../catalog.ts';
+import { analysisSchema } from './analysis.ts';
 
 /** Custom rule violations: `params.type` becomes the item type (validation.ts). */
 function fail(ctx: z.RefinementCtx, path: (string | number)[], message: string, type = 'value_error') {
@@ -410,6 +411,7 @@ export const agentConfigSchema = z
     voicemailDetection: z.boolean().default(true),
     webhook: webhookSchema.default(null),
     enableSummarization: z.boolean().default(false),
+    analysis: analysisSchema.nullable().default(null),
     recordInProviderConsole: z.boolean().nullable().default(null),
     contextVariables: contextVariablesSchema.default(() => ({})),
   })

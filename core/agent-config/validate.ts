@@ -111,6 +111,16 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
     }
   }
 
+  // ---- the analysis model (null: the agent's own); a null model is the provider's default, materialised
+  let analysis = c.analysis;
+  if (analysis?.llm) {
+    const { provider } = analysis.llm;
+    const model = analysis.llm.model ?? catalog.llm[provider].defaultModel;
+    if (!ctx.partialModelCheck && !findModel('llm', provider, model))
+      return { ok: false, kind: 'model', path: ['analysis', 'llm', 'model'], message: `Model '${model}' is not available for llm provider '${provider}'. See GET /agents/models/available.` };
+    analysis = { ...analysis, llm: { provider, model } };
+  }
+
   const items: ValidationItem[] = [];
 
   // ---- languages supported by both speech models
@@ -214,5 +224,5 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
   const hasEndCall = c.tools.some((t) => (typeof t === 'string' ? savedById.get(t)?.category === 'endCall' : t.type === 'endCall'));
   const tools = hasEndCall ? c.tools : [...c.tools, seededEndCall()];
 
-  return { ok: true, config: { ...c, llm, tools } };
+  return { ok: true, config: { ...c, llm, tools, analysis } };
 }

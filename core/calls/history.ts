@@ -22,6 +22,10 @@ export interface CallFilter {
   fromDate?: string;
   toDate?: string;
   callSource?: string[];
+  /** analysis.status values (`analysis_status`). */
+  analysisStatus?: string[];
+  /** The success verdict (`success`): passed, or a score of at least 6 under score_1_10. */
+  success?: boolean;
   /** Filled by listCalls: the organization's captured agent names matching agentName (when few enough). */
   agentNames?: string[];
 }
@@ -56,6 +60,8 @@ function conditions(orgId: string, f: CallFilter) {
   anyOf('connection_status', f.connectionStatus);
   anyOf('ended_reason', f.endedReason);
   anyOf('call_source', f.callSource);
+  anyOf('analysis_status', f.analysisStatus);
+  if (f.success !== undefined) where.push(sql.fragment`analysis_success = ${f.success}`);
   if (f.agentId !== undefined) where.push(sql.fragment`agent_uuid = ${f.agentId}`);
   if (f.agentName !== undefined && f.agentName !== '') {
     // Names matched up front on call_agent_names (see agentNameMatches) turn the substring into an equality.
@@ -107,7 +113,7 @@ export function countableFromCounters(f: CallFilter): boolean {
 /** call_counts_daily also knows the UTC day of created_at. */
 export function countableFromDaily(f: CallFilter): boolean {
   return f.callId === undefined && f.agentId === undefined && !f.agentName && !f.tag?.length && f.campaignId === undefined
-    && f.phoneNumber === undefined && f.telephonyProvider === undefined;
+    && f.phoneNumber === undefined && f.telephonyProvider === undefined && !f.analysisStatus?.length && f.success === undefined;
 }
 
 const n = z.object({ n: z.number() });
@@ -191,6 +197,6 @@ export async function getCall(db: Db, orgId: string, callId: string): Promise<Ca
   return db.maybeOne(sql.type(callDetailRow)`
     SELECT ${sql.join(listColumns.map((c) => sql.identifier([c])), sql.fragment`, `)},
            config_snapshot, context_variables, logs, telephony_sim, transcript, transcript_url, recording_url, usage,
-           summary, updated_at
+           summary, analysis, updated_at
     FROM calls WHERE id = ${callId} AND organization_id = ${orgId}`);
 }

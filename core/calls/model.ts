@@ -47,6 +47,9 @@ export function transportFilter(values: readonly string[]): string[] {
   return [...out];
 }
 
+/** Values of `analysis.status` (the `analysis_status` filter of GET /calls). */
+export const ANALYSIS_STATUSES = ['completed', 'failed', 'skipped'] as const;
+
 /** Web transports whose pending rows expire when nobody joins. */
 export const WEB_TRANSPORTS: readonly Transport[] = ['websocket', 'webrtc', 'web'];
 
@@ -90,6 +93,7 @@ export const callDetailRow = callListRow.extend({
   recording_url: z.string().nullable(),
   usage: z.unknown(),
   summary: z.string().nullable(),
+  analysis: z.unknown(),
   updated_at: z.string(),
 });
 export type CallDetailRow = z.infer<typeof callDetailRow>;
@@ -132,6 +136,7 @@ export function toDetail(r: CallDetailRow) {
     recordingUrl: r.recording_url,
     usage: r.usage ?? null,
     summary: r.summary,
+    analysis: r.analysis && typeof r.analysis === 'object' ? r.analysis : null,
     updatedAt: r.updated_at,
   };
 }

@@ -10,12 +10,9 @@
 // reply), xai, sarvam (one generation at a time), openai (HTTP speech endpoint), each in tts/<id>.ts.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
-import { llmEntry, ttsEntry } from '../../core/catalog.ts';
+import { ttsEntry } from '../../core/catalog.ts';
 import { hasAdapter } from '../../core/providers.ts';
-import { OpenAiCompatLlm } from './llm/openai.ts';
-import { AnthropicLlm } from './llm/anthropic.ts';
-import { GoogleLlm } from './llm/google.ts';
-import { createLocalLlm } from './llm/local.ts';
+import { createLlm } from './llm/factory.ts';
 import { createLocalStt } from './stt/local.ts';
 import { SonioxStt } from './stt/soniox.ts';
 import { DeepgramStt, deepgramDefaultModel } from './stt/deepgram.ts';
@@ -76,7 +73,6 @@ export function agentCorpus(agent: EngineAgentConfig): string[] {
   return out;
 }
 
-const llmModel = (agent: EngineAgentConfig) => agent.llm.model ?? llmEntry(agent.llm.provider)?.defaultModel ?? agent.llm.provider;
 const key = (k: string | undefined) => (k ? { apiKey: k } : {});
 /** The agent's STT tuning block for `provider` (empty when absent: adapters apply the spec's defaults). */
 function sttBlock<T extends object>(agent: EngineAgentConfig, provider: string): T {
@@ -97,11 +93,11 @@ function ttsCommon(agent: EngineAgentConfig, provider: string): { model: string;
 
 export const defaultFactories: EngineFactories = {
   llm: {
-    openai: ({ config, agent }) => new OpenAiCompatLlm({ provider: 'openai', model: llmModel(agent), baseUrl: config.OPENAI_BASE_URL, ...key(config.OPENAI_API_KEY) }),
-    groq: ({ config, agent }) => new OpenAiCompatLlm({ provider: 'groq', model: llmModel(agent), baseUrl: config.GROQ_BASE_URL, ...key(config.GROQ_API_KEY) }),
-    anthropic: ({ config, agent }) => new AnthropicLlm({ model: llmModel(agent), baseUrl: config.ANTHROPIC_BASE_URL, ...key(config.ANTHROPIC_API_KEY) }),
-    google: ({ config, agent }) => new GoogleLlm({ model: llmModel(agent), baseUrl: config.GOOGLE_BASE_URL, ...key(config.GOOGLE_API_KEY) }),
-    local: ({ config, agent }) => createLocalLlm(config, agent.llm.model ?? 'local-demo'),
+    openai: ({ config, agent }) => createLlm(config, 'openai', agent.llm.model),
+    groq: ({ config, agent }) => createLlm(config, 'groq', agent.llm.model),
+    anthropic: ({ config, agent }) => createLlm(config, 'anthropic', agent.llm.model),
+    google: ({ config, agent }) => createLlm(config, 'google', agent.llm.model),
+    local: ({ config, agent }) => createLlm(config, 'local', agent.llm.model),
   },
   stt: {
     local: ({ config, agent }) =>

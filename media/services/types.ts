@@ -86,6 +86,40 @@ export interface LlmRequest {
   signal: AbortSignal;
 }
 
+/**
+ * One non-streaming answer shaped by a JSON Schema (post-call analysis, judges): the vendor's own constrained
+ * mechanism is used — OpenAI-style Structured Outputs (`response_format: json_schema`, strict), Anthropic's forced
+ * tool, Gemini's `responseSchema`, a JSON-schema grammar for the in-process local model.
+ */
+export interface LlmSchemaRequest {
+  messages: ChatMessage[];
+  /**
+   * The answer's JSON Schema: an object schema using `type` (string, number, integer, boolean, array, object),
+   * `properties`, `required`, `items`, `enum`, `description` and `additionalProperties: false`. Properties left
+   * out of `required` may be absent from the answer; adapters whose vendor requires every property (strict
+   * Structured Outputs) ask for null there and drop the nulls again, so the answer is in the caller's shape.
+   */
+  schema: Record<string, unknown>;
+  /** What the vendor calls the schema (json_schema.name, the forced tool's name): 1-64 of [A-Za-z0-9_-]. */
+  name: string;
+  temperature: number;
+  maxTokens: number;
+  signal: AbortSignal;
+}
+
+export interface LlmSchemaResult {
+  /**
+   * The answer parsed from JSON; `undefined` when the text is not JSON (a refusal, a cut-off answer). Not checked
+   * against the schema: callers validate it before they rely on it.
+   */
+  value: unknown;
+  /** The answer as the model wrote it (the refusal text for a refusal). */
+  text: string;
+  usage: LlmUsage | null;
+  /** 'stop'; 'length' when maxTokens cut the answer; 'refusal' when the model declined (OpenAI `refusal`). */
+  finishReason: string;
+}
+
 export interface LlmService {
   readonly provider: string;
   readonly model: string;
@@ -93,6 +127,11 @@ export interface LlmService {
   stream(req: LlmRequest): AsyncIterable<LlmChunk>;
   /** One tiny hidden request to warm connections (llm.prewarm). */
   prewarm?(): Promise<void>;
+  /**
+   * One answer in the shape of `req.schema` (LlmSchemaRequest). Throws an Error with `engineError` on vendor
+   * failure (as stream does); absent on engines that cannot constrain their output (the demo responder).
+   */
+  completeWithSchema?(req: LlmSchemaRequest): Promise<LlmSchemaResult>;
 }
 
 // ── TTS ─────────────────────────────────────────────────────────────────────────────────────────────────

@@ -292,12 +292,13 @@ test('GET /calls/{callId}: detail fields; another organization or a malformed id
   const d = await s.request('GET', `/calls/${r.body.callId}`, { key: a.apiKey });
   t.is(d.status, 200);
   t.deepEqual(Object.keys(d.body).sort(), [
-    'agentId', 'agentName', 'callId', 'callSource', 'campaignId', 'configSnapshot', 'connectionStatus', 'contextVariables', 'cost', 'createdAt',
+    'agentId', 'agentName', 'analysis', 'callId', 'callSource', 'campaignId', 'configSnapshot', 'connectionStatus', 'contextVariables', 'cost', 'createdAt',
     'customerNumber', 'durationSeconds', 'endedAt', 'endedReason', 'logs', 'pipelineSource', 'platformNumber', 'recordingUrl',
     'startedAt', 'status', 'summary', 'tags', 'telephonyProvider', 'telephonySim', 'transcript', 'transcriptUrl', 'transport',
     'updatedAt', 'usage',
   ]);
-  t.like(d.body, { callId: r.body.callId, pipelineSource: 'agent', status: 'pending', connectionStatus: null, contextVariables: { k: 'v' }, transcript: null, usage: null });
+  t.like(d.body, { callId: r.body.callId, pipelineSource: 'agent', status: 'pending', connectionStatus: null, contextVariables: { k: 'v' }, transcript: null, usage: null, analysis: null });
+  t.is(d.body.configSnapshot.analysis, null, 'the snapshot materialises analysis: null');
   t.is(d.body.configSnapshot.webhook.headers.Authorization, '[REDACTED]', 'shown scrubbed');
   t.is(d.body.configSnapshot.webhook.headers['X-Team'], 'blue');
   const stored = await rowById(s.db, r.body.callId);

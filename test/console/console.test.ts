@@ -19,6 +19,8 @@ import { resample } from '../../core/audio/resample.ts';
 import { createLocalTts } from '../../media/services/tts/local.ts';
 import { carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env, type Org } from '../campaigns/helpers.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { sql } from '../../core/db/pool.ts';
+import { z } from 'zod';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
@@ -326,6 +328,45 @@ browserTest('Call: waveform with caller and agent apart, transcript on the timel
   t.notRegex(target, /secret-in-query/);
   if (row.endedReason === 'agent_hangup') t.true(await page.locator('#tools-table tr[data-tool="end_call"]').count() === 1);
   await shot(page, 'call');
+  await page.close();
+});
+
+browserTest('Call: the analysis section shows the verdict and one row per structured-data field; a failed one says why', async (t) => {
+  const schema = { type: 'object', properties: { confirmed: { type: 'boolean' }, day: { type: 'string' }, slots: { type: 'array', items: { type: 'string' } } }, required: ['confirmed'] };
+  const snapshot = { name: 'Analysed', llm: { provider: 'openai', model: 'gpt-4o-mini' }, analysis: { structuredData: { schema, prompt: null }, successEvaluation: { rubric: 'pass_fail', prompt: null }, llm: null } };
+  const analysed = { status: 'completed', structuredData: { confirmed: true, day: 'tuesday', slots: ['9:00', '10:30'] }, successEvaluation: { passed: true, reason: 'The caller confirmed Tuesday.' }, error: null, model: { provider: 'openai', model: 'gpt-4o-mini' } };
+  const failed = { status: 'failed', structuredData: null, successEvaluation: null, error: 'the answer does not match the schema: /structuredData/confirmed must be boolean', model: { provider: 'openai', model: 'gpt-4o-mini' } };
+  const ids: string[] = [];
+  for (const a of [analysed, failed]) {
+    ids.push(await env.s.db.oneFirst(sql.type(z.object({ id: z.string() }))`
+      INSERT INTO calls (organization_id, agent_name, transport, status, connection_status, ended_reason, call_source, config_snapshot,
+                         transcript, duration_seconds, started_at, ended_at, analysis, analysis_status, analysis_success)
+      VALUES (${org.orgId}, 'Analysed', 'websocket', 'completed', 'completed', 'user_hangup', 'websocket', ${JSON.stringify(snapshot)}::jsonb,
+              '[]'::jsonb, 12, now() - interval '20 seconds', now() - interval '8 seconds', ${JSON.stringify(a)}::jsonb, ${a.status}, ${a.status === 'completed' ? true : null})
+      RETURNING id::text`));
+  }
+  const page = await open(`#/calls/${ids[0]}`);
+  const summary = (await page.textContent('#call-analysis')) ?? '';
+  t.regex(summary, /completed/);
+  t.regex(summary, /passed.*The caller confirmed Tuesday\./);
+  t.regex(summary, /openai \/ gpt-4o-mini/);
+  t.is(await page.getAttribute('#call-analysis [data-verdict]', 'data-verdict'), 'true');
+  t.deepEqual(await page.locator('#analysis-data tbody tr').evaluateAll((rows) => rows.map((r) => (r as unknown as { dataset: { field: string } }).dataset.field)), ['confirmed', 'day', 'slots']);
+  t.regex((await page.textContent('#analysis-data tr[data-field="slots"]')) ?? '', /\["9:00","10:30"\]/);
+  await shot(page, 'call-analysis');
+  await go(page, `#/calls/${ids[1]}`);
+  t.regex((await page.textContent('#call-analysis')) ?? '', /failed.*confirmed must be boolean/s);
+  t.is(await page.locator('#analysis-data').count(), 0);
+  // the Calls list filters on the verdict and the analysis status
+  await go(page, '#/calls?success=true');
+  t.is(await rowCount(page), 1);
+  t.is(await page.getAttribute('#calls-table tbody tr', 'data-call-id'), ids[0]!);
+  await Promise.all([hashHas(page, 'analysis_status=failed'), page.selectOption('#call-filters select[name="analysis_status"]', 'failed')]);
+  await loaded(page);
+  t.is(await rowCount(page), 0, 'success=true and analysis_status=failed: none');
+  await go(page, '#/calls?analysis_status=failed');
+  t.is(await rowCount(page), 1);
+  t.is(await page.getAttribute('#calls-table tbody tr', 'data-call-id'), ids[1]!);
   await page.close();
 });
 

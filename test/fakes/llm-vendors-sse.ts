@@ -3,6 +3,8 @@
 //    content_block_delta (text_delta / input_json_delta), content_block_stop, message_delta, message_stop, ping);
 //  - Google Gemini (POST /v1beta/models/{model}:streamGenerateContent?alt=sse, each record a whole response
 //    chunk with candidates[0].content.parts, finishReason, usageMetadata; no [DONE]).
+// Non-streaming requests (Anthropic without `stream: true`, Gemini :generateContent) get the vendor's whole
+// response object: Anthropic a `message` with text and tool_use blocks, Gemini a GenerateContentResponse.
 // Scriptable per request; every request is recorded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake, recordRequest, streamRecords, type RecordedRequest } from './http-fake.ts';
@@ -15,6 +17,8 @@ export interface VendorReply {
   errorBody?: unknown;
   /** Anthropic only: an in-stream `error` event after the text */
   streamError?: { type: string; message: string };
+  /** non-streaming answers: the stop reason to report (Anthropic stop_reason, Gemini finishReason) */
+  stopReason?: string;
   /** stop writing after this many records and keep the socket open */
   stallAfter?: number;
 }
@@ -36,6 +40,11 @@ async function serve(kind: 'anthropic' | 'google'): Promise<FakeVendor> {
     const r = queue.shift() ?? { text: ['Hello.'] };
     if (r.status) {
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(r.errorBody ?? { error: { message: 'error' } }));
+      return;
+    }
+    const streaming = kind === 'anthropic' ? body?.stream === true : !/:generateContent\b/.test(req.url ?? '');
+    if (!streaming) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(kind === 'anthropic' ? anthropicMessage(r, body) : geminiResponse(r)));
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -83,6 +92,27 @@ async function serve(kind: 'anthropic' | 'google'): Promise<FakeVendor> {
       return state.clientAborts;
     },
     close: server.close,
+  };
+}
+
+function anthropicMessage(r: VendorReply, body: any) {
+  const content: object[] = [];
+  if (r.text?.length) content.push({ type: 'text', text: r.text.join('') });
+  for (const tc of r.toolCalls ?? []) content.push({ type: 'tool_use', id: tc.id, name: tc.name, input: JSON.parse(tc.argumentFragments.join('') || '{}') });
+  return {
+    id: 'msg_fake', type: 'message', role: 'assistant', model: body?.model, content,
+    stop_reason: r.stopReason ?? (r.toolCalls?.length ? 'tool_use' : 'end_turn'), stop_sequence: null,
+    usage: { input_tokens: r.usage?.input ?? 10, output_tokens: r.usage?.output ?? 5, cache_read_input_tokens: r.usage?.cacheRead ?? 0, cache_creation_input_tokens: 0 },
+  };
+}
+
+function geminiResponse(r: VendorReply) {
+  const input = r.usage?.input ?? 10;
+  const output = r.usage?.output ?? 5;
+  return {
+    candidates: [{ content: { role: 'model', parts: [{ text: (r.text ?? []).join('') }] }, finishReason: r.stopReason ?? 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: input, candidatesTokenCount: output, totalTokenCount: input + output, ...(r.usage?.cacheRead ? { cachedContentTokenCount: r.usage.cacheRead } : {}) },
+    modelVersion: 'gemini-fake',
   };
 }
 

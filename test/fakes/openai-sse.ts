@@ -3,6 +3,8 @@
 // fragment of a tool call carries index + id + type + function.name and empty arguments, later fragments only
 // index + function.arguments), a chunk with finish_reason, a final chunk with choices: [] and usage when
 // stream_options.include_usage is set, then `data: [DONE]`. Groq flavour: usage under x_groq.usage instead.
+// Non-streaming requests (prewarm, Structured Outputs) get a `chat.completion` object: the reply's `json` as the
+// message content (what a `response_format: json_schema` answer carries), or its text, or a `refusal`.
 // Scriptable per request: queue replies with `fake.reply(...)`; every request is recorded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake, recordRequest, streamRecords, type RecordedRequest } from './http-fake.ts';
@@ -19,6 +21,10 @@ export interface FakeToolCall {
 export interface FakeReply {
   /** content deltas, streamed in order */
   text?: string[];
+  /** non-streaming answers: this value as JSON text in message.content (Structured Outputs) */
+  json?: unknown;
+  /** non-streaming answers: message.refusal set and content null (the model declined the schema) */
+  refusal?: string;
   toolCalls?: FakeToolCall[];
   finishReason?: string;
   usage?: { prompt_tokens: number; completion_tokens: number; cached?: number };
@@ -66,9 +72,15 @@ export async function startFakeOpenAi(opts: { defaultReply?: FakeReply; apiKey?:
       return;
     }
     if (!body?.stream) {
-      // non-streaming (prewarm)
+      // non-streaming (prewarm, Structured Outputs)
+      const content = r.refusal !== undefined ? null : r.json !== undefined ? JSON.stringify(r.json) : (r.text ?? []).join('');
+      const u = r.usage ?? { prompt_tokens: 1, completion_tokens: 1 };
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: (r.text ?? []).join('') }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+        JSON.stringify({
+          id: 'chatcmpl-x', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: body?.model ?? 'unknown', system_fingerprint: 'fp_fake',
+          choices: [{ index: 0, message: { role: 'assistant', content, refusal: r.refusal ?? null, annotations: [] }, logprobs: null, finish_reason: r.finishReason ?? 'stop' }],
+          usage: { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens, ...(u.cached ? { prompt_tokens_details: { cached_tokens: u.cached } } : {}) },
+        }),
       );
       return;
     }

@@ -160,7 +160,8 @@ test.serial('a finished call: WAV, transcript file, cost, summary, one signed ca
   // Exactly one call.completed, every field of the spec, signature over the raw bytes.
   const [event, ...extra] = await receiver.waitFor(1);
   t.is(extra.length, 0);
-  t.deepEqual(Object.keys(event!.json).sort(), ['agentId', 'callId', 'connectionStatus', 'duration', 'endedReason', 'event', 'recordingUrl', 'summary', 'transcript', 'transcriptUrl', 'usage'].sort());
+  t.deepEqual(Object.keys(event!.json).sort(), ['agentId', 'analysis', 'callId', 'connectionStatus', 'duration', 'endedReason', 'event', 'recordingUrl', 'summary', 'transcript', 'transcriptUrl', 'usage'].sort());
+  t.is(event!.json.analysis, null, 'the agent asks for no analysis');
   t.like(event!.json, {
     event: 'call.completed', callId, agentId: agent.uuid, endedReason: 'user_hangup', connectionStatus: 'completed', duration: 42.5,
     recordingUrl: result.recordingUrl, transcriptUrl: result.transcriptUrl, summary: SUMMARY,

@@ -7,7 +7,9 @@
 // one role are merged; a conversation that does not start with the caller gets a neutral first user turn
 // (the API wants the user first). temperature is clamped to 0..1. Stop reasons are reported in the OpenAI
 // vocabulary the pipeline uses (end_turn → stop, tool_use → tool_calls, max_tokens → length).
-import type { ChatMessage, LlmChunk, LlmRequest, LlmService, LlmUsage } from '../types.ts';
+// completeWithSchema: one non-streaming request offering a single tool whose input_schema is the caller's schema,
+// forced with tool_choice {type: 'tool', name}; the answer is that tool_use block's `input`.
+import type { ChatMessage, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, LlmUsage } from '../types.ts';
 import { engineError, postJson, sseData } from './openai.ts';
 
 export interface AnthropicOptions {
@@ -168,6 +170,43 @@ export class AnthropicLlm implements LlmService {
     if (!stopped) throw engineError('anthropic LLM stream ended early', true, false);
     yield { type: 'usage', usage };
     yield { type: 'done', finishReason: finish };
+  }
+
+  async completeWithSchema(req: LlmSchemaRequest): Promise<LlmSchemaResult> {
+    const { system, messages } = toAnthropic(req.messages);
+    const { $schema: _drop, ...inputSchema } = req.schema;
+    const body: Record<string, unknown> = {
+      model: this.model,
+      max_tokens: req.maxTokens,
+      temperature: Math.min(1, Math.max(0, req.temperature)),
+      messages,
+      tools: [{ name: req.name, description: 'Record the answer in exactly this shape.', input_schema: inputSchema }],
+      tool_choice: { type: 'tool', name: req.name },
+    };
+    if (system) body.system = system;
+    const res = await this.post(body, req.signal);
+    let json: any;
+    try {
+      json = await res.json();
+    } catch (err) {
+      if (req.signal.aborted) throw err;
+      throw engineError(`anthropic LLM sent an unreadable answer: ${(err as Error).message}`, true, false);
+    }
+    const u = json?.usage ?? {};
+    const usage: LlmUsage = {
+      promptTokens: (u.input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
+      completionTokens: u.output_tokens ?? 0,
+    };
+    if (u.cache_read_input_tokens) usage.cacheReadTokens = u.cache_read_input_tokens;
+    if (u.cache_creation_input_tokens) usage.cacheCreationTokens = u.cache_creation_input_tokens;
+    const blocks = (Array.isArray(json?.content) ? json.content : []) as Array<{ type?: string; name?: string; input?: unknown; text?: string }>;
+    const call = blocks.find((b) => b.type === 'tool_use' && b.name === req.name);
+    const finishReason = json?.stop_reason === 'max_tokens' ? 'length' : 'stop';
+    if (!call) {
+      const text = blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '').join('');
+      return { value: undefined, text, usage, finishReason: json?.stop_reason === 'refusal' ? 'refusal' : finishReason };
+    }
+    return { value: call.input, text: JSON.stringify(call.input ?? null), usage, finishReason };
   }
 
   async prewarm(): Promise<void> {

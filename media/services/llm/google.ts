@@ -7,7 +7,10 @@
 // as is, anything else as {result}); consecutive turns of one role are merged. JSON-Schema keys Gemini refuses
 // ($schema, additionalProperties) are dropped from tool parameters. Finish reasons are reported in the OpenAI
 // vocabulary (STOP → stop, or tool_calls when the reply called a function; MAX_TOKENS → length).
-import type { ChatMessage, LlmChunk, LlmRequest, LlmService, LlmUsage } from '../types.ts';
+// completeWithSchema: one non-streaming :generateContent with generationConfig.responseMimeType
+// 'application/json' and the caller's schema as responseSchema (schema.ts); the answer is the candidate's text.
+import type { ChatMessage, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, LlmUsage } from '../types.ts';
+import { geminiResponseSchema, parseJsonAnswer } from './schema.ts';
 import { engineError, postJson, sseData } from './openai.ts';
 
 export interface GoogleOptions {
@@ -162,6 +165,39 @@ export class GoogleLlm implements LlmService {
       throw engineError(`google LLM stopped the reply (${finish})`, false, false);
     if (usage) yield { type: 'usage', usage };
     yield { type: 'done', finishReason: calls ? 'tool_calls' : finish === 'MAX_TOKENS' ? 'length' : 'stop' };
+  }
+
+  async completeWithSchema(req: LlmSchemaRequest): Promise<LlmSchemaResult> {
+    const { system, contents } = toGemini(req.messages);
+    const body: Record<string, unknown> = {
+      contents,
+      generationConfig: {
+        temperature: req.temperature,
+        maxOutputTokens: req.maxTokens,
+        responseMimeType: 'application/json',
+        responseSchema: geminiResponseSchema(req.schema),
+      },
+    };
+    if (system) body.systemInstruction = { parts: [{ text: system }] };
+    const res = await this.post(this.url('generateContent'), body, req.signal);
+    let json: any;
+    try {
+      json = await res.json();
+    } catch (err) {
+      if (req.signal.aborted) throw err;
+      throw engineError(`google LLM sent an unreadable answer: ${(err as Error).message}`, true, false);
+    }
+    const cand = json?.candidates?.[0];
+    const u = json?.usageMetadata;
+    let usage: LlmUsage | null = null;
+    if (u) {
+      usage = { promptTokens: u.promptTokenCount ?? 0, completionTokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0) };
+      if (u.cachedContentTokenCount) usage.cacheReadTokens = u.cachedContentTokenCount;
+    }
+    const finish: string = cand?.finishReason ?? (json?.promptFeedback?.blockReason ? 'SAFETY' : 'STOP');
+    const text = ((cand?.content?.parts ?? []) as Array<{ text?: string; thought?: boolean }>).filter((p) => !p.thought).map((p) => p.text ?? '').join('');
+    if (finish === 'SAFETY' || finish === 'RECITATION' || finish === 'PROHIBITED_CONTENT' || finish === 'BLOCKLIST') return { value: undefined, text, usage, finishReason: 'refusal' };
+    return { value: parseJsonAnswer(text), text, usage, finishReason: finish === 'MAX_TOKENS' ? 'length' : 'stop' };
   }
 
   async prewarm(): Promise<void> {

@@ -10,8 +10,9 @@
 import os from 'node:os';
 import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelFunctions, Llama, LlamaContext, LlamaModel } from 'node-llama-cpp';
 import { verifiedModelFile, MODELS } from '../model-files.ts';
-import type { ChatMessage, LlmChunk, LlmRequest, LlmService, ToolSpec } from '../types.ts';
+import type { ChatMessage, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, ToolSpec } from '../types.ts';
 import { engineError } from './openai.ts';
+import { completeWithSchemaLocal } from './llama-schema.ts';
 
 export const QWEN_MODEL = 'qwen2.5-coder-0.5b-instruct';
 const CONTEXT_TOKENS = 4096;
@@ -145,6 +146,11 @@ export class LlamaLlm implements LlmService {
 
   async prewarm(): Promise<void> {
     await loadLocalModel(this.modelsDir);
+  }
+
+  /** One answer under a JSON-schema grammar, in a context of its own (llama-schema.ts). */
+  completeWithSchema(req: LlmSchemaRequest): Promise<LlmSchemaResult> {
+    return completeWithSchemaLocal(req, this.modelsDir);
   }
 
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {

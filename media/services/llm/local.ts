@@ -8,9 +8,10 @@
 // offered end-call tool (`end_call` / `endCall`); simple two-operand arithmetic, the time and date (UTC), who it is,
 // thanks and yes/no; anything else is echoed back with a pointer to LOCAL_LLM_BASE_URL. Replies stream word by word;
 // token usage is estimated (≈ 4 characters per token) so per-call usage metrics fill in as with a real model.
+// It has no completeWithSchema: structured answers need the installed model or an OpenAI-compatible server.
 import type { Config } from '../../../core/config.ts';
-import type { ChatMessage, LlmChunk, LlmRequest, LlmService } from '../types.ts';
-import { OpenAiCompatLlm } from './openai.ts';
+import type { ChatMessage, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService } from '../types.ts';
+import { engineError, OpenAiCompatLlm } from './openai.ts';
 import { LlamaLlm, QWEN_MODEL } from './llama.ts';
 
 const NUM_WORDS: Record<string, number> = {
@@ -164,4 +165,14 @@ class LlamaOrDemo implements LlmService {
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
     yield* (await this.engine()).stream(req);
   }
+
+  async completeWithSchema(req: LlmSchemaRequest): Promise<LlmSchemaResult> {
+    const engine = await this.engine();
+    if (!engine.completeWithSchema) throw engineError(DEMO_CANNOT_STRUCTURE, false, true);
+    return engine.completeWithSchema(req);
+  }
 }
+
+/** Why the demo responder has no completeWithSchema. */
+export const DEMO_CANNOT_STRUCTURE =
+  `the local demo responder cannot answer in a JSON schema: install ${QWEN_MODEL} (npm run setup:llm) or set LOCAL_LLM_BASE_URL`;

@@ -4,7 +4,11 @@
 // index has id + name, later ones only argument text); the last chunk has choices:[] and usage (Groq may put
 // it under x_groq.usage); the stream ends with `data: [DONE]`. Messages never carry `name` and requests never
 // send logprobs / logit_bias / n, which Groq rejects.
-import type { ChatMessage, EngineError, LlmChunk, LlmRequest, LlmService, LlmUsage } from '../types.ts';
+// completeWithSchema: one non-streaming request with Structured Outputs, `response_format: {type: 'json_schema',
+// json_schema: {name, schema, strict}}`, the schema in strict form (schema.ts); strict is sent as true except on
+// Groq models without strict support (Groq then makes a best effort, and the caller validates the answer).
+import type { ChatMessage, EngineError, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, LlmUsage } from '../types.ts';
+import { dropNullOptionals, parseJsonAnswer, strictJsonSchema } from './schema.ts';
 
 export interface OpenAiCompatOptions {
   provider: string;
@@ -141,6 +145,15 @@ interface WireUsage {
   prompt_tokens_details?: { cached_tokens?: number };
 }
 
+interface WireCompletion {
+  choices?: { message?: { content?: string | null; refusal?: string | null }; finish_reason?: string | null }[];
+  usage?: WireUsage | null;
+  x_groq?: { usage?: WireUsage };
+}
+
+/** Groq models that enforce `strict: true` Structured Outputs (others answer best effort). */
+const GROQ_STRICT_MODELS = /^openai\/gpt-oss-/;
+
 function usageOf(u: WireUsage): LlmUsage {
   const out: LlmUsage = { promptTokens: u.prompt_tokens ?? 0, completionTokens: u.completion_tokens ?? 0 };
   const cached = u.prompt_tokens_details?.cached_tokens;
@@ -163,8 +176,8 @@ export class OpenAiCompatLlm implements LlmService {
     return `${this.o.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   }
 
-  private post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { accept: 'text/event-stream' };
+  private post(body: Record<string, unknown>, signal: AbortSignal, accept = 'text/event-stream'): Promise<Response> {
+    const headers: Record<string, string> = { accept };
     if (this.o.apiKey) headers.authorization = `Bearer ${this.o.apiKey}`;
     return postJson({ fetchImpl: this.fetchImpl, provider: this.provider, url: this.url(), headers, body, signal, connectTimeoutMs: this.o.connectTimeoutMs });
   }
@@ -257,6 +270,39 @@ export class OpenAiCompatLlm implements LlmService {
     yield* flushCalls();
     if (usage) yield { type: 'usage', usage };
     yield { type: 'done', finishReason: finish };
+  }
+
+  async completeWithSchema(req: LlmSchemaRequest): Promise<LlmSchemaResult> {
+    const strict = this.provider !== 'groq' || GROQ_STRICT_MODELS.test(this.model);
+    const body: Record<string, unknown> = {
+      model: this.model,
+      messages: toWire(req.messages),
+      stream: false,
+      response_format: { type: 'json_schema', json_schema: { name: req.name, schema: strictJsonSchema(req.schema), strict } },
+    };
+    if (this.provider === 'openai' && isOpenAiReasoningModel(this.model)) {
+      body.max_completion_tokens = req.maxTokens;
+      body.reasoning_effort = this.model.startsWith('gpt-5') ? 'minimal' : 'low';
+    } else {
+      body.temperature = req.temperature;
+      body.max_tokens = req.maxTokens;
+    }
+    const res = await this.post(body, req.signal, 'application/json');
+    let json: WireCompletion;
+    try {
+      json = (await res.json()) as WireCompletion;
+    } catch (err) {
+      if (req.signal.aborted) throw err;
+      throw engineError(`${this.provider} LLM sent an unreadable answer: ${(err as Error).message}`, true, false);
+    }
+    const choice = json.choices?.[0];
+    const usage = json.usage ?? json.x_groq?.usage;
+    const out = { usage: usage ? usageOf(usage) : null };
+    if (!choice?.message) throw engineError(`${this.provider} LLM answer has no message`, true, false);
+    if (typeof choice.message.refusal === 'string' && choice.message.refusal) return { ...out, value: undefined, text: choice.message.refusal, finishReason: 'refusal' };
+    const text = typeof choice.message.content === 'string' ? choice.message.content : '';
+    const parsed = parseJsonAnswer(text);
+    return { ...out, value: parsed === undefined ? undefined : dropNullOptionals(parsed, req.schema), text, finishReason: choice.finish_reason ?? 'stop' };
   }
 
   async prewarm(): Promise<void> {
