@@ -11,7 +11,7 @@
 // capacity; a node with nothing on it takes any call. A call whose room the api reserved on this node before handing
 // it out (or dialling it) is not refused for capacity: the node takes the reservation over, so a phone that rang is
 // never left without its agent.
-import { CALL_WEIGHTS, callWeight as weightOfCall, engineClass, LIGHTEST_JOIN, joiningWeight, type WeightTransport } from '../core/media-nodes.ts';
+import { callWeight as weightOfCall, engineClass, LIGHTEST_JOIN, joiningWeight, type WeightTransport } from '../core/media-nodes.ts';
 import { joinsRefused } from './session/lifecycle.ts';
 
 // The weight table and the joining weights live in core/ (the api counts in them when it steers POST /call).

@@ -8,7 +8,6 @@ import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
 import { neverConnectedRow, UNCONNECTED_RETURNING } from '../calls/unconnected.ts';
-import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
 import { MEDIA_AT_CAPACITY, reserveMediaNode, weightOf, type AssignedNode } from '../media-nodes.ts';
 import { checkAgentProviders } from '../providers.ts';
