@@ -329,7 +329,8 @@ export const inlineTestTool = z.strictObject({
 
 /** Keys on the phone keypad for the LLM to press (media/tools/dtmf.ts): one function whose `digits` it fills in. */
 export const SEND_DTMF_DESCRIPTION =
-  'Press keys on the phone keypad, e.g. to choose an option of an automated phone menu. digits: 0-9, * and #; w waits half a second.';
+  'Press keys on the phone keypad, e.g. to choose an option of an automated phone menu. digits: 0-9, * and #; w waits half a ' +
+  'second. While a menu is still reading its options or you are on hold, you may answer with no text at all to keep listening.';
 export const inlineSendDtmfTool = z.strictObject({
   type: z.literal('sendDtmf'),
   name: toolName.default('send_dtmf'),

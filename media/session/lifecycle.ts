@@ -115,7 +115,7 @@ const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number(
  * Write the ended call on its row. status error only for pipeline_error. Null when the row had already ended (a
  * reconcile got there first while this process could not reach the database): that reconcile sent call.ended.
  */
-export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf'>>) {
+export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf' | 'keysSent'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
   const logs = JSON.stringify({
     latency: r.latency,
@@ -123,6 +123,7 @@ export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult,
     ...(r.timelineStartedAt ? { timeline_started_at: r.timelineStartedAt } : {}),
     ...(r.error ? { pipeline_error: r.error } : {}),
     ...(r.dtmf?.length ? { dtmf: r.dtmf } : {}),
+    ...(r.keysSent?.length ? { dtmf_sent: r.keysSent } : {}),
   });
   return db.maybeOne(sql.type(finishedRow)`
     UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),

@@ -212,7 +212,7 @@ function telnyxDriver(): CarrierDriver {
     failNextBridge: (acc, status) => fake.failNextCommand(A(acc), 'answer', status, 'Call is not in a state to be answered'),
     clear: true,
     amd: {
-      requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',
+      requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'greeting_end',
       machine: (c) => fake.amd((c as TelnyxCall).id, 'machine'),
       hungUp: (c) => (c as TelnyxCall).commands.some((x) => x.action === 'hangup'),
     },
@@ -307,7 +307,7 @@ function vonageDriver(): CarrierDriver {
     recorded: (c) => (c as VonageCall).ncco.some((a: { action?: string }) => a.action === 'record'),
     clear: false,
     amd: {
-      requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
+      requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'default',
       machine: (c) => fake.event(c as VonageCall, 'machine', { sub_state: 'beep_start' }),
       hungUp: (c) => (c as VonageCall).modifications.some((m) => m.action === 'hangup'),
     },

@@ -237,7 +237,7 @@ for (const d of drivers) {
       t.is(row.ended_reason, 'voicemail');
       // the verdict is written to the call's logs beside the ending (not before it): wait for it
       const verdict = await until(async () => (await callById(s, callId))!.logs.voicemail_detection, 10_000, 'voicemail verdict on the logs');
-      t.like(verdict, { result: 'machine', by: 'amd' });
+      t.like(verdict, { result: 'voicemail', by: 'amd' });
       await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
       phone.hangup();
     });
