@@ -80,7 +80,8 @@ const MENU = [
   /\bextension\b|\bdial by name\b|\bpara espa[nñ]ol\b/,
 ];
 const MAILBOX = [
-  /\bleave (?:a|your|me a)?\s*(?:brief\s+|short\s+)?(?:message|name|number)\b/,
+  /\bleave (?:a|an|your|my|me a|us a|us your)?\s*(?:brief\s+|short\s+|quick\s+)?(?:message|name|number)\b/,
+  /\bmissed your call\b/,
   /\b(?:after|at) the (?:tone|beep)\b/,
   /\bvoice\s*mail\b|\bmail\s*box\b|\banswering machine\b/,
   /\b(?:is|are) (?:not available|unavailable)\b|\bcan(?:'t| ?not) (?:come to|take|get to) (?:the|your|my) (?:phone|call)\b/,
