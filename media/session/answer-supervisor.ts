@@ -55,7 +55,8 @@ export interface AnswerOptions {
   navigatesMenus: boolean;
   logger: Logger;
   onVerdict?(v: AnswerVerdict): void;
-  onVoicemail?(d: VoicemailDrop): void;
+  /** after the message: the call ends once this resolves (its row marked first) */
+  onVoicemail?(d: VoicemailDrop): void | Promise<void>;
   machineWords?: number;
   greetingMs?: number;
   initialSilenceMs?: number;
@@ -283,10 +284,12 @@ export class AnswerSupervisor implements SessionObserver {
     const drop: VoicemailDrop = { left: true, after, waitedMs: Date.now() - this.waitFrom };
     this.o.logger.info(drop, 'leaving the voicemail message');
     const speech = session.say(session.resolve(this.o.voicemailMessage), 'voicemail', false);
-    void speech.done.then((state) => {
-      this.o.onVoicemail?.({ ...drop, left: state === 'played' });
-      if (!session.isEnded) void session.end('voicemail');
-    });
+    void speech.done
+      .then((state) => this.o.onVoicemail?.({ ...drop, left: state === 'played' }))
+      .catch((err: unknown) => this.o.logger.warn({ err }, 'voicemail drop not recorded'))
+      .finally(() => {
+        if (!session.isEnded) void session.end('voicemail');
+      });
   }
 
   private after(ms: number, fn: () => void): NodeJS.Timeout {
@@ -319,7 +322,8 @@ export function answerSupervisorFor(o: {
   web: boolean;
   amd: AnswerOptions['amd'];
   logger: Logger;
-  writeLogs(entry: Record<string, unknown>): void;
+  /** merge into the call's logs (and add `tag` to its tags) */
+  writeLogs(entry: Record<string, unknown>, tag?: string): Promise<void>;
 }): AnswerSupervisor | null {
   const snap = (o.snapshot ?? {}) as { voicemailDetection?: unknown; voicemailMessage?: unknown; greeting?: { speakFirst?: unknown }; tools?: unknown };
   if (snap.voicemailDetection === false) return null;
@@ -333,7 +337,8 @@ export function answerSupervisorFor(o: {
     voicemailMessage: message,
     navigatesMenus,
     logger: o.logger,
-    onVerdict: (v) => o.writeLogs({ voicemail_detection: v }),
-    onVoicemail: (d) => o.writeLogs({ voicemail: d }),
+    onVerdict: (v) => void o.writeLogs({ voicemail_detection: v }),
+    // tag voicemail_left: campaigns and GET /calls?tag=voicemail_left list the calls that left their message
+    onVoicemail: (d) => o.writeLogs({ voicemail: d }, d.left ? 'voicemail_left' : undefined),
   });
 }

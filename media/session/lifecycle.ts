@@ -115,6 +115,15 @@ const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number(
  * Write the ended call on its row. status error only for pipeline_error. Null when the row had already ended (a
  * reconcile got there first while this process could not reach the database): that reconcile sent call.ended.
  */
+/** Merge `entry` into a call's logs, and add `tag` to its tags (once). */
+export async function writeCallLogs(db: Db, callId: string, entry: Record<string, unknown>, tag?: string): Promise<void> {
+  const t = tag ?? null;
+  await db.query(sql.unsafe`
+    UPDATE calls SET logs = logs || ${JSON.stringify(entry)}::jsonb,
+      tags = CASE WHEN ${t}::text IS NULL OR ${t}::text = ANY(tags) THEN tags ELSE array_append(tags, ${t}::text) END
+    WHERE id = ${callId}`);
+}
+
 export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf' | 'keysSent'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
   const logs = JSON.stringify({

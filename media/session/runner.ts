@@ -25,7 +25,6 @@ import { withSpan } from '../../core/tracing.ts';
 import { endSessionSpan, startSessionSpan } from './call-trace.ts';
 import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
 import { answerSupervisorFor } from './answer-supervisor.ts';
-import { sql } from '../../core/db/pool.ts';
 import { DEFAULT_IDLE_MESSAGE, parseCallConfig, type CallConfig } from './config.ts';
 import { cachedTts, RenderedAudioCache } from './greeting-cache.ts';
 import {
@@ -35,6 +34,7 @@ import {
   finishCallRow,
   handOffPostCall,
   retrying,
+  writeCallLogs,
   sendLifecycleWebhook,
   startedPayload,
   type CallRow,
@@ -247,8 +247,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     const web = transport.kind === 'websocket' || transport.kind === 'webrtc'
       ? answerSupervisorFor({
           snapshot: row.config_snapshot, web: true, amd: null, logger: log,
-          writeLogs: (entry) => void deps.db.query(sql.unsafe`UPDATE calls SET logs = logs || ${JSON.stringify(entry)}::jsonb WHERE id = ${row.id}`)
-            .catch((err: unknown) => log.warn({ err }, 'could not write call logs')),
+          writeLogs: (entry, tag) => writeCallLogs(deps.db, row.id, entry, tag).catch((err: unknown) => log.warn({ err }, 'could not write call logs')),
         })
       : null;
     made = new CallSession({

@@ -19,7 +19,7 @@ import { carrierHookUrl } from '../../../core/telephony/urls.ts';
 import { concatInt16 } from '../../audio/pcm.ts';
 import type { MediaDeps } from '../../deps.ts';
 import { createLocalTts } from '../../services/tts/local.ts';
-import type { CallRow } from '../../session/lifecycle.ts';
+import { writeCallLogs, type CallRow } from '../../session/lifecycle.ts';
 import type { RunOptions } from '../../session/runner.ts';
 import { answerSupervisorFor } from '../../session/answer-supervisor.ts';
 import type { CarrierTransfer } from '../../tools/runtime.ts';
@@ -83,7 +83,10 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
           messageEnd: adapter.amdMessageEnd === true,
         }
       : null;
-    const supervisor = answerSupervisorFor({ snapshot: row.config_snapshot, web: false, amd, logger: log, writeLogs: (e) => void appendLogs(e) });
+    const supervisor = answerSupervisorFor({
+      snapshot: row.config_snapshot, web: false, amd, logger: log,
+      writeLogs: (e, tag) => writeCallLogs(db, row.id, e, tag).catch((err: unknown) => log.warn({ err }, 'could not write call logs')),
+    });
     if (supervisor) observers.push(supervisor);
   }
 

@@ -45,7 +45,7 @@ function supervisor(o: Partial<AnswerOptions> = {}) {
   const d = new AnswerSupervisor({
     amd: null, speakFirst: 'agent', voicemailMessage: null, navigatesMenus: false, logger,
     machineWords: 9, greetingMs: 300, initialSilenceMs: 150, windowMs: 500, afterGreetingSilenceMs: 200, carrierSilenceMs: 2000, maxGreetingWaitMs: 3000, menuPauseMs: 700,
-    onVerdict: (v) => verdicts.push(v), onVoicemail: (v) => drops.push(v),
+    onVerdict: (v) => verdicts.push(v), onVoicemail: (v) => void drops.push(v),
     ...o,
   });
   const s = sessionLike();
