@@ -130,5 +130,5 @@ test('voicemail-left is reported apart: a mailbox gets the agent\'s message; the
   const transcript = await s.db.oneFirst(sql.type(z.object({ transcript: z.any() }))`SELECT transcript FROM calls WHERE id = ${left.body.items[0].callId}`) as Array<{ role: string; content?: string }>;
   t.is(transcript.filter((e) => e.role === 'assistant').at(-1)?.content, 'Hi Ada, please call Acme back.');
   const report = (await (await fetch(`${s.baseUrl}/campaign/${c.body.id}/report`, { headers: { 'x-api-key': apiKey } })).text()).trim().split('\r\n');
-  t.regex(report[1]!, /^1,\+15557650009,done,1,completed,voicemail,\d*,[0-9a-f-]{36},,true,/);
+  t.regex(report[1]!, /^1,\+15557650009,done,1,completed,voicemail,[\d.]*,[0-9a-f-]{36},,true,/);
 });
