@@ -254,6 +254,7 @@ export const twilio: CarrierAdapter = {
 
   mapStatus: mapCarrierStatus,
   carrierAmd: true,
+  amdMessageEnd: true,
   accountRef: (c) => creds(c).account_sid,
   accountOf: (req) => req.params.AccountSid ?? null,
 

@@ -2,7 +2,7 @@
 // interrupt it (if it allows), knows how much of it was actually played, and awaits its end. Barge-in, idle
 // re-engagement, end-call farewells and the max-duration cut all go through this one mechanism.
 
-export type SpeechSource = 'greeting' | 'reply' | 'idle' | 'tool_message' | 'farewell';
+export type SpeechSource = 'greeting' | 'reply' | 'idle' | 'tool_message' | 'farewell' | 'keypad' | 'voicemail';
 export type SpeechState = 'queued' | 'speaking' | 'played' | 'interrupted';
 
 export interface SpeechChunk {
