@@ -6,7 +6,9 @@ import type { Logger } from '../../core/logger.ts';
 import type { Engines, LlmChunk, LlmService, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
-import { NoiseGateStage, SttStage, TurnManager, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { NoiseGateStage, SttStage, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { TurnManager } from '../pipeline/turn/manager.ts';
+import { TurnPolicyStage } from '../pipeline/turn/policy.ts';
 import { SentenceChunker } from '../pipeline/chunker.ts';
 import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
@@ -168,6 +170,8 @@ export class CallSession {
   private readonly input: Pipeline;
   private readonly output: Pipeline;
   private readonly stt: SttStage;
+  /** the turn model's policy (an STT without its own end of turn, with a turn model): null for VAD silence alone */
+  private readonly turnPolicy: TurnPolicyStage | null;
   private readonly pacer: Pacer;
   private readonly mixer: Mixer;
   private readonly speeches = new Set<SpeechHandle>();
@@ -225,10 +229,15 @@ export class CallSession {
     const onError = (err: unknown, where: string) => this.onStageError(err, where);
 
     this.stt = new SttStage();
+    const turnModel = o.engines.stt.hasTurnDetection ? undefined : o.engines.turn;
+    this.turnPolicy = turnModel
+      ? new TurnPolicyStage(turnModel, { now: () => this.clock.now(), onFailure: (err) => this.log.warn({ err }, 'turn model failed: this pause ends on VAD silence') })
+      : null;
     const inputStages: Processor[] = [];
     if (o.denoiser) inputStages.push(new NoiseGateStage(o.denoiser));
     inputStages.push(
       new VadStage(o.vad),
+      ...(this.turnPolicy ? [this.turnPolicy] : []),
       this.stt,
       new TurnManager({
         sttTurnDetection: o.engines.stt.hasTurnDetection,
@@ -287,8 +296,11 @@ export class CallSession {
       },
     });
     opening.catch(() => {}); // handled by the await below
+    // the turn model loads beside it (shared by the process's calls: normally loaded already); VAD-only without it
+    const turning = this.turnPolicy?.activate(this.o.vad).then((why) => why && reportTurnFallback(this.log, why));
     this.startOutput(cfg);
     const stream = await opening;
+    await turning;
     this.clock.poll(); // see media/session/runner.ts: a burst of calls starting together
     if (this.ended) {
       void stream.close().catch(() => {}); // the call ended while the recogniser was opening
@@ -560,7 +572,10 @@ export class CallSession {
         for (const ob of this.o.observers ?? []) ob.userSpeech?.(false);
         this.clearWatchdog();
         this.clearAck();
-        this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
+        // with a turn model the speech ended when the VAD heard it end; the model ended the turn heldMs later
+        this.pendingTurn = f.turnModel
+          ? { turn: this.turnCount + 1, userStoppedAt: this.clock.now() - f.turnModel.heldMs, turnEndAt: this.clock.now() }
+          : { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
         return;
       case 'transcript': {
         this.lastWordsAt = this.clock.now();
@@ -773,7 +788,8 @@ export class CallSession {
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
       const e = this.o.engines;
-      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider } });
+      const turnModel = this.turnPolicy?.active ? { turn_model: e.turn!.id } : {};
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider, ...turnModel } });
       this.latency.push(l);
       observeTurn(l);
     }
@@ -1092,6 +1108,14 @@ export class CallSession {
     this.taskTimer = null;
     this.mixer.setTask(null);
   }
+}
+
+/** Why the turn model cannot run here, logged once per process per reason (every call then runs VAD-only quietly). */
+let turnFallbackReported = '';
+function reportTurnFallback(log: Logger, why: string): void {
+  if (turnFallbackReported === why) return;
+  turnFallbackReported = why;
+  log.warn({ reason: why }, 'turn model unavailable: caller turns end on VAD silence alone');
 }
 
 function countWords(text: string): number {
