@@ -20,6 +20,12 @@ export const interruptionsTotal = new prom.Counter({
   registers: [registry],
 });
 
+export const falseInterruptionsTotal = new prom.Counter({
+  name: 'voice_false_interruptions_total',
+  help: 'Agent utterances stopped by caller sound that brought no word (a cough, a door, "mm") and then played on from the unheard part',
+  registers: [registry],
+});
+
 export const pacerUnderrunsTotal = new prom.Counter({
   name: 'voice_pacer_underruns_total',
   help: 'Gaps inside an agent utterance: its audio ran out before the next audio of the same utterance arrived (the TTS fell behind playout), counted when the audio resumed',

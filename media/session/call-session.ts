@@ -19,6 +19,7 @@ import { MemorySink, Recorder, type RecordingSink } from '../pipeline/recorder.t
 import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
 import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
 import { SpeechHandle, type SpeechSource } from './speech.ts';
+import { FalseInterruptionGuard } from './false-interruption.ts';
 import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
 import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
 import { recordingLabel, type Spoken } from '../tools/spoken.ts';
@@ -175,6 +176,8 @@ export class CallSession {
   private readonly pacer: Pacer;
   private readonly mixer: Mixer;
   private readonly speeches = new Set<SpeechHandle>();
+  /** barge-in on caller sound holds the agent's utterances until a word proves it an interruption */
+  private readonly hold: FalseInterruptionGuard;
   private readonly entries = new Map<SpeechHandle, Extract<TranscriptEntry, { role: 'assistant' }>>();
   private readonly owners = new Map<SpeechHandle, AssistantMsg[]>();
   private readonly turns = new Map<SpeechHandle, TurnTimes>();
@@ -227,6 +230,13 @@ export class CallSession {
     this.ackPicker = createWordPicker({ ...o.config.acknowledgeSounds, wordOrder: order(o.config.acknowledgeSounds.wordOrder) });
     this.fillerPicker = createWordPicker({ ...o.config.fillerWords, wordOrder: order(o.config.fillerWords.wordOrder) });
     const onError = (err: unknown, where: string) => this.onStageError(err, where);
+    this.hold = new FalseInterruptionGuard({
+      pause: (s) => this.pacer.pause(s),
+      resume: (s) => this.pacer.resume(s),
+      cut: (s) => this.cut(s, 'user'),
+      after: (ms, fn) => this.after(ms, fn),
+      onResumed: (held) => this.log.info({ utterances: held.length }, 'caller sound without words: the agent plays on'),
+    });
 
     this.stt = new SttStage();
     const turnModel = o.engines.stt.hasTurnDetection ? undefined : o.engines.turn;
@@ -467,6 +477,7 @@ export class CallSession {
     this.clearIdle();
     this.clearAck();
     this.dropSpeculation();
+    this.hold.close();
     if (this.taskTimer) clearTimeout(this.taskTimer);
     for (const s of [...this.speeches]) {
       if (s.state === 'speaking') interruptionsTotal.inc({ by: 'agent' });
@@ -560,8 +571,14 @@ export class CallSession {
         }
         this.idleRetries = 0;
         this.clearIdle();
-        if (this.cfg.stt.interruptionMinWords === 0) this.bargeIn();
+        if (this.cfg.stt.interruptionMinWords === 0) this.holdForWords();
         this.armAck();
+        return;
+      case 'userPaused':
+        this.hold.quiet();
+        return;
+      case 'userResumed':
+        this.hold.sound();
         return;
       case 'userStoppedSpeaking':
         if (this.ignoringSpeech) {
@@ -569,6 +586,7 @@ export class CallSession {
           return;
         }
         this.userSpeaking = false;
+        this.hold.quiet();
         for (const ob of this.o.observers ?? []) ob.userSpeech?.(false);
         this.clearWatchdog();
         this.clearAck();
@@ -587,6 +605,7 @@ export class CallSession {
           this.armWatchdog();
         }
         this.o.transport.sendEvent({ type: 'rtf-user-transcription', payload: { text: f.text, final: f.final } });
+        if (this.hold.holding && countWords(f.text) > 0 && this.hold.words()) interruptionsTotal.inc({ by: 'user' });
         const n = this.cfg.stt.interruptionMinWords;
         if (n > 0 && countWords(f.text) >= n) this.bargeIn();
         return;
@@ -608,6 +627,15 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * Caller sound over the agent (interruptionMinWords 0): it stops at once, but its utterances are held, not cut,
+   * until a word is transcribed (false-interruption.ts).
+   */
+  private holdForWords(): void {
+    const held = [...this.speeches].filter((s) => s.interruptible && !s.finished);
+    if (this.hold.hold(held)) this.o.transport.clearAudio?.();
   }
 
   /** Caller speech over the agent: stop every interruptible utterance (and the reply being generated). */

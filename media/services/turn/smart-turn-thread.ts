@@ -6,6 +6,7 @@
 import * as ort from 'onnxruntime-node';
 import { whisperLogMel } from '../../audio/log-mel.ts';
 import { poolData, poolPort, serveBatches } from '../thread-pool.ts';
+import { modelWindow } from './window.ts';
 
 export interface SmartTurnRequest {
   pcm: Int16Array;
@@ -15,21 +16,8 @@ export interface SmartTurnReply {
   cpuMs: number;
 }
 
-/** The model's window: the last 8 s, zero-padded at the beginning when the turn is shorter. */
-export const WINDOW_SAMPLES = 16000 * 8;
 const FRAMES = 800;
 const MELS = 80;
-
-/** The model's input for one turn: its last 8 s as floats, zeros before a shorter turn (as pipecat does). */
-export function modelWindow(pcm: Int16Array): Float32Array {
-  const out = new Float32Array(WINDOW_SAMPLES);
-  const n = Math.min(pcm.length, WINDOW_SAMPLES);
-  const from = pcm.length - n;
-  const at = WINDOW_SAMPLES - n;
-  for (let i = 0; i < n; i++) out[at + i] = pcm[from + i]! / 32768;
-  return out;
-}
-
 const { modelPath } = poolData<{ modelPath: string }>();
 
 void serveBatches<SmartTurnRequest, SmartTurnReply>(poolPort, async () => {
