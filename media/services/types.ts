@@ -40,6 +40,11 @@ export interface SttService {
   readonly model: string;
   /** true when the engine emits turn_end itself (then the VAD stop window is not used to end turns). */
   readonly hasTurnDetection: boolean;
+  /**
+   * How long a final may take after finalize() (ms) before the turn ends with the last interim instead. Engines that
+   * decode on this machine set it high: their final always comes, later under load. Default 1500.
+   */
+  readonly finalWaitMs?: number;
   open(opts: SttOptions): Promise<SttStream>;
 }
 

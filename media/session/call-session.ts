@@ -252,7 +252,7 @@ export class CallSession {
       new TurnManager({
         sttTurnDetection: o.engines.stt.hasTurnDetection,
         trailingFinalMs: o.trailingFinalMs ?? 250,
-        finalTimeoutMs: o.finalTimeoutMs ?? 1500,
+        finalTimeoutMs: o.finalTimeoutMs ?? o.engines.stt.finalWaitMs ?? 1500,
       }),
       new Collector((f) => this.onInput(f)),
     );

@@ -177,12 +177,13 @@ async function pausedSentence(first: string, rest: string, pauseMs: number) {
   const row = await endedRow(s.db, callId);
   const finals = caller.events.filter((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true).map((e) => e.payload!.text);
   const replies = caller.botTexts().filter((x) => x !== 'Hello, how can I help?');
-  return { row, finals, replies, reply, spokeAt };
+  return { row, finals, replies, reply, spokeAt, events: caller.events };
 }
 
-(neural && smartTurn ? test : test.skip)('a caller who pauses 1.5 s in the middle of a sentence gets one reply, after the whole sentence', async (t) => {
+(neural && smartTurn ? test.serial : test.skip)('a caller who pauses 1.5 s in the middle of a sentence gets one reply, after the whole sentence', async (t) => {
   const r = await pausedSentence('Can you tell me, um,', 'what time you open tomorrow?', 1500);
   t.log(r.finals, r.replies);
+  if (process.env.DEBUG_EVENTS) t.log(r.events.map((e) => `${Math.round(e.at - r.spokeAt)} ${e.type} ${JSON.stringify(e.payload ?? e)}`).join('\n'));
   t.is(r.finals.length, 1, `one final for the turn: ${JSON.stringify(r.finals)}`);
   t.regex(r.finals[0]!.toLowerCase(), /tell me/);
   t.regex(r.finals[0]!.toLowerCase(), /tomorrow/);
@@ -195,7 +196,7 @@ async function pausedSentence(first: string, rest: string, pauseMs: number) {
   t.is(lat[0]!.providers.turn_model, 'smart-turn-v3.2');
 });
 
-(neural ? test : test.skip)('sentences with a pause inside, after the greeting "Hello, how can I help?": finals without a repeated run of three words', async (t) => {
+(neural ? test.serial : test.skip)('sentences with a pause inside, after the greeting "Hello, how can I help?": finals without a repeated run of three words', async (t) => {
   for (const [first, rest] of [
     ['Can you tell me, um,', 'what time you open tomorrow?'],
     ['My phone number is five five five,', 'one two three, four five six seven.'],
