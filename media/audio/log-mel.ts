@@ -5,7 +5,7 @@
 // WhisperFeatureExtractor (chunk_length = 8) and the numpy copy of it that the Smart Turn model ships with (pipecat's
 // `_whisper_features.py`, checked against it in test/media/audio/log-mel.test.ts): zero-mean unit-variance
 // normalisation of the waveform first, the last frame dropped. Plain loops over preallocated arrays; a mixed-radix
-// FFT of size 400 (two real frames per complex transform).
+// FFT of size 400 = 4·4·5·5 (two real frames per complex transform).
 
 export const SAMPLE_RATE = 16000;
 export const N_FFT = 400;
@@ -82,8 +82,10 @@ class Fft {
     const p = this.factors[f]!;
     const m = n / p;
     for (let j = 0; j < p; j++) this.step(re, im, at + j * stride, stride * p, oRe, oIm, out + j * m, m, f + 1);
-    // X[k + q·m] = Σ_j Y_j[k] · W_n^{j·(k + q·m)}, W_n^e = W_N^{e·N/n}
+    // X[k + q·m] = Σ_j Y_j[k] · W_n^{j·(k + q·m)}, W_n^e = W_N^{e·N/n}: kissfft's butterflies for 4 and 5
     const scale = this.n / n;
+    if (p === 4) return this.radix4(oRe, oIm, out, m, scale);
+    if (p === 5) return this.radix5(oRe, oIm, out, m, scale);
     const { cos, sin, tr, ti } = this;
     const N = this.n;
     for (let k = 0; k < m; k++) {
@@ -108,6 +110,93 @@ class Fft {
         oRe[out + kk] = sr;
         oIm[out + kk] = si;
       }
+    }
+  }
+
+  private radix4(re: Float64Array, im: Float64Array, out: number, m: number, scale: number): void {
+    const { cos, sin } = this;
+    for (let k = 0; k < m; k++) {
+      const i0 = out + k;
+      const i1 = i0 + m;
+      const i2 = i1 + m;
+      const i3 = i2 + m;
+      const e1 = k * scale;
+      const e2 = 2 * e1;
+      const e3 = 3 * e1;
+      const s0r = re[i1]! * cos[e1]! - im[i1]! * sin[e1]!;
+      const s0i = re[i1]! * sin[e1]! + im[i1]! * cos[e1]!;
+      const s1r = re[i2]! * cos[e2]! - im[i2]! * sin[e2]!;
+      const s1i = re[i2]! * sin[e2]! + im[i2]! * cos[e2]!;
+      const s2r = re[i3]! * cos[e3]! - im[i3]! * sin[e3]!;
+      const s2i = re[i3]! * sin[e3]! + im[i3]! * cos[e3]!;
+      const s5r = re[i0]! - s1r;
+      const s5i = im[i0]! - s1i;
+      const f0r = re[i0]! + s1r;
+      const f0i = im[i0]! + s1i;
+      const s3r = s0r + s2r;
+      const s3i = s0i + s2i;
+      const s4r = s0r - s2r;
+      const s4i = s0i - s2i;
+      re[i2] = f0r - s3r;
+      im[i2] = f0i - s3i;
+      re[i0] = f0r + s3r;
+      im[i0] = f0i + s3i;
+      re[i1] = s5r + s4i;
+      im[i1] = s5i - s4r;
+      re[i3] = s5r - s4i;
+      im[i3] = s5i + s4r;
+    }
+  }
+
+  private radix5(re: Float64Array, im: Float64Array, out: number, m: number, scale: number): void {
+    const { cos, sin } = this;
+    const yar = Math.cos((2 * Math.PI) / 5);
+    const yai = -Math.sin((2 * Math.PI) / 5);
+    const ybr = Math.cos((4 * Math.PI) / 5);
+    const ybi = -Math.sin((4 * Math.PI) / 5);
+    for (let k = 0; k < m; k++) {
+      const i0 = out + k;
+      const i1 = i0 + m;
+      const i2 = i1 + m;
+      const i3 = i2 + m;
+      const i4 = i3 + m;
+      const e1 = k * scale;
+      const s0r = re[i0]!;
+      const s0i = im[i0]!;
+      const s1r = re[i1]! * cos[e1]! - im[i1]! * sin[e1]!;
+      const s1i = re[i1]! * sin[e1]! + im[i1]! * cos[e1]!;
+      const s2r = re[i2]! * cos[2 * e1]! - im[i2]! * sin[2 * e1]!;
+      const s2i = re[i2]! * sin[2 * e1]! + im[i2]! * cos[2 * e1]!;
+      const s3r = re[i3]! * cos[3 * e1]! - im[i3]! * sin[3 * e1]!;
+      const s3i = re[i3]! * sin[3 * e1]! + im[i3]! * cos[3 * e1]!;
+      const s4r = re[i4]! * cos[4 * e1]! - im[i4]! * sin[4 * e1]!;
+      const s4i = re[i4]! * sin[4 * e1]! + im[i4]! * cos[4 * e1]!;
+      const s7r = s1r + s4r;
+      const s7i = s1i + s4i;
+      const s10r = s1r - s4r;
+      const s10i = s1i - s4i;
+      const s8r = s2r + s3r;
+      const s8i = s2i + s3i;
+      const s9r = s2r - s3r;
+      const s9i = s2i - s3i;
+      re[i0] = s0r + s7r + s8r;
+      im[i0] = s0i + s7i + s8i;
+      const s5r = s0r + s7r * yar + s8r * ybr;
+      const s5i = s0i + s7i * yar + s8i * ybr;
+      const s6r = s10i * yai + s9i * ybi;
+      const s6i = -(s10r * yai + s9r * ybi);
+      re[i1] = s5r - s6r;
+      im[i1] = s5i - s6i;
+      re[i4] = s5r + s6r;
+      im[i4] = s5i + s6i;
+      const s11r = s0r + s7r * ybr + s8r * yar;
+      const s11i = s0i + s7i * ybr + s8i * yar;
+      const s12r = -s10i * ybi + s9i * yai;
+      const s12i = s10r * ybi - s9r * yai;
+      re[i2] = s11r + s12r;
+      im[i2] = s11i + s12i;
+      re[i3] = s11r - s12r;
+      im[i3] = s11i - s12i;
     }
   }
 }
