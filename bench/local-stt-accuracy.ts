@@ -115,7 +115,7 @@ async function run(model: string, clips: Clip[], refs: string[]): Promise<{ accu
       const last = k === clip.finalizeAt.length - 1;
       const got = new Promise<string>((ok) => {
         resolve = ok;
-        setTimeout(() => ok(''), last ? 30_000 : 10_000);
+        setTimeout(() => ok(''), last ? 120_000 : 60_000);
       });
       for (let o = from; o < at; o += 320) stream.write(clip.pcm.subarray(o, Math.min(at, o + 320)));
       from = at;
