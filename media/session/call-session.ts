@@ -8,7 +8,7 @@ import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
 import { NoiseGateStage, SttStage, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
 import { TurnManager } from '../pipeline/turn/manager.ts';
-import { TurnPolicyStage } from '../pipeline/turn/policy.ts';
+import { turnPolicyFor, type TurnPolicyStage } from '../pipeline/turn/policy.ts';
 import { SentenceChunker } from '../pipeline/chunker.ts';
 import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
@@ -239,10 +239,7 @@ export class CallSession {
     });
 
     this.stt = new SttStage();
-    const turnModel = o.engines.stt.hasTurnDetection ? undefined : o.engines.turn;
-    this.turnPolicy = turnModel
-      ? new TurnPolicyStage(turnModel, { now: () => this.clock.now(), onFailure: (err) => this.log.warn({ err }, 'turn model failed: this pause ends on VAD silence') })
-      : null;
+    this.turnPolicy = turnPolicyFor(o.engines, () => this.clock.now(), this.log);
     const inputStages: Processor[] = [];
     if (o.denoiser) inputStages.push(new NoiseGateStage(o.denoiser));
     inputStages.push(
@@ -307,7 +304,7 @@ export class CallSession {
     });
     opening.catch(() => {}); // handled by the await below
     // the turn model loads beside it (shared by the process's calls: normally loaded already); VAD-only without it
-    const turning = this.turnPolicy?.activate(this.o.vad).then((why) => why && reportTurnFallback(this.log, why));
+    const turning = this.turnPolicy?.activate(this.o.vad, this.log);
     this.startOutput(cfg);
     const stream = await opening;
     await turning;
@@ -816,8 +813,8 @@ export class CallSession {
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
       const e = this.o.engines;
-      const turnModel = this.turnPolicy?.active ? { turn_model: e.turn!.id } : {};
-      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider, ...turnModel } });
+      const providers = { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider, ...(this.turnPolicy?.active ? { turn_model: e.turn!.id } : {}) };
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers });
       this.latency.push(l);
       observeTurn(l);
     }
@@ -1136,14 +1133,6 @@ export class CallSession {
     this.taskTimer = null;
     this.mixer.setTask(null);
   }
-}
-
-/** Why the turn model cannot run here, logged once per process per reason (every call then runs VAD-only quietly). */
-let turnFallbackReported = '';
-function reportTurnFallback(log: Logger, why: string): void {
-  if (turnFallbackReported === why) return;
-  turnFallbackReported = why;
-  log.warn({ reason: why }, 'turn model unavailable: caller turns end on VAD silence alone');
 }
 
 function countWords(text: string): number {

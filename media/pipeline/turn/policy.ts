@@ -7,9 +7,10 @@
 // and the speech after it as `userResumed`. One decision at a time per call: a decision that comes back after the
 // caller went on is dropped, and the model is asked again at the next pause. A model that fails falls back to the
 // VAD-only stop window for that pause.
+import type { Logger } from '../../../core/logger.ts';
 import type { Frame } from '../frames.ts';
 import { Processor } from '../processor.ts';
-import type { TurnDecision, TurnModel } from '../../services/types.ts';
+import type { Engines, TurnDecision, TurnModel } from '../../services/types.ts';
 
 /** The VAD's stop window while a turn model decides (ms of silence before it is asked). */
 export const STOP_WINDOW_MS = 200;
@@ -88,12 +89,14 @@ export class TurnPolicyStage extends Processor {
    * (a VAD that cannot change it keeps its own, and the model is asked at that). Not ready: VAD-only from now on;
    * resolves with the reason.
    */
-  async activate(vad: { setRedemptionMs?(ms: number): void }): Promise<string | null> {
+  async activate(vad: { setRedemptionMs?(ms: number): void }, log?: Logger): Promise<string | null> {
     try {
       await this.model.ready();
     } catch (err) {
       this.disable();
-      return err instanceof Error ? err.message : String(err);
+      const why = err instanceof Error ? err.message : String(err);
+      if (log) reportFallback(log, why);
+      return why;
     }
     if (vad.setRedemptionMs) {
       vad.setRedemptionMs(STOP_WINDOW_MS);
@@ -217,4 +220,18 @@ export class TurnPolicyStage extends Processor {
     this.holding = false;
     this.generation++;
   }
+}
+
+/** The policy for a call's engines: their turn model, unless the STT ends turns itself (then none). */
+export function turnPolicyFor(engines: Engines, now: () => number, log: Logger): TurnPolicyStage | null {
+  if (engines.stt.hasTurnDetection || !engines.turn) return null;
+  return new TurnPolicyStage(engines.turn, { now, onFailure: (err) => log.warn({ err }, 'turn model failed: this pause ends on VAD silence') });
+}
+
+/** Why the turn model cannot run here, logged once per process per reason (every call then runs VAD-only quietly). */
+let fallbackReported = '';
+function reportFallback(log: Logger, why: string): void {
+  if (fallbackReported === why) return;
+  fallbackReported = why;
+  log.warn({ reason: why }, 'turn model unavailable: caller turns end on VAD silence alone');
 }
