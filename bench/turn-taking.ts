@@ -104,15 +104,25 @@ async function makeClips(voice: string, line: string): Promise<Clip[]> {
   for (let i = 0; i < PAUSED.length; i++) {
     const [a, b] = PAUSED[i]!;
     const pauseMs = PAUSES_MS[i % PAUSES_MS.length]!;
-    const [sa, sb] = [await synth(voice, a), await synth(voice, b)];
-    // the pause is measured speech to speech: trim each part to its own speech, then insert exactly pauseMs
-    const [a0, a1] = speechSpan(sa);
-    const [b0, b1] = speechSpan(sb);
-    const partA = sa.subarray(a0, a1);
-    const partB = sb.subarray(b0, b1);
-    const pcm = concatInt16([lead, partA, new Int16Array((pauseMs / 1000) * 16000), partB, new Int16Array(3200)]);
-    const fromMs = ((lead.length + partA.length) / 16000) * 1000;
-    clips.push({ name: `${a} … (${pauseMs} ms) … ${b}`, pcm, speechEndMs: fromMs + pauseMs + (partB.length / 16000) * 1000, pause: { fromMs, toMs: fromMs + pauseMs } });
+    // the pause goes inside the sentence said as one utterance (so the words before it keep the intonation of an
+    // unfinished sentence): at the quietest 10 ms between words near where the first part, said alone, ends
+    const [whole, first] = [await synth(voice, `${a} ${b}`), await synth(voice, a)];
+    const [w0, w1] = speechSpan(whole);
+    const [f0, f1] = speechSpan(first);
+    const near = w0 + (f1 - f0);
+    let cut = near;
+    let quietest = Infinity;
+    for (let o = Math.max(w0, near - 2400); o + 160 <= Math.min(w1, near + 2400); o += 160) {
+      let e = 0;
+      for (let k = o; k < o + 160; k++) e += whole[k]! * whole[k]!;
+      if (e < quietest) {
+        quietest = e;
+        cut = o + 80;
+      }
+    }
+    const pcm = concatInt16([lead, whole.subarray(w0, cut), new Int16Array((pauseMs / 1000) * 16000), whole.subarray(cut, w1), new Int16Array(3200)]);
+    const fromMs = ((lead.length + cut - w0) / 16000) * 1000;
+    clips.push({ name: `${a} … (${pauseMs} ms) … ${b}`, pcm, speechEndMs: fromMs + pauseMs + ((w1 - cut) / 16000) * 1000, pause: { fromMs, toMs: fromMs + pauseMs } });
   }
   return line === 'phone' ? clips.map((c) => ({ ...c, pcm: phoneLine(c.pcm, 16000) })) : clips;
 }
