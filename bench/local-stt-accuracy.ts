@@ -3,8 +3,8 @@
 // (finalize) to the final transcript. 32 clips: 20 eSpeak en-us, 6 en-us+klatt, 6 en-gb, each with 200 ms of
 // silence around it, streamed in 20 ms frames as fast as they are written. Accuracy does not depend on machine
 // load; the latency figures do (report them with the load average printed at the end).
-// The paused set: the same sentences said in two parts with a pause of 0.8–2 s between them (cut after the
-// middle word), run two ways: one final for the whole turn (finalize at its end: the turn model keeps the pause
+// The paused set: the same sentences with a pause of 0.8–2 s after the middle word (inserted into the sentence
+// said as one utterance), run two ways: one final for the whole turn (finalize at its end: the turn model keeps the pause
 // inside the turn) and a final at each pause as well (finalize 600 ms into the pause: VAD silence alone ends the
 // turn there; the finals joined, as the turn manager joins them). Besides accuracy it counts insertions (words the
 // recogniser added) and, of those, repeated runs (words that repeat a run of three or more words said just before:
@@ -164,13 +164,25 @@ const sets: Array<{ name: string; line: string; clips: Clip[] }> = [
   { name: 'whole sentences', line: '8 kHz phone line', clips: clean.map((c) => whole(pad(phoneLine(c, 16000)))) },
 ];
 if (process.env.PAUSED !== '0') {
-  // each sentence in two parts, cut after its middle word, with 0.8–2 s between them
+  // each sentence with 0.8–2 s of silence after its middle word: inside the sentence said as one utterance, at the
+  // quietest 10 ms near where its first half, said alone, ends
   const halves = await Promise.all(
     SENTENCES.map(async (s, i) => {
       const w = s.split(' ');
-      const cut = Math.max(1, Math.floor(w.length / 2));
-      const [a, b] = await Promise.all([synth(w.slice(0, cut).join(' '), VOICES[i]!), synth(w.slice(cut).join(' '), VOICES[i]!)]);
-      return { a: trim(a), b: trim(b), pause: PAUSES_MS[i % PAUSES_MS.length]! };
+      const first = trim(await synth(w.slice(0, Math.max(1, Math.floor(w.length / 2))).join(' '), VOICES[i]!));
+      const whole = trim(clean[i]!);
+      const near = first.length;
+      let cut = near;
+      let quietest = Infinity;
+      for (let o = Math.max(0, near - 2400); o + 160 <= Math.min(whole.length, near + 2400); o += 160) {
+        let e = 0;
+        for (let k = o; k < o + 160; k++) e += whole[k]! * whole[k]!;
+        if (e < quietest) {
+          quietest = e;
+          cut = o + 80;
+        }
+      }
+      return { a: whole.subarray(0, cut), b: whole.subarray(cut), pause: PAUSES_MS[i % PAUSES_MS.length]! };
     }),
   );
   for (const line of ['16 kHz', '8 kHz phone line'] as const) {

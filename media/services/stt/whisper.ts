@@ -27,6 +27,11 @@ const MIN_SAMPLES = 16000 * 1.1;
 /** Utterances with less sound than this (ms above SPEECH_RMS) are noise, not decoded (Whisper hallucinates on them). */
 const MIN_LOUD_MS = 120;
 const INTERIM_MS = 1000;
+/**
+ * Quiet inside a turn longer than this is not decoded (ms): a pause of 2 s in the middle of a sentence makes tiny.en
+ * drop or invent words around it (bench/local-stt-accuracy's paused set), so a pause is kept at this length.
+ */
+const MAX_GAP_MS = 400;
 const MAX_QUEUE_PER_THREAD = 6;
 
 const pool = new SharedPool<WhisperRequest, string>();
@@ -119,9 +124,11 @@ export class WhisperStream implements SttStream {
       this.sinceInterim = 0;
       return;
     }
-    this.chunks.push(pcm);
-    this.samples += pcm.length;
     this.quietMs = loud ? 0 : this.quietMs + ms;
+    if (this.quietMs <= MAX_GAP_MS) {
+      this.chunks.push(pcm);
+      this.samples += pcm.length;
+    }
     if (loud) this.loudMs += ms;
     this.sinceInterim += ms;
     if (this.quietMs >= AUTO_END_MS || (this.samples / 16000) * 1000 >= MAX_UTTERANCE_MS) return this.finalize();
