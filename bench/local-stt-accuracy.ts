@@ -198,7 +198,8 @@ if (process.env.PAUSED !== '0') {
 const seconds = clean.reduce((a, c) => a + c.length, 0) / 16000;
 console.log(`${SENTENCES.length} clips, ${seconds.toFixed(1)} s of speech; ${os.availableParallelism()} cores`);
 for (const model of models) {
-  for (const set of sets.filter((x) => !process.env.LINE || x.line.startsWith(process.env.LINE))) {
+  // LINE=16|8 keeps one line, SETS=whole|paused one kind of set
+  for (const set of sets.filter((x) => (!process.env.LINE || x.line.startsWith(process.env.LINE)) && (!process.env.SETS || x.name.startsWith(process.env.SETS)))) {
     const r = await run(model, set.clips, SENTENCES);
     console.log(
       `${model.padEnd(16)} ${set.line.padEnd(17)} ${set.name.padEnd(33)} word accuracy ${(r.accuracy * 100).toFixed(1)} %, insertions ${r.insertions} (${r.repeated} in repeated runs) of ${r.words} words  end of speech → final p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms`,
