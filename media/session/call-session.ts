@@ -6,7 +6,9 @@ import type { Logger } from '../../core/logger.ts';
 import type { Engines, LlmChunk, LlmService, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
-import { NoiseGateStage, SttStage, TurnManager, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { NoiseGateStage, SttStage, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { TurnManager } from '../pipeline/turn/manager.ts';
+import { turnPolicyFor, type TurnPolicyStage } from '../pipeline/turn/policy.ts';
 import { SentenceChunker } from '../pipeline/chunker.ts';
 import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
@@ -17,6 +19,7 @@ import { MemorySink, Recorder, type RecordingSink } from '../pipeline/recorder.t
 import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
 import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
 import { SpeechHandle, type SpeechSource } from './speech.ts';
+import { FalseInterruptionGuard } from './false-interruption.ts';
 import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
 import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
 import { recordingLabel, type Spoken } from '../tools/spoken.ts';
@@ -168,9 +171,13 @@ export class CallSession {
   private readonly input: Pipeline;
   private readonly output: Pipeline;
   private readonly stt: SttStage;
+  /** the turn model's policy (an STT without its own end of turn, with a turn model): null for VAD silence alone */
+  private readonly turnPolicy: TurnPolicyStage | null;
   private readonly pacer: Pacer;
   private readonly mixer: Mixer;
   private readonly speeches = new Set<SpeechHandle>();
+  /** barge-in on caller sound holds the agent's utterances until a word proves it an interruption */
+  private readonly hold: FalseInterruptionGuard;
   private readonly entries = new Map<SpeechHandle, Extract<TranscriptEntry, { role: 'assistant' }>>();
   private readonly owners = new Map<SpeechHandle, AssistantMsg[]>();
   private readonly turns = new Map<SpeechHandle, TurnTimes>();
@@ -223,17 +230,26 @@ export class CallSession {
     this.ackPicker = createWordPicker({ ...o.config.acknowledgeSounds, wordOrder: order(o.config.acknowledgeSounds.wordOrder) });
     this.fillerPicker = createWordPicker({ ...o.config.fillerWords, wordOrder: order(o.config.fillerWords.wordOrder) });
     const onError = (err: unknown, where: string) => this.onStageError(err, where);
+    this.hold = new FalseInterruptionGuard({
+      pause: (s) => this.pacer.pause(s),
+      resume: (s) => this.pacer.resume(s),
+      cut: (s) => this.cut(s, 'user'),
+      after: (ms, fn) => this.after(ms, fn),
+      onResumed: (held) => this.log.info({ utterances: held.length }, 'caller sound without words: the agent plays on'),
+    });
 
     this.stt = new SttStage();
+    this.turnPolicy = turnPolicyFor(o.engines, () => this.clock.now(), this.log);
     const inputStages: Processor[] = [];
     if (o.denoiser) inputStages.push(new NoiseGateStage(o.denoiser));
     inputStages.push(
       new VadStage(o.vad),
+      ...(this.turnPolicy ? [this.turnPolicy] : []),
       this.stt,
       new TurnManager({
         sttTurnDetection: o.engines.stt.hasTurnDetection,
         trailingFinalMs: o.trailingFinalMs ?? 250,
-        finalTimeoutMs: o.finalTimeoutMs ?? 1500,
+        finalTimeoutMs: o.finalTimeoutMs ?? o.engines.stt.finalWaitMs ?? 1500,
       }),
       new Collector((f) => this.onInput(f)),
     );
@@ -287,8 +303,11 @@ export class CallSession {
       },
     });
     opening.catch(() => {}); // handled by the await below
+    // the turn model loads beside it (shared by the process's calls: normally loaded already); VAD-only without it
+    const turning = this.turnPolicy?.activate(this.o.vad, this.log);
     this.startOutput(cfg);
     const stream = await opening;
+    await turning;
     this.clock.poll(); // see media/session/runner.ts: a burst of calls starting together
     if (this.ended) {
       void stream.close().catch(() => {}); // the call ended while the recogniser was opening
@@ -455,6 +474,7 @@ export class CallSession {
     this.clearIdle();
     this.clearAck();
     this.dropSpeculation();
+    this.hold.close();
     if (this.taskTimer) clearTimeout(this.taskTimer);
     for (const s of [...this.speeches]) {
       if (s.state === 'speaking') interruptionsTotal.inc({ by: 'agent' });
@@ -548,8 +568,14 @@ export class CallSession {
         }
         this.idleRetries = 0;
         this.clearIdle();
-        if (this.cfg.stt.interruptionMinWords === 0) this.bargeIn();
+        if (this.cfg.stt.interruptionMinWords === 0) this.holdForWords();
         this.armAck();
+        return;
+      case 'userPaused':
+        this.hold.quiet();
+        return;
+      case 'userResumed':
+        this.hold.sound();
         return;
       case 'userStoppedSpeaking':
         if (this.ignoringSpeech) {
@@ -557,10 +583,14 @@ export class CallSession {
           return;
         }
         this.userSpeaking = false;
+        this.hold.quiet();
         for (const ob of this.o.observers ?? []) ob.userSpeech?.(false);
         this.clearWatchdog();
         this.clearAck();
-        this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
+        // with a turn model the speech ended when the VAD heard it end; the model ended the turn heldMs later
+        this.pendingTurn = f.turnModel
+          ? { turn: this.turnCount + 1, userStoppedAt: this.clock.now() - f.turnModel.heldMs, turnEndAt: this.clock.now() }
+          : { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
         return;
       case 'transcript': {
         this.lastWordsAt = this.clock.now();
@@ -572,6 +602,7 @@ export class CallSession {
           this.armWatchdog();
         }
         this.o.transport.sendEvent({ type: 'rtf-user-transcription', payload: { text: f.text, final: f.final } });
+        if (this.hold.holding && countWords(f.text) > 0 && this.hold.words()) interruptionsTotal.inc({ by: 'user' });
         const n = this.cfg.stt.interruptionMinWords;
         if (n > 0 && countWords(f.text) >= n) this.bargeIn();
         return;
@@ -593,6 +624,15 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * Caller sound over the agent (interruptionMinWords 0): it stops at once, but its utterances are held, not cut,
+   * until a word is transcribed (false-interruption.ts).
+   */
+  private holdForWords(): void {
+    const held = [...this.speeches].filter((s) => s.interruptible && !s.finished);
+    if (this.hold.hold(held)) this.o.transport.clearAudio?.();
   }
 
   /** Caller speech over the agent: stop every interruptible utterance (and the reply being generated). */
@@ -773,7 +813,8 @@ export class CallSession {
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
       const e = this.o.engines;
-      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider } });
+      const providers = { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider, ...(this.turnPolicy?.active ? { turn_model: e.turn!.id } : {}) };
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers });
       this.latency.push(l);
       observeTurn(l);
     }
