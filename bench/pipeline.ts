@@ -131,7 +131,8 @@ async function main(): Promise<void> {
   const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
   const { startCombined } = await import('../scripts/server.ts');
   const { fakeEngines } = await import('../test/fakes/engines.ts');
-  const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
+  const { agentConfig, insertPendingCall, getCallRow, TestCaller } = await import('../test/helpers/calls.ts');
+  const { until } = await import('../test/helpers/wait.ts');
   const { sharedClock } = await import('../media/pipeline/clock.ts');
 
   const CALLS = Number(process.env.CALLS ?? 200);
@@ -208,7 +209,7 @@ async function main(): Promise<void> {
       await caller.speak(400);
       const endOfSpeech = performance.now();
       const silence = caller.silence(1500);
-      await until(() => caller.frameTimes.length > framesBefore, 10_000, 'reply audio');
+      await until(() => caller.frameTimes.length > framesBefore, { what: 'reply audio', timeoutMs: 10_000 });
       const firstAudio = caller.frameTimes[framesBefore]!;
       clientMs.push(firstAudio - endOfSpeech);
       await silence;
@@ -218,7 +219,7 @@ async function main(): Promise<void> {
     const row = await until(async () => {
       const r = await getCallRow(db, callId);
       return r.status === 'completed' ? r : null;
-    }, 10_000, 'latency call to end');
+    }, { what: 'latency call to end', timeoutMs: 10_000 });
     // The VAD stop window is counted in 20 ms frames: the frame that completes it is judged on arrival, 20 ms
     // before its audio ends, so the window closes (stopMs − 20) ms after the end of speech in wall time.
     const fixed = FIXED.vadStopMs - 20 + FIXED.sttFinalMs + FIXED.llmFirstTokenMs + FIXED.ttsFirstByteMs;
@@ -272,7 +273,7 @@ async function main(): Promise<void> {
       // steady state only: drop the first 3 s (connects, session set-up) and everything after the clients leave
       const ticks = sharedClock.lateness;
       const lateness = ticks.slice(Math.min(150, ticks.length), Math.max(150, Math.round((SECONDS - 0.5) * 50)));
-      await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
+      await until(async () => combined.media.activeCalls() === 0, { what: 'calls to end', timeoutMs: 30_000 });
       return { n, r, rssPerCallMb: (rssPeak - rssBefore) / n / 1024 / 1024, lateness, cpuPct: ((cpu.user + cpu.system) / 1000 / wall) * 100 };
     };
     const base = await runLoad(1);
@@ -482,7 +483,8 @@ async function mainVendors(): Promise<void> {
   const { createApiKey, createOrganization } = await import('../core/orgs.ts');
   const { startScratchDatabase, freePort } = await import('../scripts/infra.ts');
   const { startCombined } = await import('../scripts/server.ts');
-  const { agentConfig, insertPendingCall, getCallRow, TestCaller, until } = await import('../test/helpers/calls.ts');
+  const { agentConfig, insertPendingCall, getCallRow, TestCaller } = await import('../test/helpers/calls.ts');
+  const { until } = await import('../test/helpers/wait.ts');
   const { sharedClock } = await import('../media/pipeline/clock.ts');
 
   const CALLS = Number(process.env.CALLS ?? 200);
@@ -553,7 +555,7 @@ async function mainVendors(): Promise<void> {
       }
       const endOfSpeech = performance.now();
       const quiet = caller.silence(2000);
-      await until(() => caller.frameTimes.length > framesBefore, 15_000, 'reply audio');
+      await until(() => caller.frameTimes.length > framesBefore, { what: 'reply audio', timeoutMs: 15_000 });
       clientMs.push(caller.frameTimes[framesBefore]! - endOfSpeech);
       await quiet;
       await quietLine();
@@ -562,7 +564,7 @@ async function mainVendors(): Promise<void> {
     const row = await until(async () => {
       const r = await getCallRow(db, callId);
       return r.status === 'completed' ? r : null;
-    }, 15_000, 'latency call to end');
+    }, { what: 'latency call to end', timeoutMs: 15_000 });
     const fixed = FIXED_TURN_MS;
     const serverAdded = clientMs.map((x) => x - fixed);
     // with the vendor's own end of turn the turn starts at that event (stt_ms is null) and the LLM request was
@@ -626,7 +628,7 @@ async function mainVendors(): Promise<void> {
       });
       const tickP99 = pct(lateness, 99);
       const ticksLate = { n: lateness.length, over15: lateness.filter((l) => l >= 15).length };
-      await until(async () => combined.media.activeCalls() === 0, 60_000, 'calls to end');
+      await until(async () => combined.media.activeCalls() === 0, { what: 'calls to end', timeoutMs: 60_000 });
       await Promise.all(extraMedia.map((m) => m.ask({ kind: 'idle' })));
       if (others.length) {
         const each = [(cpu.user + cpu.system) / 1000, ...others.map((o) => o.cpuMs)].map((ms) => f1((ms / wall) * 100));

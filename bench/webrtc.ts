@@ -308,7 +308,8 @@ async function runCarrierClients(job: ClientJob): Promise<ClientResult> {
 }
 
 async function runRtcClients(job: ClientJob): Promise<ClientResult> {
-  const { WebRtcCaller, until } = await import('../test/webrtc/peer.ts');
+  const { WebRtcCaller } = await import('../test/webrtc/peer.ts');
+  const { until } = await import('../test/helpers/wait.ts');
   const { OpusEncoder48, FRAME_SAMPLES } = await import('../core/audio/opus.ts');
   const nodeDataChannel = (await import('node-datachannel')).default;
   const speech = job.speech ? sentenceFromBase64(job.speech) : null;
@@ -337,7 +338,7 @@ async function runRtcClients(job: ClientJob): Promise<ClientResult> {
         });
         if (!r.ok) throw new Error(`PATCH ${r.status} ${await r.text()}`);
       });
-      await until(() => c.state === 'connected', 20_000, 'peer connected');
+      await until(() => c.state === 'connected', { what: 'peer connected', timeoutMs: 20_000 });
       return Object.assign(c, { callId: id });
     } catch (err) {
       // counted and reported, not hidden: "connected" below is below N
@@ -610,7 +611,8 @@ async function main(): Promise<void> {
   const { fakeEngines } = await import('../test/fakes/engines.ts');
   const { createVad } = await import('../media/vad/index.ts');
   const { streamToken } = await import('../core/telephony/signing.ts');
-  const { agentConfig, insertPendingCall, until } = await import('../test/helpers/calls.ts');
+  const { agentConfig, insertPendingCall } = await import('../test/helpers/calls.ts');
+  const { until } = await import('../test/helpers/wait.ts');
 
   const CALLS = Number(process.env.CALLS ?? 40);
   const SMALL = Number(process.env.CALLS_SMALL ?? 5);
@@ -782,7 +784,7 @@ async function main(): Promise<void> {
       const rtp1 = await rtpCounters();
       const serverSent = rtp1.sent - rtp0.sent;
       const callerLoss = { concealed: rtp1.concealed - rtp0.concealed, late: rtp1.late - rtp0.late, underruns: rtp1.underruns - rtp0.underruns };
-      await until(async () => combined.media.activeCalls() === 0, 30_000, 'calls to end');
+      await until(async () => combined.media.activeCalls() === 0, { what: 'calls to end', timeoutMs: 30_000 });
       // the sampling profiler's own thread is the bench's, not the server's
       const profilerMs = (stages.threads[PROFILER_THREAD] ?? 0) / 1000;
       const cpuPct = ((cpu.user + cpu.system) / 1000 - profilerMs) / wall * 100 + (codecMs / wall) * 100;

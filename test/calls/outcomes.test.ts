@@ -8,9 +8,10 @@ import { sql } from '../../core/db/pool.ts';
 import { expirePendingCalls } from '../../core/calls/expiry.ts';
 import { createLogger } from '../../core/logger.ts';
 import { expireStalePhoneCalls } from '../../core/telephony/ended.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { agentQuiet, dialOf, openStream, phoneAgent, twilioDialBody, twilioLine } from '../telephony/media-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const line = twilioLine(test, 'call-outcomes-test', '+15550002222', '+15557650000', { balanceUsd: 50, concurrency: 20, ratePerMinute: 1_000_000 });
 
@@ -29,7 +30,7 @@ async function assertNeverConnected(t: import('ava').ExecutionContext, receiver:
   for (const e of events) t.like(e, { callId, endedReason: null, connectionStatus: reason, duration: 0 });
   t.like(events[1], { recordingUrl: null, transcript: null, transcriptUrl: null, summary: null });
   t.false(events.some((e) => e.event === 'call.started'));
-  await until(async () => (await line.rig.s.db.maybeOneFirst(sql.unsafe`SELECT post_call_completed_at FROM calls WHERE id = ${callId}`)) !== null, 30_000, 'post-call finished');
+  await until(async () => (await line.rig.s.db.maybeOneFirst(sql.unsafe`SELECT post_call_completed_at FROM calls WHERE id = ${callId}`)) !== null, { what: 'post-call finished', timeoutMs: 30_000 });
   t.is(receiver.events.length, 2, 'exactly once each');
 }
 
@@ -85,13 +86,13 @@ test.serial('DTMF: keys go to logs.dtmf and reach the LLM as one user turn; the 
   const twiml = await line.rig.twilio.answer(call.sid);
   const media = openStream(line.rig, call, twiml.stream!);
   await media.opened;
-  await until(() => media.heardMs > 0, 20_000, 'greeting heard');
+  await until(() => media.heardMs > 0, { what: 'greeting heard', timeoutMs: 20_000 });
   await agentQuiet(media);
   media.dtmf('1');
   media.dtmf('2');
   media.dtmf('#');
   const llm = line.rig.scenarios.made.get(name)!.engines.llm;
-  const req = await until(() => llm.requests[0], 20_000, 'the LLM asked');
+  const req = await until(() => llm.requests[0], { what: 'the LLM asked', timeoutMs: 20_000 });
   const last = req.messages.at(-1) as { role: string; content: string };
   t.deepEqual({ role: last.role, content: last.content }, { role: 'user', content: '[keypad: 12#]' });
   await agentQuiet(media);
@@ -103,7 +104,7 @@ test.serial('DTMF: keys go to logs.dtmf and reach the LLM as one user turn; the 
   const roles = new Set((row.transcript as Array<{ role: string }>).map((e) => e.role));
   t.deepEqual([...roles].filter((x) => !['user', 'assistant', 'tool'].includes(x)), []);
   t.true(roles.has('assistant'));
-  const completed = await until(() => receiver.events.map((e) => e.json as Ev & { transcript: Array<{ role: string }> }).find((e) => e.event === 'call.completed'), 60_000, 'call.completed');
+  const completed = await until(() => receiver.events.map((e) => e.json as Ev & { transcript: Array<{ role: string }> }).find((e) => e.event === 'call.completed'), { what: 'call.completed', timeoutMs: 60_000 });
   t.false(completed.transcript.some((e) => !['user', 'assistant', 'tool'].includes(e.role)));
   t.true(completed.transcript.some((e) => e.role === 'assistant' && (e as unknown as { content: string }).content === 'You chose option twelve.'));
 });

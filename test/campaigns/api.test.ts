@@ -6,7 +6,8 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { campaignWorkflowId, progressQuery } from '../../workflows/campaign/messages.ts';
-import { campaign, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env, type Org } from './helpers.ts';
+import { campaign, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env, type Org } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 let env: Env;
 let org: Org;
@@ -186,7 +187,7 @@ test('start → running (import, slot wait logged), pause/resume/edit as workflo
   const running = await waitForState(env.s, org.apiKey, c.id, 'running');
   t.like(running, { total_rows: 5, processed_rows: 5, failed_rows: 0, total_queued_count: 5, executed_count: 0 });
   const events = () => campaign(env.s, org.apiKey, c.id).then((x) => x.logs.map((l: { event: string }) => l.event));
-  await waitFor('slot wait log', async () => (await events()).includes('slot_wait'));
+  await until(async () => (await events()).includes('slot_wait'), { what: 'slot wait log', timeoutMs: 90_000, everyMs: 100 });
   t.deepEqual((await events()).slice(0, 4), ['created', 'state_changed', 'contacts_imported', 'state_changed']);
   const again = await env.s.request('POST', `/campaign/${c.id}/start`, { key: org.apiKey });
   t.deepEqual([again.status, again.body], [400, { detail: "Cannot start a campaign in state 'running'" }]);
@@ -219,10 +220,10 @@ test('start → running (import, slot wait logged), pause/resume/edit as workflo
   t.is(desc.typedSearchAttributes.get({ name: 'CampaignId', type: 'KEYWORD' } as never), String(c.id));
   t.is(desc.typedSearchAttributes.get({ name: 'OrganizationId', type: 'KEYWORD' } as never), org.orgId);
   t.is(desc.typedSearchAttributes.get({ name: 'CampaignState', type: 'KEYWORD' } as never), 'running');
-  const listed = await waitFor('visibility', async () => {
+  const listed = await until(async () => {
     for await (const w of env.s.temporal!.client.workflow.list({ query: `CampaignId = '${c.id}' AND CampaignState = 'running'` })) return w;
     return null;
-  });
+  }, { what: 'visibility', timeoutMs: 90_000, everyMs: 100 });
   t.is(listed.workflowId, `campaign-${c.id}`);
 
   const report = await fetch(`${env.s.baseUrl}/campaign/${c.id}/report`, { headers: { 'x-api-key': org.apiKey } });

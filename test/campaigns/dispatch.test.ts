@@ -8,7 +8,8 @@ import { workflowsPath } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
 import { creditWallet } from '../../core/orgs.ts';
 import { campaignWorkflowId, progressQuery } from '../../workflows/campaign/messages.ts';
-import { attempts, campaign, carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env } from './helpers.ts';
+import { attempts, campaign, carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 let env: Env;
 
@@ -81,17 +82,17 @@ test.serial('pause stops dialing, resume continues, an edit of max_concurrency a
   t.teardown(carrier.stop);
   const numbers = phoneList(40, '+1651');
   const id = await createAndStart(org.apiKey, org.agentUuid, numbers, { max_concurrency: 1, retry_config: { enabled: false } });
-  await waitFor('a few dials', () => carrier.state.dials.length >= 3);
+  await until(() => carrier.state.dials.length >= 3, { what: 'a few dials', timeoutMs: 90_000, everyMs: 100 });
 
   const paused = await env.s.request('POST', `/campaign/${id}/pause`, { key: org.apiKey });
   t.deepEqual([paused.status, paused.body.state], [200, 'paused']);
   // The call in flight ends; after that nothing more is dialed while paused.
   const handle = env.s.temporal!.client.workflow.getHandle(campaignWorkflowId(id));
-  await waitFor('in-flight call settled', async () => {
+  await until(async () => {
     const p = await handle.query(progressQuery);
     const rows = await attempts(env.s, id);
     return p.state === 'paused' && p.inFlight === 0 && carrier.state.live === 0 && rows.every((r) => r.ended_at !== null);
-  });
+  }, { what: 'in-flight call settled', timeoutMs: 90_000, everyMs: 100 });
   const atPause = carrier.state.dials.length;
   t.is((await campaign(env.s, org.apiKey, id)).state, 'paused');
 
@@ -173,7 +174,7 @@ test.serial('the organization slot is taken: the campaign waits for it instead o
   const web = await env.s.request('POST', '/call', { key: org.apiKey, body: { agentId: org.agentUuid } });
   t.is(web.status, 200, JSON.stringify(web.body));
   const id = await createAndStart(org.apiKey, org.agentUuid, phoneList(2, '+1656'), { max_concurrency: 1 });
-  const waiting = await waitFor('waiting log', async () => (await campaign(env.s, org.apiKey, id)).logs.find((l: { event: string }) => l.event === 'waiting_for_line'));
+  const waiting = await until(async () => (await campaign(env.s, org.apiKey, id)).logs.find((l: { event: string }) => l.event === 'waiting_for_line'), { what: 'waiting log', timeoutMs: 90_000, everyMs: 100 });
   t.like(waiting, { level: 'warning', details: { wait_for: 'organization slot' } });
   t.is(carrier.state.dials.length, 0);
   t.is((await campaign(env.s, org.apiKey, id)).state, 'running');

@@ -13,7 +13,8 @@ import {
   startUpdate,
 } from '../../workflows/campaign/messages.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
-import { attempts, carrierScript, csvOf, phoneList, runWorker, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env } from './helpers.ts';
+import { attempts, carrierScript, csvOf, phoneList, runWorker, setupOrg, startEnv, uploadCsv, waitForState, type Env } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'campaigns-durability-test';
 let env: Env;
@@ -63,7 +64,7 @@ test.serial('worker SIGKILLed mid-campaign, another started: 0 lost contacts, 0 
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
 
   t.is((await env.s.request('POST', `/campaign/${id}/start`, { key: org.apiKey })).status, 200);
-  await waitFor('20 dials by the first worker', () => carrier.state.dials.length >= 20, 120_000, 5);
+  await until(() => carrier.state.dials.length >= 20, { what: '20 dials by the first worker', timeoutMs: 120_000, everyMs: 5 });
   child.kill('SIGKILL');
   await exited;
   const atKill = carrier.state.dials.length;

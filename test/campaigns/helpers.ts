@@ -10,8 +10,8 @@ import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { until } from '../helpers/calls.ts';
 import { multipart, running } from '../knowledge-base/helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 export const logger = createLogger({ level: 'silent' });
 
@@ -115,10 +115,6 @@ export function csvOf(numbers: string[], extra: (i: number) => Record<string, st
   return `${lines.join('\n')}\n`;
 }
 
-export function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 90_000, everyMs = 100): Promise<T> {
-  return until(fn, timeoutMs, what, everyMs);
-}
-
 export async function campaign(s: TestServer, apiKey: string, id: number) {
   const r = await s.request('GET', `/campaign/${id}`, { key: apiKey });
   if (r.status !== 200) throw new Error(`GET campaign ${r.status}`);
@@ -126,10 +122,10 @@ export async function campaign(s: TestServer, apiKey: string, id: number) {
 }
 
 export async function waitForState(s: TestServer, apiKey: string, id: number, state: string, timeoutMs = 120_000) {
-  return waitFor(`campaign ${id} in state ${state}`, async () => {
+  return until(async () => {
     const c = await campaign(s, apiKey, id);
     return c.state === state ? c : null;
-  }, timeoutMs, 200).catch(async (err: unknown) => {
+  }, { what: `campaign ${id} in state ${state}`, timeoutMs, everyMs: 200 }).catch(async (err: unknown) => {
     // What the campaign was doing, for the failure message.
     const c = await campaign(s, apiKey, id);
     const progress = await s.temporal?.client.workflow.getHandle(`campaign-${id}`).query('progress').catch((e: unknown) => String(e));

@@ -11,7 +11,8 @@ import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { workflowsPath } from '../../activities/worker.ts';
 import { campaignWorkflowId, pauseUpdate } from '../../workflows/campaign/messages.ts';
-import { attempts, carrierScript, csvOf, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env } from './helpers.ts';
+import { attempts, carrierScript, csvOf, setupOrg, startEnv, uploadCsv, waitForState, type Env } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'campaign-history.json');
 const { History } = proto.temporal.api.history.v1;
@@ -102,10 +103,10 @@ test('with a multiplier > 1: ±20 % jitter on base × multiplier^(N−1), capped
     max_concurrency: 1, retry_config: { max_retries: 3, retry_delay_seconds: 10, backoff_multiplier: 5, retry_delay_cap_seconds: 60 },
   });
   // Retry 3 would be 10 × 5² = 250 s: it is scheduled (capped) as soon as attempt 3 ends, about 70 s in.
-  const rows = await waitFor('the fourth attempt scheduled', async () => {
+  const rows = await until(async () => {
     const r = await attempts(env.s, id);
     return r.length === 4 ? r : null;
-  }, 150_000, 250);
+  }, { what: 'the fourth attempt scheduled', timeoutMs: 150_000, everyMs: 250 });
   const [a1, a2, a3, a4] = rows;
   const d1 = a2!.retry_delay_seconds!;
   const d2 = a3!.retry_delay_seconds!;
@@ -130,10 +131,10 @@ test('a slot opening about a minute from now in Asia/Kolkata: nothing dials befo
   const schedule = { timezone: zone, slots: [{ day_of_week: start.weekday - 1, start_time: start.toFormat('HH:mm'), end_time: hhmm(endMin) }] };
   const id = await createAndStart(org.apiKey, org.agentUuid, ['+16505550201', '+16505550202', '+16505550203'], { max_concurrency: 2, schedule_config: schedule });
 
-  const waiting = await waitFor('slot wait log', async () => {
+  const waiting = await until(async () => {
     const c = await (await env.s.request('GET', `/campaign/${id}`, { key: org.apiKey })).body;
     return c.logs.find((l: { event: string }) => l.event === 'slot_wait');
-  }).catch(async (err: unknown) => {
+  }, { what: 'slot wait log', timeoutMs: 90_000, everyMs: 100 }).catch(async (err: unknown) => {
     const c = await (await env.s.request('GET', `/campaign/${id}`, { key: org.apiKey })).body;
     t.log(JSON.stringify({ state: c.state, logs: c.logs, start: start.toISO(), now: DateTime.now().setZone(zone).toISO(), dials: carrier.state.dials.length }));
     throw err;

@@ -6,10 +6,11 @@ import test from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
-import { getCallRow, until } from '../helpers/calls.ts';
+import { getCallRow } from '../helpers/calls.ts';
 import type { FakeCall } from '../fakes/twilio.ts';
 import { openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
 import { attempts, csvOf, isolateCampaignIds, uploadCsv, waitForState } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 let rig: PhoneRig;
 test.before(async () => {
@@ -49,12 +50,12 @@ test('voicemail (AMD machine) on a connected call is retried after voicemail_del
       if (!twiml.stream) throw new Error(`no <Stream> in ${twiml.xml}`);
       const media = openStream(rig, call, twiml.stream);
       const callId = twiml.stream.parameters.callId!;
-      await until(async () => (await getCallRow(s.db, callId)).status === 'active', 20_000, 'call active');
+      await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 20_000 });
       if (attempt === 1) await twilio.amd(call.sid, 'machine_end_beep');
       else {
         // a person: hears the greeting start, then hangs up (a hang-up before the pipeline has started is a call
         // that never connected, `cancelled`, which is not what this attempt is about)
-        await until(async () => media.heardMs > 0, 20_000, 'greeting heard');
+        await until(async () => media.heardMs > 0, { what: 'greeting heard', timeoutMs: 20_000 });
         media.hangup();
       }
     })().catch((err: unknown) => errors.push(String(err)));
@@ -109,7 +110,7 @@ test('voicemail-left is reported apart: a mailbox gets the agent\'s message; the
       await twilio.ring(call.sid);
       const twiml = await twilio.answer(call.sid);
       const media = openStream(rig, call, twiml.stream!);
-      await until(() => media.heardMs > 0, 20_000, 'greeting heard');
+      await until(() => media.heardMs > 0, { what: 'greeting heard', timeoutMs: 20_000 });
       await twilio.amd(call.sid, 'machine_end_beep'); // the end of the mailbox's greeting: the message goes now
     })().catch((err: unknown) => errors.push(String(err)));
   };

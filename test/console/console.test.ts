@@ -17,10 +17,11 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { wavHeader } from '../../core/audio/wav.ts';
 import { resample } from '../../core/audio/resample.ts';
 import { createLocalTts } from '../../media/services/tts/local.ts';
-import { carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitFor, waitForState, type Env, type Org } from '../campaigns/helpers.ts';
+import { carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env, type Org } from '../campaigns/helpers.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { sql } from '../../core/db/pool.ts';
 import { z } from 'zod';
+import { until } from '../helpers/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
@@ -199,10 +200,10 @@ browserTest('Agents: list, a browser test call through /call, the call ends with
   const ended = await page.waitForSelector('body[data-phase="ended"]', { timeout: 60_000 }).then(() => true, () => false);
   if (!ended) await page.click('#hangup');
   // post-call processing publishes the recording and sends call.completed
-  await waitFor('recording and call.completed', async () => {
+  await until(async () => {
     const r = await env.s.request('GET', `/calls/${browserCallId}`, { key: org.apiKey });
     return r.body.recordingUrl && received.includes('call.completed') ? r.body : null;
-  }, 120_000, 300);
+  }, { what: 'recording and call.completed', timeoutMs: 120_000, everyMs: 300 });
   await page.close();
   t.pass();
 });
@@ -231,10 +232,10 @@ browserTest('more calls and two campaigns, made through the API and the fake car
   breakerCampaign = await create('Spring renewals', breakerNumbers, { circuit_breaker: { failure_threshold: 0.5, min_calls_in_window: 3, window_seconds: 120 }, retry_config: { enabled: false } });
   retryCampaign = await create('Appointment reminders', retryNumbers, { retry_config: { max_retries: 2, retry_delay_seconds: 900 } });
   await waitForState(env.s, org.apiKey, breakerCampaign, 'paused');
-  await waitFor('busy contacts waiting to retry', async () => {
+  await until(async () => {
     const p = await env.s.request('GET', `/campaign/${retryCampaign}/progress`, { key: org.apiKey });
     return p.body.contacts.retry === retryNumbers.length ? p.body : null;
-  }, 120_000, 300);
+  }, { what: 'busy contacts waiting to retry', timeoutMs: 120_000, everyMs: 300 });
 });
 
 browserTest('Calls: filters, sort and pagination change the list; live calls are marked', async (t) => {

@@ -13,7 +13,8 @@ import { sql } from '../../core/db/pool.ts';
 import { documentKey } from '../../core/documents/records.ts';
 import { createStorage } from '../../core/storage/index.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
-import { apiClient, byCall, count, debits, endedCallsHandedOff, kill, killChildren, setup, slowEmbeddings, startProcess, waitUntil } from './harness.ts';
+import { apiClient, byCall, count, debits, endedCallsHandedOff, kill, killChildren, setup, slowEmbeddings, startProcess } from './harness.ts';
+import { until } from '../helpers/wait.ts';
 
 test.after.always(killChildren);
 
@@ -23,11 +24,11 @@ test.serial('api SIGKILLed during post-call of 20 calls: every call processed, o
   await startProcess('activities/worker.ts', env, false);
   // handed off as a media node does at the end of each call
   const { calls } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
-  await waitUntil(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, { what: 'the first call.completed', timeoutMs: 90_000, everyMs: 250 });
   await kill(procs.api.child);
   const doneAtKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
-  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, 180_000, 'post-call of all 20 calls');
-  await waitUntil(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed of every call');
+  await until(async () => (await count(db, sql.fragment`SELECT 1 FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, { what: 'post-call of all 20 calls', timeoutMs: 180_000, everyMs: 250 });
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, { what: 'call.completed of every call', timeoutMs: 30_000, everyMs: 250 });
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
     t.is(await debits(db, id), 1, `debit of ${id}`);
@@ -56,7 +57,7 @@ test.serial('api SIGKILLed while a document ingests and uploads are in flight: e
   const longId = String(long.body.id);
   const chunks = () => db.one(sql.type(z.object({ n: z.number(), distinct_idx: z.number() }))`
     SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx FROM document_chunks WHERE document_id = ${longId}`);
-  await waitUntil(async () => (await chunks()).n > 0 || null, 90_000, 'the long document to be processing');
+  await until(async () => (await chunks()).n > 0 || null, { what: 'the long document to be processing', timeoutMs: 90_000, everyMs: 250 });
 
   // five uploads through upload-url + PUT, registered by process-document in the burst below
   const presigned: Array<{ document_uuid: string; s3_key: string }> = [];
@@ -105,7 +106,7 @@ test.serial('api SIGKILLed while a document ingests and uploads are in flight: e
 
   procs.api = await startProcess('api/main.ts', env);
   // every document reaches a final state (the new api's sweep starts the stranded one)
-  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM documents WHERE organization_id = ${org.id} AND status IN ('pending', 'processing')`)) === 0 || null, 180_000, 'every document to finish');
+  await until(async () => (await count(db, sql.fragment`SELECT 1 FROM documents WHERE organization_id = ${org.id} AND status IN ('pending', 'processing')`)) === 0 || null, { what: 'every document to finish', timeoutMs: 180_000, everyMs: 250 });
   const docs = await db.any(sql.type(docRow)`SELECT id::text, status, error, total_chunks, bytes::int AS bytes FROM documents WHERE organization_id = ${org.id}`);
   for (const d of docs) t.true(d.status === 'completed' || (d.status === 'failed' && !!d.error), `${d.id}: ${d.status} ${d.error ?? ''}`);
   const byId = new Map(docs.map((d) => [d.id, d]));

@@ -4,14 +4,15 @@
 import test from 'ava';
 import { sql } from '../../core/db/pool.ts';
 import { campaignRig, checkAfterwards } from './campaign-rig.ts';
-import { count, kill, killChildren, startProcess, waitUntil } from './harness.ts';
+import { count, kill, killChildren, startProcess } from './harness.ts';
+import { until } from '../helpers/wait.ts';
 
 test.after.always(killChildren);
 
 test.serial('api SIGKILLed while the campaign runs, a new api started: the campaign completes, nothing lost, no duplicate dial', async (t) => {
   t.timeout(420_000);
   const rig = await campaignRig(t, 'faults-campaign-api-kill');
-  await waitUntil(() => rig.carrier.connected >= 30 || null, 180_000, '30 connected calls');
+  await until(() => rig.carrier.connected >= 30 || null, { what: '30 connected calls', timeoutMs: 180_000, everyMs: 250 });
   const dialsAtKill = rig.carrier.dials.length;
   const liveAtKill = rig.carrier.live.size;
   await kill(rig.procs.api.child);
@@ -19,7 +20,7 @@ test.serial('api SIGKILLed while the campaign runs, a new api started: the campa
   // but no answer webhook or status callback gets through, so the new calls stay pending; once all 10 slots are held
   // by such calls the campaign waits, and a new api is started
   const pending = () => count(rig.db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${rig.campaignId} AND status = 'pending'`);
-  await waitUntil(async () => (await pending()) >= 10 || null, 120_000, 'the 10 slots held by calls no api answered');
+  await until(async () => (await pending()) >= 10 || null, { what: 'the 10 slots held by calls no api answered', timeoutMs: 120_000, everyMs: 250 });
   const dialsDown = rig.carrier.dials.length - dialsAtKill;
   rig.procs.api = await startProcess('api/main.ts', rig.env);
   const figures = await checkAfterwards(t, rig);

@@ -4,14 +4,15 @@
 import test from 'ava';
 import { sql } from '../../core/db/pool.ts';
 import { campaignRig, checkAfterwards } from './campaign-rig.ts';
-import { count, kill, killChildren, startProcess, waitUntil } from './harness.ts';
+import { count, kill, killChildren, startProcess } from './harness.ts';
+import { until } from '../helpers/wait.ts';
 
 test.after.always(killChildren);
 
 test.serial('media SIGKILLed while campaign calls are live over the carrier stream, a new node started: the campaign completes, nothing lost, no duplicate dial', async (t) => {
   t.timeout(420_000);
   const rig = await campaignRig(t, 'faults-campaign-media-kill');
-  await waitUntil(() => (rig.carrier.connected >= 30 && rig.carrier.live.size >= 5) || null, 180_000, '30 connected calls and 5 live streams');
+  await until(() => (rig.carrier.connected >= 30 && rig.carrier.live.size >= 5) || null, { what: '30 connected calls and 5 live streams', timeoutMs: 180_000, everyMs: 250 });
   const liveAtKill = rig.carrier.live.size;
   const dialsAtKill = rig.carrier.dials.length;
   const killed = rig.procs.media!;
@@ -19,7 +20,7 @@ test.serial('media SIGKILLed while campaign calls are live over the carrier stre
   await kill(killed.child);
   const killedAt = Date.now();
   // the killed node's rows are ended by the api's sweep (no media node is left); then a new node comes up
-  await waitUntil(async () => (await count(rig.db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${rig.campaignId} AND status = 'active'`)) === 0 || null, 60_000, 'the killed node\'s rows to end');
+  await until(async () => (await count(rig.db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${rig.campaignId} AND status = 'active'`)) === 0 || null, { what: 'the killed node\'s rows to end', timeoutMs: 60_000, everyMs: 250 });
   const sweptAfterS = (Date.now() - killedAt) / 1000;
   rig.procs.media = await startProcess('media/main.ts', rig.env);
   const figures = await checkAfterwards(t, rig);

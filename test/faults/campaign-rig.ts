@@ -21,7 +21,8 @@ import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
-import { apiClient, byCall, count, debits, setup, startProcess, waitUntil, type Started } from './harness.ts';
+import { apiClient, byCall, count, debits, setup, startProcess, type Started } from './harness.ts';
+import { until } from '../helpers/wait.ts';
 
 const PUBLIC = 'http://voice.faults.test';
 export const CONTACTS = 200;
@@ -121,8 +122,7 @@ export async function campaignRig(t: ExecutionContext, queue: string) {
     carrier.connected++;
     carrier.live.add(m);
     // the callee listens to the greeting and stays on the line a little (1 s of silence after it), then hangs up
-    const deadline = Date.now() + 20_000;
-    while (m.heardMs < 300 && m.closeCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => m.heardMs >= 300 || m.closeCode !== null, { what: 'the greeting', timeoutMs: 20_000, everyMs: 50 }).catch(() => {}); // a callee stays on a silent line too
     if (m.closeCode === null) await m.silence(1000);
     m.hangup();
     await m.closed;
@@ -153,7 +153,7 @@ const callRow = z.object({ id: z.string(), status: z.string(), connection_status
 /** Everything the fault must not break, checked once the campaign has completed. */
 export async function checkAfterwards(t: ExecutionContext, rig: Rig): Promise<Record<string, number | string>> {
   const { db, campaignId, numbers, carrier, receiver } = rig;
-  await waitUntil(async () => (await campaignState(rig)) === 'completed' || null, 240_000, 'the campaign to complete');
+  await until(async () => (await campaignState(rig)) === 'completed' || null, { what: 'the campaign to complete', timeoutMs: 240_000, everyMs: 250 });
   const done = await rig.api('GET', `/campaign/${campaignId}`);
   t.is(done.body.executed_count, CONTACTS, JSON.stringify(done.body));
   // every contact reached a final state, one dial per attempt, retries only after busy / no-answer
@@ -173,12 +173,12 @@ export async function checkAfterwards(t: ExecutionContext, rig: Rig): Promise<Re
   }
   t.is(carrier.dials.length, attempts.length, 'no duplicate dial');
   // no row stuck, every post-call ran, at most one call.ended / call.completed, one debit per call that cost something
-  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${campaignId} AND post_call_completed_at IS NULL`)) === 0 || null, 180_000, 'post-call of every campaign call (ended calls whose hand-off died with their process: the api sweep)');
+  await until(async () => (await count(db, sql.fragment`SELECT 1 FROM calls WHERE campaign_id = ${campaignId} AND post_call_completed_at IS NULL`)) === 0 || null, { what: 'post-call of every campaign call (ended calls whose hand-off died with their process: the api sweep)', timeoutMs: 180_000, everyMs: 250 });
   const calls = await db.any(sql.type(callRow)`
     SELECT id::text, status, connection_status, ended_reason, cost::float8 AS cost, post_call_completed_at::text FROM calls WHERE campaign_id = ${campaignId}`);
   t.is(calls.length, attempts.length);
   t.true(calls.every((c) => c.status === 'completed' || c.status === 'error'), 'no row pending or active');
-  await waitUntil(() => calls.every((c) => byCall(receiver, c.id, 'call.completed') >= 1) || null, 30_000, 'call.completed of every call').catch(() => null);
+  await until(() => calls.every((c) => byCall(receiver, c.id, 'call.completed') >= 1) || null, { what: 'call.completed of every call', timeoutMs: 30_000, everyMs: 250 }).catch(() => null);
   let endedLost = 0;
   let completedLost = 0;
   let paid = 0;

@@ -1,8 +1,8 @@
-// Shared pieces of the fault tests (issue 22, item 5): the service's real processes in the production shape
-// (api/main.ts, media/main.ts, activities/worker.ts) started as child processes on one test database and the suite's
-// Temporal, killed with SIGKILL; a webhook receiver; live WebSocket calls on an agent of the local engines; a slow
-// embeddings fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the
-// processes' logs.
+// Shared pieces of the fault tests: the service's real processes in the production shape (api/main.ts,
+// media/main.ts, activities/worker.ts) started as child processes on one test database and the suite's Temporal,
+// killed with SIGKILL; a webhook receiver; live WebSocket calls on an agent of the local engines; a slow embeddings
+// fake; counters over the rows a fault must not break. FAULT_LOG_LEVEL=debug (or any level) shows the processes'
+// logs. The fault tests wait minutes for recoveries, so they poll every 250 ms rather than at until()'s 25 ms.
 import type { ExecutionContext } from 'ava';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +10,6 @@ import type WebSocket from 'ws';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
-import { until } from '../helpers/calls.ts';
 import { createTestDb } from '../helpers/db.ts';
 import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess, type ServiceProcess, type StartOptions } from '../helpers/processes.ts';
 import { loadConfig } from '../../core/config.ts';
@@ -19,6 +18,7 @@ import { connectTemporal } from '../../core/temporal.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
 import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { until } from '../helpers/wait.ts';
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
@@ -102,7 +102,7 @@ export async function localAgent(t: ExecutionContext, db: Db, post: Post, receiv
     webhook: `${receiver.url}/events`,
   });
   t.true(agent.status === 200 || agent.status === 201, JSON.stringify(agent.body));
-  await waitUntil(async () => (await count(db, sql.fragment`SELECT 1 FROM media_nodes`)) > 0 || null, 30_000, 'the media node to report');
+  await until(async () => (await count(db, sql.fragment`SELECT 1 FROM media_nodes`)) > 0 || null, { what: 'the media node to report', timeoutMs: 30_000, everyMs: 250 });
   return String(agent.body.uuid);
 }
 
@@ -179,9 +179,4 @@ export async function oncePerCall(t: ExecutionContext, db: Db, receiver: Receive
     t.is(await debits(db, id), 1, `debit of ${id}`);
   }
   return lost;
-}
-
-/** Poll `fn` every `everyMs` until it returns something truthy (the fault tests wait minutes: no need to poll at 25 ms). */
-export function waitUntil<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number, what: string, everyMs = 250): Promise<T> {
-  return until(fn, timeoutMs, what, everyMs);
 }

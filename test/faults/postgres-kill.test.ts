@@ -27,15 +27,15 @@ import { migrate } from '../../core/db/migrate.ts';
 import { loadConfig } from '../../core/config.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/infra.ts';
-import { until } from '../helpers/calls.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 import {
-  byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setupOn, slowEmbeddings, startProcess as startFaultProcess, waitUntil, websocketCall, type Started,
+  byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setupOn, slowEmbeddings, startProcess as startFaultProcess, websocketCall, type Started,
 } from './harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { until } from '../helpers/wait.ts';
 
 const TEMPLATE = 'pgkill_template';
 /** How long the server stays down between the kill and the restart. */
@@ -102,7 +102,7 @@ async function crashAndRestart(t: { log(...v: unknown[]): void; is(a: unknown, b
   // all stopped first, so no backend sees the postmaster die and says goodbye to its client: one instant
   for (const pid of pids) process.kill(pid, 'SIGSTOP');
   for (const pid of pids) process.kill(pid, 'SIGKILL');
-  await until(() => pids.every((pid) => !alive(pid)) || null, 30_000, 'every PostgreSQL process gone');
+  await until(() => pids.every((pid) => !alive(pid)) || null, { what: 'every PostgreSQL process gone', timeoutMs: 30_000 });
   await Promise.all([new Promise((r) => setTimeout(r, DOWN_MS)), whileDown?.()]); // the outage itself
   const t0 = Date.now();
   const pg = await startEmbeddedPostgres({ dir: pgdata, port: cluster.port, persistent: false });
@@ -124,11 +124,8 @@ const stopAll = (procs: Started[]) => Promise.all(procs.map((p) => kill(p.child)
 /** The fault harness's setup() on a fresh database of this file's cluster (each test ends its pool before the crash). */
 const setup = async (t: { teardown(fn: () => unknown): void }, queue: string, extraEnv: Record<string, string> = {}) => setupOn(t, await freshDb(), queue, extraEnv);
 
-/** Polls an endpoint every 500 ms (not faster: the organization's request rate is limited). */
-const poll = <T>(fn: () => Promise<T | null>, timeoutMs: number, what: string) => waitUntil(fn, timeoutMs, what, 500);
-
 /** A query that waits out the restart (the pool's connections died with the server). */
-const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return { v: await fn() }; } catch { return null; } }, 60_000, 'the database').then((r) => r.v);
+const retrying = <T>(fn: () => Promise<T>) => until(async () => { try { return { v: await fn() }; } catch { return null; } }, { what: 'the database', timeoutMs: 60_000 }).then((r) => r.v);
 
 test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang up while it is down): every row ends once, one call.ended + one call.completed each', async (t) => {
   t.timeout(240_000);
@@ -150,7 +147,7 @@ test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang u
     ws.on('message', (_d, binary) => { if (binary) audio.set(callId, audio.get(callId)! + 1); });
     sockets.push(ws);
   }
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, '10 calls started');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, { what: '10 calls started', timeoutMs: 90_000 });
   await db.end(); // this test's own pool dies with the server; a new one after the restart
 
   // half the callers hang up while the database is down (their row writes wait for it), the others after the restart
@@ -161,18 +158,18 @@ test.serial('(a) PostgreSQL SIGKILLed + restarted during 10 live calls (5 hang u
   // the other calls went on through the outage: their sockets still open, and the agents speak (greeting audio)
   t.is(sockets.slice(5).filter((ws) => ws.readyState === WebSocket.OPEN).length, 5, 'every remaining caller still connected after the restart');
   const framesAtRestart = [...audio.values()].filter((n) => n > 0).length;
-  await until(() => calls.slice(5).every((id) => audio.get(id)! > 0) || null, 90_000, 'agent audio on every remaining call');
+  await until(() => calls.slice(5).every((id) => audio.get(id)! > 0) || null, { what: 'agent audio on every remaining call', timeoutMs: 90_000 });
   for (const ws of sockets.slice(5)) ws.close(1000);
   await until(async () => (await retrying(() => db2.oneFirst(sql.type(count)`
-    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`))) === 0 || null, 90_000, 'every row to end');
+    SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`))) === 0 || null, { what: 'every row to end', timeoutMs: 90_000 });
   t.log(`every row ended ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
   const rows = await db2.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.log(`rows: ${JSON.stringify(tally(rows.map((r) => `${r.status}/${r.ended_reason}`)))}`);
   t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
   await until(async () => (await db2.oneFirst(sql.type(count)`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 10 || null, 120_000, 'post-call of every call');
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 10 || null, { what: 'post-call of every call', timeoutMs: 120_000 });
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, { what: 'call.completed for every call', timeoutMs: 30_000 });
   let debited = 0;
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
@@ -241,7 +238,7 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.is(created.status, 200, JSON.stringify(created.body));
   const id = created.body.id as number;
   t.is((await request('POST', `/campaign/${id}/start`)).status, 200);
-  await until(() => carrier.state.dials.length >= 60 || null, 120_000, '60 dials').catch(async (err: unknown) => {
+  await until(() => carrier.state.dials.length >= 60 || null, { what: '60 dials', timeoutMs: 120_000 }).catch(async (err: unknown) => {
     throw new Error(`${(err as Error).message}: ${carrier.state.dials.length} dials; campaign ${JSON.stringify((await request('GET', `/campaign/${id}`)).body)}`);
   });
   await db.end();
@@ -251,10 +248,10 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.true(atRestart < 200, `killed mid-campaign (${atRestart} dials)`);
   const db2 = await freshPool(env.DATABASE_URL!);
   t.teardown(() => db2.end());
-  const done = await poll(async () => {
+  const done = await until(async () => {
     const r = await request('GET', `/campaign/${id}`).catch(() => null);
     return r?.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.state) ? r.body : null;
-  }, 240_000, 'the campaign to finish');
+  }, { what: 'the campaign to finish', timeoutMs: 240_000, everyMs: 500 }); // not faster: the organization's request rate is limited
   t.is(done.state, 'completed', JSON.stringify(done.logs));
   t.is(done.executed_count, 200);
   t.is(carrier.state.dials.length, 200, 'no number dialed twice');
@@ -275,7 +272,7 @@ test.serial('(b) PostgreSQL SIGKILLed + restarted mid-campaign (200 contacts, ma
   t.is(new Set(callIds).size, 200);
   // these calls never connect (the carrier ends them with no media stream): no debit; call.completed at most once
   await until(async () => (await db2.oneFirst(sql.type(count)`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(callIds, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 200 || null, 120_000, 'post-call of all 200 calls');
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(callIds, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 200 || null, { what: 'post-call of all 200 calls', timeoutMs: 120_000 });
   let completed = 0;
   for (const cid of callIds) {
     const n = byCall(receiver, cid, 'call.completed');
@@ -304,14 +301,14 @@ test.serial('(c) PostgreSQL SIGKILLed + restarted during post-call of 20 calls: 
 
   const worker = await startProcess('activities/worker.ts', env, false);
   t.teardown(() => stopAll([worker]));
-  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, { what: 'the first call.completed', timeoutMs: 90_000 });
   const atKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
   await crashAndRestart(t);
   t.log(`${atKill} of 20 call.completed sent when PostgreSQL was killed`);
   const db2 = await freshPool(env.DATABASE_URL!);
   t.teardown(() => db2.end());
   await until(async () => (await retrying(() => db2.oneFirst(sql.type(count)`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`))) === 20 || null, 180_000, 'post-call of all 20 calls');
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`))) === 20 || null, { what: 'post-call of all 20 calls', timeoutMs: 180_000 });
   const lost = await oncePerCall(t, db2, receiver, calls);
   t.log(`call.completed lost to the crash: ${lost} of 20`);
   t.deepEqual(worker.exits, [], 'the worker did not exit');
@@ -336,7 +333,7 @@ test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document end
   const id = ((await res.json()) as { id: string }).id;
   const chunks = (d: Db) => d.one(sql.type(z.object({ n: z.number(), distinct_idx: z.number(), with_vec: z.number() }))`
     SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_idx, count(embedding)::int AS with_vec FROM document_chunks WHERE document_id = ${id}`);
-  await until(async () => (await chunks(db)).n >= 50 || null, 120_000, 'the first chunks written');
+  await until(async () => (await chunks(db)).n >= 50 || null, { what: 'the first chunks written', timeoutMs: 120_000 });
   await db.end();
   await crashAndRestart(t, async () => {
     // a request while the database is down: 503 with a retry hint, not a 500
@@ -346,12 +343,12 @@ test.serial('(d) PostgreSQL SIGKILLed + restarted mid-document: the document end
     t.is(((await r.json()) as { detail: string }).detail, 'Database unavailable; retry shortly');
   });
   embed.setDelay(0);
-  const done = await poll(async () => {
+  const done = await until(async () => {
     const r = await fetch(`${api.origin}/api/v1/files/${id}`, { headers: { 'X-API-Key': key } }).catch(() => null);
     if (r?.status !== 200) return null;
     const b = (await r.json()) as { status: string; error?: string | null; totalChunks?: number };
     return b.status === 'completed' || b.status === 'failed' ? b : null;
-  }, 180_000, 'the document to be processed');
+  }, { what: 'the document to be processed', timeoutMs: 180_000, everyMs: 500 }); // not faster: the organization's request rate is limited
   t.is(done.status, 'completed', JSON.stringify(done));
   t.is(done.totalChunks, 300);
   const db2 = await freshPool(env.DATABASE_URL!);

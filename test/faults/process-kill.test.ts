@@ -12,8 +12,8 @@ import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
-import { until } from '../helpers/calls.ts';
 import { byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup, startProcess, websocketCall } from './harness.ts';
+import { until } from '../helpers/wait.ts';
 
 test.after.always(killChildren);
 
@@ -31,11 +31,11 @@ async function liveCalls(t: ExecutionContext, queue: string, n: number) {
     calls.push(callId);
     sockets.push(ws);
   }
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, `${n} calls started`);
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, { what: `${n} calls started`, timeoutMs: 90_000 });
   const live = () => db.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
   const postCallDone = () => until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === n || null, 120_000, 'post-call of every call');
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === n || null, { what: 'post-call of every call', timeoutMs: 120_000 });
   return { db, key, receiver, env, api, media, post, agentId, calls, sockets, live, postCallDone };
 }
 
@@ -43,14 +43,14 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
   const { db, key, receiver, env, media, post, agentId, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-media-kill', 10);
   const killedAt = Date.now();
   await kill(media.child);
-  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
+  await until(async () => (await live()) === 0 || null, { what: 'every row to end', timeoutMs: 60_000 });
   const endedAfterS = (Date.now() - killedAt) / 1000;
   t.log(`rows ended ${endedAfterS.toFixed(1)} s after the kill (MEDIA_NODE_DEAD_AFTER_S=4, api sweep every 2 s)`);
   const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.true(rows.every((r) => r.status === 'error' && r.ended_reason === 'pipeline_error'), JSON.stringify(rows));
   await postCallDone();
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, { what: 'call.completed for every call', timeoutMs: 30_000 });
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
     t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
@@ -60,12 +60,12 @@ test.serial('media SIGKILLed during 10 live calls, no media node left: every row
 
   // a media node started again takes a new call
   const again = await startProcess('media/main.ts', env);
-  const c = await until(async () => { const r = await post('/call', { agentId, transport: 'websocket' }); return r.status === 200 ? r : null; }, 30_000, 'POST /call to accept');
+  const c = await until(async () => { const r = await post('/call', { agentId, transport: 'websocket' }); return r.status === 200 ? r : null; }, { what: 'POST /call to accept', timeoutMs: 30_000 });
   const ws = new WebSocket(`${again.origin.replace(/^http/, 'ws')}/api/v1/ws/audio/${String(c.body.callId)}?api_key=${encodeURIComponent(key)}`);
   let frames = 0;
   ws.on('message', (_d, binary) => { if (binary) frames++; });
   ws.on('error', () => {});
-  await until(() => frames > 0 || null, 60_000, 'greeting audio on the restarted node');
+  await until(() => frames > 0 || null, { what: 'greeting audio on the restarted node', timeoutMs: 60_000 });
   ws.close(1000);
 });
 
@@ -73,12 +73,12 @@ test.serial('api SIGKILLed during 10 live calls: the calls go on and end normall
   const { db, key, receiver, env, api, agentId, calls, sockets, live, postCallDone } = await liveCalls(t, 'faults-api-kill', 10);
   await kill(api.child);
   for (const ws of sockets) ws.close(1000); // the callers hang up while no api runs
-  await until(async () => (await live()) === 0 || null, 60_000, 'every row to end');
+  await until(async () => (await live()) === 0 || null, { what: 'every row to end', timeoutMs: 60_000 });
   const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
   await postCallDone();
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, { what: 'call.completed for every call', timeoutMs: 30_000 });
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
     t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
@@ -94,13 +94,13 @@ test.serial('worker SIGKILLed during post-call of 20 calls, another started: eve
   const { calls } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
 
   const first = await startProcess('activities/worker.ts', env, false);
-  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, { what: 'the first call.completed', timeoutMs: 90_000 });
   await kill(first.child);
   const doneAtKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
   t.log(`${doneAtKill} of 20 call.completed sent when the worker was killed`);
   await startProcess('activities/worker.ts', env, false);
   await until(async () => (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, 180_000, 'post-call of all 20 calls');
+    SELECT count(*)::int AS n FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')}) AND post_call_completed_at IS NOT NULL`)) === 20 || null, { what: 'post-call of all 20 calls', timeoutMs: 180_000 });
   const lost = await oncePerCall(t, db, receiver, calls);
   // a lost call.completed is one whose send was claimed by the killed worker (at-most-once): nothing else
   const claimedUnsent = await db.oneFirst(sql.type(z.object({ n: z.number() }))`

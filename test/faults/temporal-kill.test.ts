@@ -16,9 +16,10 @@ import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { carrierScript, csvOf, phoneList } from '../campaigns/helpers.ts';
 import { multipart } from '../knowledge-base/helpers.ts';
 import {
-  alive, apiClient, byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup as faultSetup, slowEmbeddings, startProcess, waitUntil as until, websocketCall, type LogLine,
+  alive, apiClient, byCall, debits, endedCallsHandedOff, jsonPost, kill, killChildren, localAgent, oncePerCall, setup as faultSetup, slowEmbeddings, startProcess, websocketCall, type LogLine,
 } from './harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { until } from '../helpers/wait.ts';
 
 const servers: TemporalDev[] = [];
 test.after.always(async () => {
@@ -62,7 +63,7 @@ async function workerPolling(env: Record<string, string>): Promise<void> {
   try {
     await until(async () => (await client.connection.workflowService.describeTaskQueue({
       namespace: 'default', taskQueue: { name: env.TEMPORAL_TASK_QUEUE! }, taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
-    })).pollers?.length || null, 120_000, 'the worker to poll its task queue');
+    })).pollers?.length || null, { what: 'the worker to poll its task queue', timeoutMs: 120_000, everyMs: 250 });
   } finally {
     await client.close();
   }
@@ -77,7 +78,7 @@ test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: eve
   const { calls, insertEnded, handOff: handOffOne } = await endedCallsHandedOff(t, { db, orgId: org.id, receiver, env });
 
   const worker = await startProcess('activities/worker.ts', env, false);
-  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, 90_000, 'the first call.completed');
+  await until(() => receiver.events.some((e) => e.json?.event === 'call.completed') || null, { what: 'the first call.completed', timeoutMs: 90_000, everyMs: 250 });
   const atKill = receiver.events.filter((e) => e.json?.event === 'call.completed').length;
   // while the server is down: one more call ends and is handed off (media's hand-off retries with backoff)
   const late = await insertEnded();
@@ -90,7 +91,7 @@ test.serial('(c) Temporal SIGKILLed during post-call of 20 calls, restarted: eve
   const restartedAt = Date.now();
   await handOff;
   const all = [...calls, late];
-  await until(async () => (await postCallDone(db, all)) === all.length || null, 180_000, 'post-call of all 21 calls');
+  await until(async () => (await postCallDone(db, all)) === all.length || null, { what: 'post-call of all 21 calls', timeoutMs: 180_000, everyMs: 250 });
   t.log(`all 21 processed ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
   t.true(alive(worker.child), 'the worker process survived the outage');
   const lost = await oncePerCall(t, db, receiver, all);
@@ -113,13 +114,13 @@ test.serial('(d) Temporal SIGKILLed mid-document, restarted: completed, no dupli
   const processed = (id: string) => until(async () => {
     const r = await request('GET', `/files/${id}`);
     return r.body.status === 'completed' || r.body.status === 'failed' ? r.body : null;
-  }, 180_000, `document ${id} processed`);
+  }, { what: `document ${id} processed`, timeoutMs: 180_000, everyMs: 250 });
 
   const sections = Array.from({ length: 1000 }, (_, i) => `## Section ${i}\n\nItem ${i} costs ${i + 1} euros and ships in ${(i % 5) + 1} days.`);
   const created = await request('POST', '/knowledge-base/create-from-text', { name: 'catalogue.md', text: sections.join('\n\n') });
   t.is(created.status, 201, JSON.stringify(created.body));
   const docId = String(created.body.id);
-  await until(async () => (await chunks(docId)).n >= 100 || null, 120_000, 'the first batch of chunks');
+  await until(async () => (await chunks(docId)).n >= 100 || null, { what: 'the first batch of chunks', timeoutMs: 120_000, everyMs: 250 });
 
   // the upload of a second document, registered while the server is down
   const u = await request('POST', '/knowledge-base/upload-url', { filename: 'faq.md', mime_type: 'text/markdown' });
@@ -171,7 +172,7 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
     sockets.push(ws);
   };
   for (let i = 0; i < 10; i++) await dial();
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, 90_000, '10 calls started');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.started') === 1) || null, { what: '10 calls started', timeoutMs: 90_000, everyMs: 250 });
   const live = () => db.oneFirst(sql.type(count)`
     SELECT count(*)::int AS n FROM calls WHERE organization_id = ${org.id} AND status IN ('pending', 'active')`);
 
@@ -179,20 +180,20 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
   const { downMs } = await killTemporal(temporal, dbFile, async () => {
     // a new call is placed and answered while the server is down, then every caller hangs up
     await dial();
-    await until(() => byCall(receiver, calls.at(-1)!, 'call.started') === 1 || null, 60_000, 'the call placed during the outage to start');
+    await until(() => byCall(receiver, calls.at(-1)!, 'call.started') === 1 || null, { what: 'the call placed during the outage to start', timeoutMs: 60_000, everyMs: 250 });
     for (const ws of sockets) ws.close(1000);
-    await until(async () => (await live()) === 0 || null, 60_000, 'every row to end while the server is down');
-    await until(() => calls.every((id) => byCall(receiver, id, 'call.ended') === 1) || null, 60_000, 'call.ended of every call while the server is down');
+    await until(async () => (await live()) === 0 || null, { what: 'every row to end while the server is down', timeoutMs: 60_000, everyMs: 250 });
+    await until(() => calls.every((id) => byCall(receiver, id, 'call.ended') === 1) || null, { what: 'call.ended of every call while the server is down', timeoutMs: 60_000, everyMs: 250 });
     endedWhileDown = calls.length;
     // the server stays down until every call's post-call hand-off has failed at least once (media logs each try)
-    await until(() => calls.every((id) => mediaLogs.some((l) => l.callId === id && l.msg === 'post-call hand-off failed: retrying')) || null, 120_000, 'a failed post-call hand-off of every call');
+    await until(() => calls.every((id) => mediaLogs.some((l) => l.callId === id && l.msg === 'post-call hand-off failed: retrying')) || null, { what: 'a failed post-call hand-off of every call', timeoutMs: 120_000, everyMs: 250 });
   });
   t.log(`server down ${(downMs / 1000).toFixed(1)} s; ${endedWhileDown} of ${calls.length} calls ended (row + call.ended) while it was down, each hand-off failed at least once`);
   const restartedAt = Date.now();
   const rows = await db.any(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`
     SELECT status, ended_reason FROM calls WHERE id = ANY(${sql.array(calls, 'uuid')})`);
   t.true(rows.every((r) => r.status === 'completed' && r.ended_reason === 'user_hangup'), JSON.stringify(rows));
-  await until(async () => (await postCallDone(db, calls)) === calls.length || null, 180_000, 'post-call of every call').catch(async (err: unknown) => {
+  await until(async () => (await postCallDone(db, calls)) === calls.length || null, { what: 'post-call of every call', timeoutMs: 180_000, everyMs: 250 }).catch(async (err: unknown) => {
     // where each unfinished post-call stands, for the failure message
     const client = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
     const open = await db.anyFirst(sql.type(z.object({ id: z.string() }))`
@@ -206,7 +207,7 @@ test.serial('(a) Temporal SIGKILLed during 10 live calls: the calls go on and en
     throw new Error(`${(err as Error).message}: ${JSON.stringify(where)}; worker alive ${alive(worker.child)}, media alive ${alive(media.child)}`);
   });
   t.log(`post-call of all ${calls.length} done ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after the restart`);
-  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, 30_000, 'call.completed for every call');
+  await until(() => calls.every((id) => byCall(receiver, id, 'call.completed') >= 1) || null, { what: 'call.completed for every call', timeoutMs: 30_000, everyMs: 250 });
   for (const id of calls) {
     t.is(byCall(receiver, id, 'call.ended'), 1, `call.ended of ${id}`);
     t.is(byCall(receiver, id, 'call.completed'), 1, `call.completed of ${id}`);
@@ -254,7 +255,7 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   t.teardown(carrier.stop);
   const startedAt = Date.now();
   t.is((await request('POST', `/campaign/${id}/start`)).status, 200);
-  await until(() => carrier.state.dials.length >= 40 || null, 180_000, '40 dials');
+  await until(() => carrier.state.dials.length >= 40 || null, { what: '40 dials', timeoutMs: 180_000, everyMs: 250 });
   t.log(`40 dials ${((Date.now() - startedAt) / 1000).toFixed(1)} s after the start`);
 
   let startWhileDown: { status: number; body: Record<string, any> } | null = null;
@@ -273,7 +274,7 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   const finished = (cid: number) => until(async () => {
     const c = await request('GET', `/campaign/${cid}`);
     return c.body.state === 'completed' ? c.body : null;
-  }, 720_000, `campaign ${cid} completed`).catch(async (err: unknown) => {
+  }, { what: `campaign ${cid} completed`, timeoutMs: 720_000, everyMs: 250 }).catch(async (err: unknown) => {
     // what the campaign was doing, for the failure message
     const client = await connectTemporal(env.TEMPORAL_ADDRESS!, 'default');
     const progress = await client.client.workflow.getHandle(`campaign-${cid}`).query('progress').catch((e: unknown) => String(e));
@@ -302,6 +303,6 @@ test.serial('(b) Temporal SIGKILLed during a 200-contact campaign at max_concurr
   // while the server was down (the api's hand-off retried in the background until it was back)
   const orgCalls = (await db.any(sql.type(z.object({ id: z.string() }))`SELECT id::text FROM calls WHERE organization_id = ${org.id}`)).map((r) => r.id);
   t.is(orgCalls.length, 203);
-  await until(async () => (await postCallDone(db, orgCalls)) === orgCalls.length || null, 180_000, 'post-call of every campaign call');
+  await until(async () => (await postCallDone(db, orgCalls)) === orgCalls.length || null, { what: 'post-call of every campaign call', timeoutMs: 180_000, everyMs: 250 });
   t.true(alive(api.child) && alive(worker.child), 'api and worker survived the outage');
 });

@@ -6,13 +6,14 @@
 // frame) is printed for the README, never asserted.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until, type ServerEvent } from '../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller, type ServerEvent } from '../helpers/calls.ts';
 import { createEngines } from '../../media/services/index.ts';
 import { FakeVad } from '../fakes/engines.ts';
 import { FakeCartesia } from '../fakes/tts/cartesia.ts';
 import { startDeepgramFake, type DeepgramFake } from '../fakes/stt/deepgram.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-sse.ts';
 import type { EngineFactory } from '../../media/deps.ts';
+import { until } from '../helpers/wait.ts';
 
 // every engine from the call's config (the vendor adapters); only the VAD is the tone-detecting fake
 const factory: EngineFactory = async ({ config, appConfig }) => ({ engines: createEngines(appConfig, config as never), vad: new FakeVad() });
@@ -160,7 +161,7 @@ test.serial('LLM stream cut mid-reply: the words already streamed are spoken, on
   oa.reply({ text: ['Anything ', 'else?'] });
   const heard = caller.frameTimes.length;
   const spoke2 = await callerTurn(caller, () => caller.frameTimes.length > heard);
-  await until(() => caller.frameTimes.length > heard || null, 20_000, 'the next reply');
+  await until(() => caller.frameTimes.length > heard || null, { what: 'the next reply', timeoutMs: 20_000 });
   const nextMs = caller.frameTimes[heard]! - spoke2;
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Anything else?');
   await caller.waitAgentQuiet(500);

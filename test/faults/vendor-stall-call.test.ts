@@ -6,12 +6,13 @@
 // never asserted.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { createEngines } from '../../media/services/index.ts';
 import { FakeLlm, FakeStt, FakeVad } from '../fakes/engines.ts';
 import { FakeCartesia } from '../fakes/tts/cartesia.ts';
 import { startDeepgramFake, type DeepgramFake } from '../fakes/stt/deepgram.ts';
 import type { EngineFactory } from '../../media/deps.ts';
+import { until } from '../helpers/wait.ts';
 
 const factory: EngineFactory = async ({ config, appConfig }) => {
   const engines = createEngines(appConfig, config as never, {
@@ -147,7 +148,7 @@ test.serial('TTS vendor hangs mid-call: the reply is spoken after the stall boun
   await caller.speak(600);
   const spoke2 = performance.now();
   await caller.silence(400);
-  await until(() => caller.frameTimes.length > before || null, 20_000, 'the next reply');
+  await until(() => caller.frameTimes.length > before || null, { what: 'the next reply', timeoutMs: 20_000 });
   const nextMs = caller.frameTimes[before]! - spoke2;
   caller.close();
   const row = await endedRow(s.db, callId);

@@ -14,11 +14,11 @@ import type { SttEvent, SttStream } from '../../media/services/types.ts';
 import { STT_STALL_MS } from '../../media/services/stt/ws-session.ts';
 import { silence, tone } from '../fakes/stt/_ws-fake.ts';
 import { startDeepgramFake } from '../fakes/stt/deepgram.ts';
-import { until } from '../helpers/calls.ts';
 import { CartesiaTts } from '../../media/services/tts/cartesia.ts';
 import { TTS_STALL_MS } from '../../media/services/tts/vendor.ts';
 import { FakeCartesia } from '../fakes/tts/cartesia.ts';
 import { synth } from '../media/services/tts/helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const SCRIPT = ['What are your opening hours?', 'Do you open on Sunday?', 'Thank you very much'];
 
@@ -59,20 +59,20 @@ test('STT stream stalls mid-call (open, no bytes): reconnected after the stall b
   const c = caller(stream);
   t.teardown(() => c.stop());
   c.speak(600);
-  await until(() => turnEnds(events) === 1 || null, 10_000, 'the first turn');
+  await until(() => turnEnds(events) === 1 || null, { what: 'the first turn', timeoutMs: 10_000 });
 
   fake.stallAll();
   const stalledAt = Date.now();
   // the caller speaks into the hung stream: nothing comes back
   c.speak(600);
-  await until(() => fake.connections.length === 2 || null, STT_STALL_MS + 15_000, 'the adapter to reopen the hung stream');
+  await until(() => fake.connections.length === 2 || null, { what: 'the adapter to reopen the hung stream', timeoutMs: STT_STALL_MS + 15_000 });
   const reconnectMs = Date.now() - stalledAt;
   t.true(fake.connections[0]!.closed || fake.connections[0]!.ws.readyState !== fake.connections[0]!.ws.OPEN, 'the hung connection is dropped');
   t.is(turnEnds(events), 1, 'nothing was recognised on the hung stream');
   t.true(fake.connections[0]!.samples > 0, 'the hung vendor was sent the caller audio');
 
   c.speak(600);
-  await until(() => turnEnds(events) === 2 || null, 15_000, 'a turn on the new connection');
+  await until(() => turnEnds(events) === 2 || null, { what: 'a turn on the new connection', timeoutMs: 15_000 });
   const answeredMs = Date.now() - stalledAt;
   t.false(
     events.some((e) => e.type === 'error'),

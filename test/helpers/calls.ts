@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import WebSocket from 'ws';
 import { sql, type Db } from '../../core/db/pool.ts';
+import { until } from './wait.ts';
 
 /** A minimal resolved AgentConfig for fake engines; override any field. */
 export function agentConfig(over: Record<string, unknown> = {}): Record<string, unknown> {
@@ -55,23 +56,12 @@ export async function getCallRow(db: Db, callId: string) {
     FROM calls WHERE id = ${callId}`);
 }
 
-/** Poll `fn` every `everyMs` until it returns a truthy value (or throw after timeoutMs). */
-export async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000, what = 'condition', everyMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
 /** The row once the call has ended (status no longer pending/active). */
 export function endedRow(db: Db, callId: string, timeoutMs = 30_000) {
   return until(async () => {
     const r = await getCallRow(db, callId);
     return r.status === 'completed' || r.status === 'error' ? r : null;
-  }, timeoutMs, `call ${callId} to end`);
+  }, { what: `call ${callId} to end`, timeoutMs });
 }
 
 export interface ServerEvent {
@@ -174,7 +164,7 @@ export class TestCaller {
   }
 
   waitEvent(pred: (e: ServerEvent) => boolean, timeoutMs = 20_000, what = 'event'): Promise<ServerEvent> {
-    return until(() => this.events.find(pred), timeoutMs, what);
+    return until(() => this.events.find(pred), { what, timeoutMs });
   }
   botTexts(): string[] {
     return this.events.filter((e) => e.type === 'rtf-bot-text').map((e) => e.payload!.text);
@@ -184,7 +174,7 @@ export class TestCaller {
     await until(() => {
       const last = this.frameTimes[this.frameTimes.length - 1];
       return last !== undefined && performance.now() - last > quietMs;
-    }, timeoutMs, 'agent to finish speaking');
+    }, { what: 'agent to finish speaking', timeoutMs });
   }
   close(): void {
     this.ws.close(1000);

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
+import { until } from './wait.ts';
 
 /**
  * The server `npm test` started: scripts/test.ts builds and starts it in the background and writes TEST_S3_STATE
@@ -12,11 +13,8 @@ import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/
 async function serverState(): Promise<{ endpoint: string; accessKey: string; secretKey: string } | { unavailable: string }> {
   const file = process.env.TEST_S3_STATE;
   if (!file) return { unavailable: 'TEST_S3_STATE is not set: run the tests through `npm test`, which builds and starts versitygw' };
-  const deadline = Date.now() + 15 * 60_000;
-  while (!existsSync(file)) {
-    if (Date.now() > deadline) return { unavailable: 'the S3 test server was not ready within 15 minutes' };
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  const ready = await until(() => existsSync(file), { what: 'the S3 test server', timeoutMs: 15 * 60_000, everyMs: 500 }).then(() => true, () => false);
+  if (!ready) return { unavailable: 'the S3 test server was not ready within 15 minutes' };
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 

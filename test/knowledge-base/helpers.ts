@@ -8,7 +8,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../core/logger.ts';
 import type { Storage } from '../../core/storage/index.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { until } from '../helpers/calls.ts';
+import { until } from '../helpers/wait.ts';
 
 export const logger = createLogger({ level: 'silent' });
 
@@ -74,16 +74,12 @@ export async function upload(s: TestServer, parts: Part[], key?: string): Promis
   return { status: res.status, body: parsed };
 }
 
-export function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  return until(fn, timeoutMs, what, 100);
-}
-
 /** Polls GET /files/{id} until the file leaves pending/processing. */
 export async function waitProcessed(s: TestServer, id: string, key: string, timeoutMs = 60_000): Promise<any> {
-  return waitFor(`file ${id} processed`, async () => {
+  return until(async () => {
     const r = await s.request('GET', `/files/${id}`, { key });
     return r.status === 200 && (r.body.status === 'completed' || r.body.status === 'failed') ? r.body : null;
-  }, timeoutMs);
+  }, { what: `file ${id} processed`, timeoutMs, everyMs: 100 });
 }
 
 export interface RunningWorker {

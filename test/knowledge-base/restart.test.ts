@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { startWorker, waitFor, waitProcessed, type RunningWorker } from './helpers.ts';
+import { startWorker, waitProcessed, type RunningWorker } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'kb-restart-test';
 const DIMS = 16;
@@ -82,7 +83,7 @@ test.serial('a worker restart in the middle of a document still ends completed w
   const id = created.body.id as string;
 
   // Wait until the first batch is durably written, then stop the worker under it.
-  await waitFor('first batch written', async () => (await chunkStats(id)).n >= 100);
+  await until(async () => (await chunkStats(id)).n >= 100, { what: 'first batch written', timeoutMs: 60_000, everyMs: 100 });
   const mid = await s.request('GET', `/files/${id}`, { key: org.apiKey });
   t.is(mid.body.status, 'processing');
   await first.close();

@@ -3,10 +3,11 @@
 // stream closes (endCall) or before the carrier is asked to move the call (a saved transferCall's audio message).
 import test from 'ava';
 import { resample } from '../../core/audio/resample.ts';
-import { endedRow, until } from '../helpers/calls.ts';
+import { endedRow } from '../helpers/calls.ts';
 import { agentQuiet, dialTwilio, openStream, phoneAgent, twilioLine } from '../telephony/media-helpers.ts';
 import { chirp, findIn, opusFile, wavFile } from './audio-files.ts';
 import { storedRecording, uploadRecording } from './helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const line = twilioLine(test, 'recordings-phone', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
 
@@ -16,7 +17,7 @@ async function dialAndAnswer(agentSel: { agent: Record<string, unknown> } | { ag
   const { callId, call, stream } = await dialTwilio(line, agentSel);
   const media = openStream(line.rig, call, stream);
   await media.opened;
-  await until(() => media.heardMs > 300, 20_000, 'greeting');
+  await until(() => media.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
   await agentQuiet(media);
   return { callId, call, media };
 }
@@ -59,7 +60,7 @@ test.serial('a saved transferCall with an audio message: the caller hears the re
   const { callId, call, media } = await dialAndAnswer({ agent: agent(name, [tool.body.tool_uuid]) });
   await media.tone(600);
   await media.silence(500);
-  await until(() => call.updates[0], 20_000, 'call update');
+  await until(() => call.updates[0], { what: 'call update', timeoutMs: 20_000 });
   const heardBeforeUpdate = media.heardPcm();
   // The message is done (and the carrier asked to move the call) once its last frame's playout time has passed on
   // our clock, as for a spoken message; what the carrier still held in its buffer then (the pacer's lead, ≤ 100 ms,

@@ -11,9 +11,10 @@ import { sql } from '../../core/db/pool.ts';
 import { MEDIA_AT_CAPACITY } from '../../core/media-nodes.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
-import { TestCaller, until } from '../helpers/calls.ts';
+import { TestCaller } from '../helpers/calls.ts';
 import { dialOf, openStream, startPhoneRig, type PhoneRig } from '../telephony/media-helpers.ts';
 import { attempts, campaign, carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env } from '../campaigns/helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const FROM = '+15550001000';
 const TO = '+15557770001';
@@ -58,14 +59,14 @@ async function liveWebCall(): Promise<TestCaller> {
   const r = await rig.s.request('POST', '/call', { key: org.apiKey, body: { agentId: agentUuid, transport: 'websocket' } });
   if (r.status !== 200) throw new Error(`POST /call ${r.status}: ${JSON.stringify(r.body)}`);
   const caller = TestCaller.connect(rig.s.origin, r.body.callId as string, org.apiKey);
-  await until(() => caller.audioBytes > 0, 30_000, 'the greeting of a web call');
+  await until(() => caller.audioBytes > 0, { what: 'the greeting of a web call', timeoutMs: 30_000 });
   return caller;
 }
 
 test.serial('two local calls live on room for two: an outbound dial answers 503 with Retry-After and the carrier sees no dial; an inbound call is rejected busy with its row', async (t) => {
   const callers = [await liveWebCall(), await liveWebCall()];
   // the node reports its load within a second; the reservation reads it
-  await until(async () => (await rig.s.db.oneFirst(sql.type(z.object({ w: z.number() }))`SELECT coalesce(max(weighted_load), 0)::float8 AS w FROM media_nodes`)) >= 2, 10_000, 'the node to report two calls');
+  await until(async () => (await rig.s.db.oneFirst(sql.type(z.object({ w: z.number() }))`SELECT coalesce(max(weighted_load), 0)::float8 AS w FROM media_nodes`)) >= 2, { what: 'the node to report two calls', timeoutMs: 10_000 });
 
   const before = await countCalls();
   const refused = await dial();
@@ -105,7 +106,7 @@ test.serial('two local calls live on room for two: an outbound dial answers 503 
   const placed = await until(async () => {
     const r = await dial();
     return r.status === 200 ? r : null;
-  }, 15_000, 'the dial to be accepted once room frees up');
+  }, { what: 'the dial to be accepted once room frees up', timeoutMs: 15_000 });
   const callId = placed.body.callId as string;
   const held = await rig.s.db.one(sql.type(z.object({ assigned_node: z.string().nullable(), reserved_weight: z.number().nullable() }))`
     SELECT assigned_node, reserved_weight FROM calls WHERE id = ${callId}`);
@@ -119,7 +120,7 @@ test.serial('two local calls live on room for two: an outbound dial answers 503 
   await rig.twilio.ring(call.sid);
   const answer = await rig.twilio.answer(call.sid);
   const stream = openStream(rig, call, answer.stream!);
-  await until(() => stream.heardMs > 0, 30_000, 'the greeting on the answered phone call');
+  await until(() => stream.heardMs > 0, { what: 'the greeting on the answered phone call', timeoutMs: 30_000 });
   t.is(await rig.s.db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${callId}`), 'active');
   stream.hangup();
 });
@@ -128,14 +129,14 @@ test.serial('a dial the carrier never connects gives its room back when the carr
   const placed = await until(async () => {
     const r = await dial();
     return r.status === 200 ? r : null;
-  }, 15_000, 'a dial to be accepted');
+  }, { what: 'a dial to be accepted', timeoutMs: 15_000 });
   const callId = placed.body.callId as string;
   const call = await dialOf(rig, callId);
   const pendingWeight = () => rig.s.db.oneFirst(sql.type(z.object({ w: z.number() }))`
     SELECT coalesce(sum(reserved_weight), 0)::float8 AS w FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL`);
   t.is(await pendingWeight(), 1.2);
   await rig.twilio.finish(call.sid, 'no-answer', 0);
-  await until(async () => (await pendingWeight()) === 0, 10_000, 'the reservation to be released');
+  await until(async () => (await pendingWeight()) === 0, { what: 'the reservation to be released', timeoutMs: 10_000 });
   t.is(await rig.s.db.oneFirst(sql.type(z.object({ c: z.string().nullable() }))`SELECT connection_status AS c FROM calls WHERE id = ${callId}`), 'no_answer');
 });
 

@@ -10,8 +10,8 @@ import { sql } from '../../core/db/pool.ts';
 import { MEDIA_AT_CAPACITY } from '../../core/media-nodes.ts';
 import { createApiKey, createOrganization, setOrganizationLimits } from '../../core/orgs.ts';
 import { createTestDb } from '../helpers/db.ts';
-import { until } from '../helpers/calls.ts';
 import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess } from '../helpers/processes.ts';
+import { until } from '../helpers/wait.ts';
 
 test.after.always(killServiceProcesses);
 
@@ -50,7 +50,7 @@ test('two media nodes on one database: room reserved per call, capacity refusals
   const nodes = await until(async () => {
     const rows = await db.any(sql.type(z.object({ node_id: z.string(), capacity: z.number(), active_calls: z.number() }))`SELECT node_id, capacity, active_calls FROM media_nodes WHERE public_url IS NOT NULL`);
     return rows.length === 2 ? rows : null;
-  }, 30_000, 'two media nodes to report');
+  }, { what: 'two media nodes to report', timeoutMs: 30_000 });
   t.deepEqual(nodes.map((n) => [n.capacity, n.active_calls]), [[1, 0], [1, 0]]);
 
   // two calls: one reserved on each node, each handed its node's own address
@@ -75,7 +75,7 @@ test('two media nodes on one database: room reserved per call, capacity refusals
   const first = originOf(c1);
   const other = originOf(c2);
   const a = caller(first, String(c1.body.callId), key);
-  await until(() => a.frames() > 0, 60_000, 'greeting audio of the first call');
+  await until(() => a.frames() > 0, { what: 'greeting audio of the first call', timeoutMs: 60_000 });
   const refused = caller(first, String(c2.body.callId), key);
   t.deepEqual(await refused.closed, { code: 1013, reason: 'Media node at capacity' });
   t.is(await db.oneFirst(sql.type(z.object({ status: z.string() }))`SELECT status FROM calls WHERE id = ${String(c2.body.callId)}`), 'pending');
@@ -87,7 +87,7 @@ test('two media nodes on one database: room reserved per call, capacity refusals
   t.regex(metrics, /voice_media_joins_refused_total\{reason="capacity"\} 1/);
   // on its own node c2 runs
   const b = caller(other, String(c2.body.callId), key);
-  await until(() => b.frames() > 0, 60_000, 'greeting audio of the second call on its reserved node');
+  await until(() => b.frames() > 0, { what: 'greeting audio of the second call on its reserved node', timeoutMs: 60_000 });
   const placed = await db.any(sql.type(z.object({ status: z.string(), media_node: z.string().nullable() }))`
     SELECT status, media_node FROM calls WHERE id = ANY(${sql.array([String(c1.body.callId), String(c2.body.callId)], 'uuid')})`);
   t.true(placed.every((r) => r.status === 'active'));
@@ -98,9 +98,9 @@ test('two media nodes on one database: room reserved per call, capacity refusals
   const reconciled = await until(async () => {
     const r = await db.one(sql.type(z.object({ status: z.string(), ended_reason: z.string().nullable() }))`SELECT status, ended_reason FROM calls WHERE id = ${String(c2.body.callId)}`);
     return r.status !== 'active' ? r : null;
-  }, 30_000, 'the dead node\'s call to be reconciled');
+  }, { what: 'the dead node\'s call to be reconciled', timeoutMs: 30_000 });
   t.deepEqual(reconciled, { status: 'error', ended_reason: 'pipeline_error' });
-  await until(async () => ((await newCall()).status === 503 ? true : null), 15_000, 'the dead node to stop counting');
+  await until(async () => ((await newCall()).status === 503 ? true : null), { what: 'the dead node to stop counting', timeoutMs: 15_000 });
 
   // the first caller hangs up: capacity is free again, POST /call works and its call runs
   a.ws.close(1000);
@@ -108,10 +108,10 @@ test('two media nodes on one database: room reserved per call, capacity refusals
   const again = await until(async () => {
     const r = await newCall();
     return r.status === 200 ? r : null;
-  }, 15_000, 'POST /call to accept again');
+  }, { what: 'POST /call to accept again', timeoutMs: 15_000 });
   t.is(originOf(again), first);
   const late = caller(first, String(again.body.callId), key);
-  await until(() => late.frames() > 0, 60_000, 'greeting audio of the call after capacity freed');
+  await until(() => late.frames() > 0, { what: 'greeting audio of the call after capacity freed', timeoutMs: 60_000 });
   late.ws.close(1000);
   await late.closed;
   void api;

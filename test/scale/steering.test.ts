@@ -10,8 +10,9 @@ import { sql } from '../../core/db/pool.ts';
 import { CALL_WEIGHTS, MEDIA_AT_CAPACITY, assignMediaNode, joiningWeight, reportNode, type NodeLoad } from '../../core/media-nodes.ts';
 import { createOrganization, createApiKey, setOrganizationLimits } from '../../core/orgs.ts';
 import { createTestDb } from '../helpers/db.ts';
-import { agentConfig, insertPendingCall, until } from '../helpers/calls.ts';
+import { agentConfig, insertPendingCall } from '../helpers/calls.ts';
 import { audioCaller, audioUrlOf, killServiceProcesses, startServiceProcess } from '../helpers/processes.ts';
+import { until } from '../helpers/wait.ts';
 
 const DEAD_AFTER_S = 60;
 const load = (weightedLoad: number, capacity: number, o: Partial<NodeLoad> = {}): NodeLoad => ({
@@ -131,7 +132,7 @@ test('two media nodes with their own addresses: POST /call hands out the less lo
   const rows = await until(async () => {
     const r = await nodeRows();
     return r.length === 2 && r.every((n) => n.public_url) ? r : null;
-  }, 30_000, 'both nodes to report their own address');
+  }, { what: 'both nodes to report their own address', timeoutMs: 30_000 });
   t.deepEqual(new Set(rows.map((r) => r.public_url)), new Set([n1.origin, n2.origin]));
   const nodeAt = (u: string) => rows.find((r) => u.startsWith(`${wsOrigin(r.public_url!)}/`))!;
 
@@ -140,8 +141,8 @@ test('two media nodes with their own addresses: POST /call hands out the less lo
   const first = nodeAt(c1.audioUrl);
   t.truthy(first, c1.audioUrl);
   const a1 = audioCaller(c1.audioUrl, key);
-  await until(() => a1.frames() > 0, 60_000, 'greeting on the first node');
-  await until(async () => (await nodeRows()).find((r) => r.node_id === first.node_id)!.weighted_load >= 1, 15_000, 'the first node to report its call');
+  await until(() => a1.frames() > 0, { what: 'greeting on the first node', timeoutMs: 60_000 });
+  await until(async () => (await nodeRows()).find((r) => r.node_id === first.node_id)!.weighted_load >= 1, { what: 'the first node to report its call', timeoutMs: 15_000 });
 
   // second call: the other node is less loaded, so its URL is handed out …
   const c2 = await newCall();
@@ -150,9 +151,9 @@ test('two media nodes with their own addresses: POST /call hands out the less lo
   t.not(other.node_id, first.node_id, 'the less loaded node');
   // … but the caller connects to the first node anyway: it is served there (the assignment is advisory)
   const a2 = audioCaller(audioUrlOf(first.public_url!, c2.id), key);
-  await until(() => a2.frames() > 0, 60_000, 'greeting for the call that joined another node');
+  await until(() => a2.frames() > 0, { what: 'greeting for the call that joined another node', timeoutMs: 60_000 });
   t.is(await db.oneFirst(sql.type(z.object({ media_node: z.string().nullable() }))`SELECT media_node FROM calls WHERE id = ${c2.id}`), first.node_id);
-  await until(async () => !(await nodeRows()).find((r) => r.node_id === first.node_id)!.accepting, 15_000, 'the first node to report itself full');
+  await until(async () => !(await nodeRows()).find((r) => r.node_id === first.node_id)!.accepting, { what: 'the first node to report itself full', timeoutMs: 15_000 });
 
   // the first node is full (2 of 2): new calls all go to the other node, until its room is taken by pending calls
   const c3 = await newCall();

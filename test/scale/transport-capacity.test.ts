@@ -9,10 +9,11 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { streamToken } from '../../core/telephony/signing.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller, until } from '../helpers/calls.ts';
+import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { WebRtcCaller } from '../webrtc/peer.ts';
+import { until } from '../helpers/wait.ts';
 
 const AT_CAPACITY = 'Media node at capacity';
 const book = new ScenarioBook();
@@ -62,7 +63,7 @@ test.serial('at capacity every transport refuses a new call and leaves its row p
   const answered = await offer(a, { sdp: await ca.offer({ trickle: true }), type: 'offer' });
   t.is(answered.status, 200, JSON.stringify(answered.body));
   t.is(load(), 1, 'an answered peer waiting to connect counts toward capacity');
-  t.is(await until(async () => ((await nodeCalls()) === 1 ? 1 : null), 10_000, 'media_nodes to report the joining peer'), 1);
+  t.is(await until(async () => ((await nodeCalls()) === 1 ? 1 : null), { what: 'media_nodes to report the joining peer', timeoutMs: 10_000 }), 1);
   const wsCall = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: book.add({ llm: [] }) }) });
   const ws = TestCaller.connect(s.origin, wsCall, org.apiKey);
   t.deepEqual(await ws.closed, { code: 1013, reason: AT_CAPACITY });
@@ -71,7 +72,7 @@ test.serial('at capacity every transport refuses a new call and leaves its row p
   // A connects and runs: still one call
   ca.accept(answered.body.sdp);
   await trickle(ca, a);
-  await until(() => ca.audioSeconds > 0.3, 15_000, 'greeting audio of call A');
+  await until(() => ca.audioSeconds > 0.3, { what: 'greeting audio of call A', timeoutMs: 15_000 });
   t.is(load(), 1);
   t.is(s.combined.media.activeCalls(), 1);
 
@@ -108,16 +109,16 @@ test.serial('at capacity every transport refuses a new call and leaves its row p
   // A hangs up: the slot is free, the same offer for B is answered and B runs
   ca.hangup();
   t.is((await endedRow(s.db, a)).ended_reason, 'user_hangup');
-  await until(() => load() === 0, 10_000, 'the slot to be free');
+  await until(() => load() === 0, { what: 'the slot to be free', timeoutMs: 10_000 });
   const accepted = await offer(b, bOffer);
   t.is(accepted.status, 200, JSON.stringify(accepted.body));
   t.is((await getCallRow(s.db, b)).status, 'active');
   cb.accept(accepted.body.sdp);
   await trickle(cb, b);
-  await until(() => cb.audioSeconds > 0.3, 15_000, 'greeting audio of call B');
+  await until(() => cb.audioSeconds > 0.3, { what: 'greeting audio of call B', timeoutMs: 15_000 });
   cb.hangup();
   t.is((await endedRow(s.db, b)).ended_reason, 'user_hangup');
-  await until(() => load() === 0, 10_000, 'the slot to be free again');
+  await until(() => load() === 0, { what: 'the slot to be free again', timeoutMs: 10_000 });
 
   // a peer that is answered and never connects holds the slot until it ends no_participant
   const d = await webCall();

@@ -8,9 +8,9 @@ import { FakePlivo, type PlivoAccount, type PlivoCall } from '../fakes/plivo.ts'
 import { FakeTelnyx, type TelnyxAccount, type TelnyxCall } from '../fakes/telnyx.ts';
 import { FakeExotel, type ExotelAccount, type ExotelCall } from '../fakes/exotel.ts';
 import { FakeVonage, websocketOf, type VonageAccount, type VonageCall } from '../fakes/vonage.ts';
-import { until } from '../helpers/calls.ts';
 import { detectDtmf } from '../fakes/dtmf-detector.ts';
 import { resample } from '../../core/audio/resample.ts';
+import { until } from '../helpers/wait.ts';
 
 export type Signing = 'forged' | 'unsigned' | undefined;
 
@@ -246,13 +246,13 @@ function telnyxDriver(): CarrierDriver {
       const r = await fake.inbound(A(acc), to, from, signing, voiceUrl || undefined);
       if (r.status >= 300) return { status: r.status, phone: null };
       // the service answers the call with the stream attached (answer command) or rejects it
-      const cmd = await until(() => r.call.commands.find((x) => x.action === 'answer' || x.action === 'reject'), 10_000, 'answer or reject');
+      const cmd = await until(() => r.call.commands.find((x) => x.action === 'answer' || x.action === 'reject'), { what: 'answer or reject', timeoutMs: 10_000 });
       return { status: r.status, phone: cmd.action === 'answer' ? fake.connect(r.call) : null };
     },
     async inboundRetried(acc, to, from) {
       const r = await fake.inbound(A(acc), to, from, undefined, voiceUrl || undefined);
       const answers = () => r.call.commands.filter((x) => x.action === 'answer').map((x) => String(x.body.stream_url));
-      await until(() => answers().length >= 1 || r.call.commands.length > 0, 10_000, 'the first answer');
+      await until(() => answers().length >= 1 || r.call.commands.length > 0, { what: 'the first answer', timeoutMs: 10_000 });
       const again = await fake.redeliver(r.call);
       // the retried call.initiated is answered with the same answer command (or nothing more)
       const seen = answers();

@@ -13,11 +13,12 @@ import { createLogger } from '../../core/logger.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
 import { fakeMp3 } from '../fakes/http-fake.ts';
-import { endedRow, until } from '../helpers/calls.ts';
+import { endedRow } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
 import { agentQuiet, phoneAgent } from './media-helpers.ts';
 import { HookSink } from './rest-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'carrier-transfer-recording-test';
 const logger = createLogger({ level: 'silent' });
@@ -68,13 +69,13 @@ for (const d of drivers) {
     const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
     t.is(r.status, 200, JSON.stringify(r.body));
     const callId = r.body.callId as string;
-    const call = await until(() => d.dialAt(seen), 10_000, 'the dial to reach the fake carrier');
+    const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
     const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs > 300, 20_000, 'greeting');
+    await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
     await agentQuiet(phone);
     await phone.tone(600);
     await phone.silence(600);
-    await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
+    await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
     phone.hangup(); // the call leaves the stream for the transfer
     t.is((await endedRow(s.db, callId)).ended_reason, 'transferred');
 
@@ -85,7 +86,7 @@ for (const d of drivers) {
     t.true(again.status >= 200 && again.status < 300, `redelivered callback answered ${again.status}`);
 
     const mine = () => hooks.events.filter((e) => e.callId === callId && e.event.startsWith('call.transfer_recording.'));
-    const events = await until(() => (mine().length ? mine() : null), 90_000, 'call.transfer_recording.*');
+    const events = await until(() => (mine().length ? mine() : null), { what: 'call.transfer_recording.*', timeoutMs: 90_000 });
     const done = events[0] as { event: string; recordingUrl?: string; telephonyProvider?: string; transfer?: { destination?: string } };
     t.is(done.event, 'call.transfer_recording.completed', JSON.stringify(done));
     t.true(String(done.recordingUrl).startsWith(s.config.cdnUrl), String(done.recordingUrl));

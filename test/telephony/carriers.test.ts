@@ -10,12 +10,13 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
-import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
 import { callById, HookSink, saveAgent } from './rest-helpers.ts';
 import { agentQuiet, phoneAgent } from './media-helpers.ts';
 import { answeringMachine } from '../fakes/answering-machine.ts';
+import { until } from '../helpers/wait.ts';
 
 let s: TestServer;
 const hooks = new HookSink();
@@ -70,7 +71,7 @@ async function dial(d: CarrierDriver, key: string, acc: unknown, agentConfig: Re
     key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent: agentConfig },
   });
   if (r.status !== 200) throw new Error(`POST /call: ${r.status} ${JSON.stringify(r.body)}`);
-  const call = await until(() => d.dialAt(seen), 10_000, 'the dial to reach the fake carrier');
+  const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
   return { callId: r.body.callId as string, call, body: r.body };
 }
 
@@ -124,15 +125,15 @@ for (const d of drivers) {
     d.checkDial(t, call, s.baseUrl, callId);
     const phone = await d.answerAndConnect(acc, call);
     await phone.opened;
-    await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
-    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
+    await until(() => phone.heardMs > 300, { what: 'greeting heard', timeoutMs: 20_000 });
     await agentQuiet(phone);
     const greetingMs = phone.heardMs;
     d.checkMedia(t, phone);
     await phone.tone(600);
     await phone.silence(700);
-    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, 20_000, 'reply requested');
-    await until(() => phone.heardMs > greetingMs + 300, 20_000, 'spoken reply');
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, { what: 'reply requested', timeoutMs: 20_000 });
+    await until(() => phone.heardMs > greetingMs + 300, { what: 'spoken reply', timeoutMs: 20_000 });
     await agentQuiet(phone);
     phone.hangup();
     await d.completed(acc, call, 5);
@@ -144,7 +145,7 @@ for (const d of drivers) {
     t.truthy(transcript.find((e) => e.role === 'user' && e.content === 'what time is it'), JSON.stringify(transcript));
     t.truthy(transcript.find((e) => e.role === 'assistant' && e.content === 'It is noon.'), JSON.stringify(transcript));
     t.truthy((await callById(s, callId))!.carrier_call_id);
-    const started = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+    const started = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), { what: 'call.ended', timeoutMs: 10_000 });
     t.like(started, { connectionStatus: 'completed', endedReason: 'user_hangup' });
   });
 
@@ -157,7 +158,7 @@ for (const d of drivers) {
       const row = await callById(s, callId);
       t.like(row, { status: 'error', connection_status: expected, ended_reason: null, started_at: null });
       t.true(row!.tags.includes('not_connected'));
-      const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+      const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), { what: 'call.ended', timeoutMs: 10_000 });
       t.like(ended, { event: 'call.ended', callId, endedReason: null, connectionStatus: expected, duration: 0 });
       t.false(eventsOf(callId).some((e) => e.event === 'call.started'));
     });
@@ -209,12 +210,12 @@ for (const d of drivers) {
     const a = agent({ stt: { utterances: ['wait a moment'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } }, { greeting: { firstMessages: [words], interruptible: true } });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs >= 1500, 20_000, 'greeting playing');
+    await until(() => phone.heardMs >= 1500, { what: 'greeting playing', timeoutMs: 20_000 });
     const speaking = phone.tone(700);
-    await until(async () => ((await getCallRow(s.db, callId)).transcript as unknown[] | null)?.length || made.get(a.name as string)!.engines.llm.requests.length > 0 || (d.clear && phone.clears > 0), 15_000, 'barge-in');
+    await until(async () => ((await getCallRow(s.db, callId)).transcript as unknown[] | null)?.length || made.get(a.name as string)!.engines.llm.requests.length > 0 || (d.clear && phone.clears > 0), { what: 'barge-in', timeoutMs: 15_000 });
     await speaking;
     await phone.silence(600);
-    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, 15_000, 'reply requested');
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 0, { what: 'reply requested', timeoutMs: 15_000 });
     if (d.clear) t.true(phone.clears > 0, 'clear sent');
     else t.is(phone.received.length, 0, 'no text message at all (Vonage has no clear)');
     phone.hangup();
@@ -232,14 +233,14 @@ for (const d of drivers) {
       const { callId, call } = await dial(d, key, acc, agent({}, { voicemailDetection: true }));
       t.true(amd.requested(call), 'AMD requested on the dial');
       const phone = await d.answerAndConnect(acc, call);
-      await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
+      await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
       await amd.machine(call);
       const row = await endedRow(s.db, callId);
       t.is(row.ended_reason, 'voicemail');
       // the verdict is written to the call's logs beside the ending (not before it): wait for it
-      const verdict = await until(async () => (await callById(s, callId))!.logs.voicemail_detection, 10_000, 'voicemail verdict on the logs');
+      const verdict = await until(async () => (await callById(s, callId))!.logs.voicemail_detection, { what: 'voicemail verdict on the logs', timeoutMs: 10_000 });
       t.like(verdict, { result: 'voicemail', by: 'amd' });
-      await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
+      await until(() => amd.hungUp(call), { what: 'carrier hang-up', timeoutMs: 10_000 });
       phone.hangup();
     });
   }
@@ -249,12 +250,12 @@ for (const d of drivers) {
     const a = agent({ stt: { utterances: ['for appointments press two then pound'] }, llm: [{ toolCalls: [{ name: 'send_dtmf', arguments: JSON.stringify({ digits: '2w#' }) }] }, { text: 'Done.' }] }, { tools: [{ type: 'sendDtmf', config: {} }] });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs > 200, 20_000, 'greeting');
+    await until(() => phone.heardMs > 200, { what: 'greeting', timeoutMs: 20_000 });
     await agentQuiet(phone);
     await phone.tone(700);
     await phone.silence(600);
     const llm = made.get(a.name as string)!.engines.llm;
-    await until(() => llm.requests.length >= 2, 20_000, 'the tool result back at the LLM');
+    await until(() => llm.requests.length >= 2, { what: 'the tool result back at the LLM', timeoutMs: 20_000 });
     const via = d.id === 'exotel' ? 'in-band' : 'carrier';
     t.regex(JSON.stringify(llm.requests[1]!.messages.find((m) => m.role === 'tool')), via === 'carrier' ? /Pressed 2w# on the keypad \(sent by the phone carrier\)/ : /as tones on the line/);
     await agentQuiet(phone);
@@ -262,7 +263,7 @@ for (const d of drivers) {
     phone.hangup();
     await d.completed(acc, call, 5);
     await endedRow(s.db, callId);
-    const logs = await until(async () => (await callById(s, callId))!.logs.dtmf_sent, 10_000, 'keys on the logs');
+    const logs = await until(async () => (await callById(s, callId))!.logs.dtmf_sent, { what: 'keys on the logs', timeoutMs: 10_000 });
     t.like(logs[0], { digits: '2w#', via });
   });
 
@@ -272,8 +273,8 @@ for (const d of drivers) {
     const a = agent({ stt: { utterances: ['hi you have reached the voicemail of ada please leave a message after the tone'] }, llm: [{ text: 'Hello?' }], tts: { msPerChar: 20 } }, { voicemailDetection: true, voicemailMessage: message });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
-    await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
-    await until(() => phone.heardMs > 100, 20_000, 'the opener');
+    await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
+    await until(() => phone.heardMs > 100, { what: 'the opener', timeoutMs: 20_000 });
     await agentQuiet(phone, 300);
     if (d.amd) await d.amd.machine(call);
     const machine = await answeringMachine(phone, { onBeep: async () => void (await d.amd?.messageEnd?.(call)) });
@@ -281,9 +282,9 @@ for (const d of drivers) {
     t.is(row.ended_reason, 'voicemail');
     t.is(row.connection_status, 'completed');
     t.true(machine.heardAtBeep - machine.heardAtGreeting < 400, 'quiet over the greeting');
-    await until(() => machine.recordedMs() >= message.length * 20 - 200, 10_000, 'the message recorded after the beep');
+    await until(() => machine.recordedMs() >= message.length * 20 - 200, { what: 'the message recorded after the beep', timeoutMs: 10_000 });
     t.is((row.transcript as Array<{ role: string; content?: string }>).filter((e) => e.role === 'assistant').at(-1)?.content, message);
-    const logs = await until(async () => (await callById(s, callId))!.logs.voicemail, 10_000, 'the drop on the logs');
+    const logs = await until(async () => (await callById(s, callId))!.logs.voicemail, { what: 'the drop on the logs', timeoutMs: 10_000 });
     t.like(logs, { left: true });
     t.true(d.amd?.messageEnd ? ['carrier', 'beep'].includes(logs.after) : logs.after === 'beep', logs.after);
     phone.hangup();
@@ -297,12 +298,12 @@ for (const d of drivers) {
     const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
     const { callId, call } = await dial(d, key, acc, a);
     const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs > 300, 20_000, 'greeting');
+    await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
     await agentQuiet(phone);
     await phone.tone(600);
     await phone.silence(600);
     if (d.transferred) {
-      const seen = await until(() => d.transferred!(call), 20_000, 'transfer at the carrier');
+      const seen = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
       t.true(seen.includes(expected), seen);
       if (expected.startsWith('sip:')) t.false(/<Number>|"type":"phone"|"to":"\+/.test(seen), `never dialled as a phone number: ${seen}`);
       phone.hangup(); // the call leaves the stream for the transfer
@@ -310,7 +311,7 @@ for (const d of drivers) {
       t.is(row.ended_reason, 'transferred');
       t.like((await callById(s, callId))!.logs.transfer, { destination });
     } else {
-      await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, 20_000, 'the LLM hears the refusal');
+      await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, { what: 'the LLM hears the refusal', timeoutMs: 20_000 });
       t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
       phone.hangup();
       await d.completed(acc, call, 5);
@@ -353,8 +354,8 @@ for (const d of drivers) {
     t.is(rows[0]!.status, 'pending');
     const phone = r.phone!;
     await phone.opened;
-    await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
-    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+    await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
+    await until(() => phone.heardMs > 300, { what: 'greeting heard', timeoutMs: 20_000 });
     phone.hangup();
     t.is((await endedRow(s.db, rows[0]!.id)).status, 'completed');
     t.is((await inboundRows(org.orgId, '+14155550131')).length, 1);
@@ -372,7 +373,7 @@ for (const d of drivers) {
       const rows = await inboundRows(org.orgId, '+14155550135');
       t.is(rows.length, 1, JSON.stringify(rows));
       await r.phone!.opened;
-      await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', 10_000, 'call active');
+      await until(async () => (await getCallRow(s.db, rows[0]!.id)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
       r.phone!.hangup();
       await endedRow(s.db, rows[0]!.id);
     });
@@ -407,7 +408,7 @@ for (const d of drivers) {
     t.truthy(r.phone, `bridged (${r.status})`);
     const row = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), prompt: z.string().nullable(), city: z.string().nullable() }))`
       SELECT id::text, config_snapshot->>'systemPrompt' AS prompt, config_snapshot->'contextVariables'->>'city' AS city FROM calls
-      WHERE organization_id = ${org.orgId} AND transport = 'inbound' AND customer_number = '+14155550134'`), 10_000, 'the inbound row');
+      WHERE organization_id = ${org.orgId} AND transport = 'inbound' AND customer_number = '+14155550134'`), { what: 'the inbound row', timeoutMs: 10_000 });
     t.is(row.prompt?.startsWith('After the patch'), true, String(row.prompt));
     t.is(row.city, 'Lyon', "the binding's contextVariables still apply");
     await r.phone!.opened;
@@ -440,7 +441,7 @@ for (const d of drivers) {
         t.is(recordedInbound(acc), on, on ? 'recording requested' : 'no recording by default');
         await r.phone!.opened;
         r.phone!.hangup();
-        const row = await until(() => inboundRows(org.orgId, caller).then((x) => x[0] ?? null), 10_000, 'the inbound row');
+        const row = await until(() => inboundRows(org.orgId, caller).then((x) => x[0] ?? null), { what: 'the inbound row', timeoutMs: 10_000 });
         await endedRow(s.db, row.id);
       }
     });
@@ -469,7 +470,7 @@ for (const d of drivers) {
     const rows = await until(async () => {
       const x = await inboundRows(org.orgId, '+14155550132');
       return x.length ? x : null;
-    }, 10_000, 'the rejected row');
+    }, { what: 'the rejected row', timeoutMs: 10_000 });
     t.is(rows.length, 1);
     t.like(rows[0], { status: 'error', connection_status: 'missing_credentials' });
     t.true(rows[0]!.tags.includes('rejected'));
@@ -491,8 +492,8 @@ for (const d of drivers) {
     const phone = inbound.phone!;
     await phone.opened;
     const row0 = await until(async () => (await s.db.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
-      SELECT id::text, status FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND status = 'active'`)), 10_000, 'inbound call active');
-    await until(() => phone.heardMs > 300, 20_000, 'greeting heard');
+      SELECT id::text, status FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND status = 'active'`)), { what: 'inbound call active', timeoutMs: 10_000 });
+    await until(() => phone.heardMs > 300, { what: 'greeting heard', timeoutMs: 20_000 });
     phone.hangup();
     const row = await endedRow(s.db, row0.id);
     t.is(row.status, 'completed');
@@ -505,7 +506,7 @@ for (const d of drivers) {
     t.truthy(second.phone);
     await second.phone!.opened;
     const bound = await until(async () => s.db.maybeOne(sql.type(z.object({ id: z.string(), agent_name: z.string().nullable() }))`
-      SELECT id::text, agent_name FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = '+14155550125' AND status = 'active'`), 10_000, 'bound call active');
+      SELECT id::text, agent_name FROM calls WHERE organization_id = ${orgId} AND transport = 'inbound' AND customer_number = '+14155550125' AND status = 'active'`), { what: 'bound call active', timeoutMs: 10_000 });
     t.is(bound.agent_name, 'Binding agent');
     second.phone!.hangup();
     await endedRow(s.db, bound.id);

@@ -15,8 +15,8 @@ import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { FakeCarrierStream, type FakeStreamOptions } from '../fakes/twilio-media.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { until } from '../helpers/calls.ts';
 import { VENDOR_TEST_KEYS } from './rest-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 export class Scenarios {
   private readonly map = new Map<string, FakeScenario>();
@@ -163,7 +163,7 @@ export function openStream(rig: PhoneRig, call: FakeCall, stream: { url: string;
 
 /** The fake carrier's call for one of our calls (its answer URL names our call id). */
 export async function dialOf(rig: PhoneRig, callId: string): Promise<FakeCall> {
-  return until(() => rig.dials.find((c) => c.url?.endsWith(`/${callId}`)), 10_000, 'the dial to reach the fake carrier');
+  return until(() => rig.dials.find((c) => c.url?.endsWith(`/${callId}`)), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
 }
 
 /** eSpeak speech at 24 kHz (the caller's voice; the fake carrier sends it as 8 kHz µ-law). */
@@ -187,7 +187,7 @@ export async function agentQuiet(m: Pick<FakeCarrierStream, 'heardMs' | 'buffere
       return false;
     }
     return performance.now() - since >= ms;
-  }, timeoutMs, 'agent quiet');
+  }, { what: 'agent quiet', timeoutMs });
 }
 
 /** The agent body every phone-call test starts from (local engines, no noise gate, a short deaf greeting, no voicemail detection); `over` adds or replaces top-level fields. */

@@ -10,9 +10,10 @@ import { customIdentifier } from '../../core/telephony/signing.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { smartfloStreamUrl } from '../../core/telephony/urls.ts';
 import type { AgentConfig } from '../../core/agent-config/index.ts';
-import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { connectSmartfloStream } from '../fakes/smartflo-media.ts';
 import { startPhoneRig, type PhoneRig } from './media-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 let rig: PhoneRig;
 let org: { orgId: string; apiKey: string };
@@ -47,7 +48,7 @@ async function createAgent(name: string, over: Record<string, unknown> = {}): Pr
 
 const callOf = z.object({ id: z.string(), agent_uuid: z.string().nullable(), transport: z.string(), status: z.string(), carrier_call_id: z.string().nullable() });
 const callBySid = (sid: string) =>
-  until(() => rig.s.db.maybeOne(sql.type(callOf)`SELECT id::text, agent_uuid::text, transport, status, carrier_call_id FROM calls WHERE carrier_call_id = ${sid}`), 15_000, `call of ${sid}`);
+  until(() => rig.s.db.maybeOne(sql.type(callOf)`SELECT id::text, agent_uuid::text, transport, status, carrier_call_id FROM calls WHERE carrier_call_id = ${sid}`), { what: `call of ${sid}`, timeoutMs: 15_000 });
 
 let sidSeq = 0;
 /** An inbound Smartflo call to NUMBER: who answers it (agent uuid), then hang up. */
@@ -56,9 +57,9 @@ async function inboundCall(): Promise<{ agentUuid: string | null; callId: string
   const m = connectSmartfloStream(url, { callSid: sid, from: '+919800000001', to: NUMBER, direction: 'inbound' });
   const row = await callBySid(sid);
   t0Check(row.transport === 'inbound', 'inbound row');
-  await until(async () => (await getCallRow(rig.s.db, row.id)).status !== 'pending', 15_000, 'claimed');
+  await until(async () => (await getCallRow(rig.s.db, row.id)).status !== 'pending', { what: 'claimed', timeoutMs: 15_000 });
   // hang up once the pipeline runs (the greeting is heard): a hang-up before that is a cancelled call, not this test's
-  await until(() => m.heardMs > 0, 15_000, 'greeting audio');
+  await until(() => m.heardMs > 0, { what: 'greeting audio', timeoutMs: 15_000 });
   m.hangup();
   await endedRow(rig.s.db, row.id);
   return { agentUuid: row.agent_uuid, callId: row.id };
@@ -114,11 +115,11 @@ test.serial('outbound: the stream is correlated by its signed custom identifier 
   const name = rig.scenarios.add({ stt: { utterances: ['hello'] }, llm: [{ text: 'Hi there.' }] });
   const callId = await pendingOutbound(await snapshotOf(name, { voicemailDetection: false }));
   const m = connectSmartfloStream(url, { callSid: 'sf-out-1', from: NUMBER, to: '+919800000002', direction: 'outbound', customParameters: { custom_identifier: customIdentifier(rig.s.config, callId) } }, { connected: 'bot' });
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 15_000, 'our outbound call claimed');
-  await until(() => m.heardMs > 200, 15_000, 'greeting');
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', { what: 'our outbound call claimed', timeoutMs: 15_000 });
+  await until(() => m.heardMs > 200, { what: 'greeting', timeoutMs: 15_000 });
   await m.tone(500);
   await m.silence(500);
-  await until(() => (rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, 15_000, 'turn answered');
+  await until(() => (rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, { what: 'turn answered', timeoutMs: 15_000 });
   m.stop('hangup');
   const row = await endedRow(rig.s.db, callId);
   t.is(row.ended_reason, 'user_hangup');
@@ -126,7 +127,7 @@ test.serial('outbound: the stream is correlated by its signed custom identifier 
   const x = await until(async () => {
     const r = await rig.s.db.one(sql.type(z.object({ carrier_call_id: z.string().nullable(), logs: z.any() }))`SELECT carrier_call_id, logs FROM calls WHERE id = ${callId}`);
     return r.logs.carrier_stop ? r : null;
-  }, 10_000, 'carrier stop logged');
+  }, { what: 'carrier stop logged', timeoutMs: 10_000 });
   t.is(x.carrier_call_id, 'sf-out-1');
   t.is(x.logs.carrier_stop, 'hangup');
 });
@@ -138,7 +139,7 @@ test.serial('voicemail heuristics (no carrier AMD): a long first greeting ends t
   });
   const callId = await pendingOutbound(await snapshotOf(name, { voicemailDetection: true }));
   const m = connectSmartfloStream(url, { callSid: 'sf-vm-1', from: NUMBER, to: '+919800000002', direction: 'outbound', customParameters: { custom_identifier: customIdentifier(rig.s.config, callId) } });
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 15_000, 'active');
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', { what: 'active', timeoutMs: 15_000 });
   await m.tone(2000);
   await m.silence(600);
   const row = await endedRow(rig.s.db, callId);
@@ -152,13 +153,13 @@ test.serial('voicemail heuristics: a short "hello?" is a person; the call goes o
   const name = rig.scenarios.add({ stt: { utterances: ['hello'] }, llm: [{ text: 'Hi, this is the agent.' }] });
   const callId = await pendingOutbound(await snapshotOf(name, { voicemailDetection: true }));
   const m = connectSmartfloStream(url, { callSid: 'sf-vm-2', from: NUMBER, to: '+919800000002', direction: 'outbound', customParameters: { custom_identifier: customIdentifier(rig.s.config, callId) } });
-  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', 15_000, 'active');
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', { what: 'active', timeoutMs: 15_000 });
   await m.tone(400);
   await m.silence(600);
   const logs = await until(async () => {
     const l = (await rig.s.db.oneFirst(sql.type(z.object({ logs: z.any() }))`SELECT logs FROM calls WHERE id = ${callId}`)) as { voicemail_detection?: unknown };
     return l.voicemail_detection;
-  }, 20_000, 'verdict');
+  }, { what: 'verdict', timeoutMs: 20_000 });
   t.like(logs, { result: 'human' });
   t.is((await getCallRow(rig.s.db, callId)).status, 'active');
   m.hangup();

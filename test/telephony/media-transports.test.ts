@@ -9,7 +9,7 @@ import { CarrierStreamTransport } from '../../media/transports/carriers/stream.t
 import type { TransportEvent } from '../../media/transports/types.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { connectSmartfloStream } from '../fakes/smartflo-media.ts';
-import { until } from '../helpers/calls.ts';
+import { until } from '../helpers/wait.ts';
 
 /** Twilio's settings with a short wait for mark support (the default is 3 s). */
 class CarrierStreamTransportFor extends CarrierStreamTransport {
@@ -26,7 +26,7 @@ async function serve(make: (ws: WebSocket) => CarrierStreamTransport) {
   const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/stream`;
   return {
     url,
-    next: () => until(() => transports[0], 5000, 'connection'),
+    next: () => until(() => transports[0], { what: 'connection', timeoutMs: 5000 }),
     close: () => new Promise<void>((r) => wss.close(() => r())),
   };
 }
@@ -75,7 +75,7 @@ test('twilio: start parameters, caller audio in at 16 kHz, agent audio out as 16
   t.true(Math.abs(hz - 300) < 15, `300 Hz tone survives µ-law + resampling (${hz.toFixed(1)} Hz)`);
 
   await paced(tr, sine(1000, 24000, 500));
-  await until(() => fake.heardMs >= 960, 5000, 'playout');
+  await until(() => fake.heardMs >= 960, { what: 'playout', timeoutMs: 5000 });
   t.true(fake.payloadSizes.length >= 48);
   t.true(fake.payloadSizes.every((n) => n === 160), 'every media payload is 20 ms (160 bytes)');
   const marks = fake.received.filter((m) => m.event === 'mark');
@@ -83,14 +83,14 @@ test('twilio: start parameters, caller audio in at 16 kHz, agent audio out as 16
   t.true(fake.received.filter((m) => m.event === 'media').every((m) => m.streamSid === fake.streamSid));
   const heardHz = zeroCrossHz(fake.heardPcm().subarray(800, 7200), 8000);
   t.true(Math.abs(heardHz - 500) < 15, `agent tone heard at 500 Hz (${heardHz.toFixed(1)})`);
-  await until(() => tr.playedMs() >= 960, 5000, 'marks echoed');
+  await until(() => tr.playedMs() >= 960, { what: 'marks echoed', timeoutMs: 5000 });
   t.true(tr.playedMs() <= tr.sentMs());
 
   const events: TransportEvent[] = [];
   tr.onEvent((e) => events.push(e));
   fake.dtmf('7');
   fake.dtmf('#');
-  await until(() => events.length === 2, 5000, 'dtmf');
+  await until(() => events.length === 2, { what: 'dtmf', timeoutMs: 5000 });
   t.deepEqual(events, [
     { type: 'dtmf', digit: '7' },
     { type: 'dtmf', digit: '#' },
@@ -99,7 +99,7 @@ test('twilio: start parameters, caller audio in at 16 kHz, agent audio out as 16
   let closed = 0;
   tr.onClose(() => closed++);
   fake.stop();
-  await until(() => closed === 1, 5000, 'onClose');
+  await until(() => closed === 1, { what: 'onClose', timeoutMs: 5000 });
   await fake.closed;
   t.is(closed, 1, 'stop and the socket close report one close');
   await srv.close();
@@ -113,9 +113,9 @@ test('twilio: clear drops the buffered audio and playedMs stays at what was hear
   // 2 s of audio handed over at once (a carrier buffers what it is sent faster than real time)
   const pcm = sine(2000, 24000, 400);
   for (let i = 0; i < pcm.length; i += 480) tr.sendAudio(pcm.subarray(i, i + 480));
-  await until(() => fake.heardMs >= 400, 5000, 'some playout');
+  await until(() => fake.heardMs >= 400, { what: 'some playout', timeoutMs: 5000 });
   tr.clearAudio();
-  await until(() => fake.clears === 1, 5000, 'clear received');
+  await until(() => fake.clears === 1, { what: 'clear received', timeoutMs: 5000 });
   const heardAtClear = fake.heardMs;
   t.true(fake.droppedBytes > 0, 'the carrier dropped buffered audio');
   t.true(fake.echoed.some((e) => !e.played), 'pending marks are echoed by the carrier on clear');
@@ -128,7 +128,7 @@ test('twilio: clear drops the buffered audio and playedMs stays at what was hear
 
   // audio after the clear plays and is confirmed again
   await paced(tr, sine(300, 24000, 400));
-  await until(() => tr.playedMs() > played + 250, 5000, 'marks after clear');
+  await until(() => tr.playedMs() > played + 250, { what: 'marks after clear', timeoutMs: 5000 });
   fake.hangup();
   await srv.close();
 });
@@ -154,7 +154,7 @@ test('a carrier that never echoes marks: after a while what was sent counts as p
   await tr.waitStart(5000);
   await paced(tr, sine(400, 24000, 400));
   t.is(tr.playedMs(), 0, 'nothing confirmed yet');
-  await until(() => tr.playedMs() > 0, 5000, 'fallback to sent audio');
+  await until(() => tr.playedMs() > 0, { what: 'fallback to sent audio', timeoutMs: 5000 });
   t.is(tr.playedMs(), tr.sentMs());
   fake.hangup();
   await srv.close();
@@ -175,14 +175,14 @@ test('smartflo: connected from the bot, start with from/to/direction, 100 ms cal
   await fake.tone(500);
   t.true(sizes.some((n) => n >= 1500), '100 ms payloads arrive (≈1600 samples at 16 kHz)');
   await paced(tr, sine(200, 24000, 400));
-  await until(() => fake.payloadSizes.length >= 9, 5000, 'payloads');
+  await until(() => fake.payloadSizes.length >= 9, { what: 'payloads', timeoutMs: 5000 });
   t.true(fake.payloadSizes.every((n) => n % 160 === 0 && n >= 160), 'payloads are multiples of 160 bytes');
   const media = fake.received.filter((m) => m.event === 'media');
   t.true(media.every((m) => typeof m.sequenceNumber === 'string'));
   let closed = false;
   tr.onClose(() => (closed = true));
   fake.stop('hangup');
-  await until(() => closed, 5000, 'close');
+  await until(() => closed, { what: 'close', timeoutMs: 5000 });
   t.is(tr.stopReason, 'hangup');
   await srv.close();
 });

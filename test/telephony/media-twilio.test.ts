@@ -4,7 +4,7 @@
 import test from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
-import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
@@ -13,6 +13,7 @@ import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, speech, twilioD
 import { answeringMachine } from '../fakes/answering-machine.ts';
 import { detectDtmf } from '../fakes/dtmf-detector.ts';
 import { readWav } from '../../core/audio/wav.ts';
+import { until } from '../helpers/wait.ts';
 
 const line = twilioLine(test, 'telephony-media-twilio', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
 
@@ -44,8 +45,8 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
     t.deepEqual(receiver.events.map((e) => (e.json as { event: string }).event), [], 'no call.started before the stream connects');
   });
   t.truthy(twiml.stream!.parameters.token, 'the stream carries its signed token as a <Parameter>');
-  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
-  await until(() => media.heardMs > 300, 30_000, 'greeting heard');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
+  await until(() => media.heardMs > 300, { what: 'greeting heard', timeoutMs: 30_000 });
   await agentQuiet(media);
   const greetingMs = media.heardMs;
   t.true(media.payloadSizes.every((n) => n === 160), 'agent audio arrives in 20 ms µ-law payloads');
@@ -56,7 +57,7 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
   await media.silence(300);
   await media.say(await speech('what time is it'), 24000);
   await media.silence(1500);
-  await until(() => media.heardMs > greetingMs + 800, 30_000, 'spoken reply');
+  await until(() => media.heardMs > greetingMs + 800, { what: 'spoken reply', timeoutMs: 30_000 });
   await agentQuiet(media);
   media.hangup();
   await line.rig.twilio.finish(call.sid, 'completed', 8);
@@ -77,7 +78,7 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
   const events = await receiver.waitFor(3);
   t.deepEqual(events.map((e) => (e.json as { event: string }).event).sort(), ['call.completed', 'call.ended', 'call.started']);
   t.like(events.find((e) => (e.json as { event: string }).event === 'call.started')!.json, { callId, transport: 'outbound' });
-  const rec = await until(async () => (await rowExtra(callId)).recording_url, 60_000, 'recording published by the post-call workflow');
+  const rec = await until(async () => (await rowExtra(callId)).recording_url, { what: 'recording published by the post-call workflow', timeoutMs: 60_000 });
   const wav = await fetch(rec);
   t.is(wav.status, 200);
   t.true((await wav.arrayBuffer()).byteLength > 16000 * 2, 'the recording holds the call');
@@ -88,13 +89,13 @@ test.serial('barge-in: the carrier gets `clear` and the interrupted greeting is 
   const name = line.rig.scenarios.add({ stt: { utterances: ['wait a moment please'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 40 } });
   // 400 ms of network + jitter buffer: the pacer's clock would count that audio as heard, the marks do not
   const { callId, media } = await dialAndAnswer(agent({ name, greeting: { firstMessages: [words], interruptible: true } }), { playoutDelayMs: 400 });
-  await until(() => media.heardMs >= 2000, 20_000, 'two seconds of greeting heard');
+  await until(() => media.heardMs >= 2000, { what: 'two seconds of greeting heard', timeoutMs: 20_000 });
   const speaking = media.tone(700);
-  await until(() => media.clears > 0, 10_000, 'clear');
+  await until(() => media.clears > 0, { what: 'clear', timeoutMs: 10_000 });
   const heardAtClear = media.heardMs;
   await speaking;
   await media.silence(600);
-  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, { what: 'reply requested', timeoutMs: 10_000 });
   media.hangup();
   const row = await endedRow(line.rig.s.db, callId);
   const greeting = (row.transcript as Array<{ role: string; content: string; interrupted?: boolean }>).find((e) => e.role === 'assistant')!;
@@ -113,13 +114,13 @@ test.serial('AMD says machine: the call ends with endedReason voicemail and the 
   const name = line.rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
   const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
   t.is(call.params.get('AsyncAmd'), 'true', 'async AMD requested on the dial');
-  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
   await line.rig.twilio.amd(call.sid, 'machine_end_beep');
   const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'voicemail');
   t.is(row.status, 'completed');
   await media.closed;
-  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), { what: 'hang-up request', timeoutMs: 10_000 });
   const x = await rowExtra(callId);
   t.like(x.logs.voicemail_detection, { result: 'voicemail', by: 'amd', answeredBy: 'machine_end_beep' });
 });
@@ -127,12 +128,12 @@ test.serial('AMD says machine: the call ends with endedReason voicemail and the 
 test.serial('AMD says human: the call goes on', async (t) => {
   const name = line.rig.scenarios.add({ stt: { utterances: ['hello there'] }, llm: [{ text: 'Hi.' }] });
   const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
-  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
   await line.rig.twilio.amd(call.sid, 'human');
-  await until(async () => (await rowExtra(callId)).logs.voicemail_detection, 10_000, 'verdict logged');
+  await until(async () => (await rowExtra(callId)).logs.voicemail_detection, { what: 'verdict logged', timeoutMs: 10_000 });
   await media.tone(500);
   await media.silence(500);
-  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
+  await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, { what: 'reply requested', timeoutMs: 10_000 });
   t.is((await getCallRow(line.rig.s.db, callId)).status, 'active');
   media.hangup();
   t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
@@ -153,7 +154,7 @@ test.serial('voicemail drop (DetectMessageEnd): the agent stops at the greeting,
   t.is(call.params.get('AsyncAmd'), 'true');
   const twiml = await line.rig.twilio.answer(call.sid);
   const media = openStream(line.rig, call, twiml.stream!);
-  await until(() => media.heardMs > 100, 20_000, 'the opener');
+  await until(() => media.heardMs > 100, { what: 'the opener', timeoutMs: 20_000 });
   await agentQuiet(media, 300);
   // Twilio's AsyncAmd with DetectMessageEnd calls back once the greeting has ended: right after the beep
   const machine = await answeringMachine(media, { onBeep: async () => void (await line.rig.twilio.amd(call.sid, 'machine_end_beep')) });
@@ -171,11 +172,11 @@ test.serial('voicemail drop (DetectMessageEnd): the agent stops at the greeting,
   const x = await until(async () => {
     const r = await rowExtra(callId);
     return r.logs.voicemail && r.recording_url ? r : null;
-  }, 60_000, 'the drop on the logs and the recording published');
+  }, { what: 'the drop on the logs and the recording published', timeoutMs: 60_000 });
   t.like(x.logs.voicemail_detection, { result: 'voicemail' });
   t.like(x.logs.voicemail, { left: true });
   t.true(['carrier', 'beep'].includes(x.logs.voicemail.after), x.logs.voicemail.after);
-  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), { what: 'hang-up request', timeoutMs: 10_000 });
   // the call's recording ends with the message (FakeTts: a loud tone) over the machine's silence
   const wav = readWav(new Uint8Array(await (await fetch(x.recording_url!)).arrayBuffer()));
   const tail = wav.samples.subarray(wav.samples.length - Math.round(((said.length * 20) / 1000) * wav.sampleRate * 0.8));
@@ -187,7 +188,7 @@ test.serial('voicemail drop (DetectMessageEnd): the agent stops at the greeting,
 test.serial('voicemail without a message: AMD machine_end_beep ends the call at once (no message, as before)', async (t) => {
   const name = line.rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
   const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
-  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', { what: 'call active', timeoutMs: 10_000 });
   await line.rig.twilio.amd(call.sid, 'machine_end_beep');
   t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'voicemail');
   await media.closed;
@@ -200,12 +201,12 @@ test.serial('sendDtmf on Twilio: the keys reach the line as in-band tones (decod
     llm: [{ toolCalls: [{ name: 'send_dtmf', arguments: JSON.stringify({ digits: '2w#' }) }] }, { text: '' }],
   });
   const { callId, media } = await dialAndAnswer(agent({ name, tools: [{ type: 'sendDtmf', config: {} }] }));
-  await until(() => media.heardMs > 100, 20_000, 'greeting');
+  await until(() => media.heardMs > 100, { what: 'greeting', timeoutMs: 20_000 });
   await agentQuiet(media, 300);
-  const spec = await until(() => line.rig.scenarios.made.get(name), 10_000, 'engines');
+  const spec = await until(() => line.rig.scenarios.made.get(name), { what: 'engines', timeoutMs: 10_000 });
   await media.tone(800);
   await media.silence(500);
-  await until(() => spec.engines.llm.requests.length >= 2, 20_000, 'the tool result went back to the LLM');
+  await until(() => spec.engines.llm.requests.length >= 2, { what: 'the tool result went back to the LLM', timeoutMs: 20_000 });
   await agentQuiet(media, 400);
   t.is(detectDtmf(media.heardPcm()), '2#', 'the keys, in order, as the line heard them');
   const toolResult = spec.engines.llm.requests[1]!.messages.find((m) => m.role === 'tool');
@@ -227,15 +228,15 @@ test.serial('hold on: a phone menu read in several sentences is one turn (the ag
     llm: [{ text: '' }],
   });
   const { callId, media } = await dialAndAnswer(agent({ name, voicemailDetection: true, userIdleTimeoutS: 3, userIdleMaxRetries: 1, tools: [{ type: 'sendDtmf', config: {} }] }));
-  await until(() => media.heardMs > 100, 20_000, 'greeting');
+  await until(() => media.heardMs > 100, { what: 'greeting', timeoutMs: 20_000 });
   await agentQuiet(media, 300);
-  const spec = await until(() => line.rig.scenarios.made.get(name), 10_000, 'engines');
+  const spec = await until(() => line.rig.scenarios.made.get(name), { what: 'engines', timeoutMs: 10_000 });
   const before = media.heardMs;
   await media.tone(1200);
   await media.silence(500); // the first sentence ends (VAD stop, final): held, the menu is not answered yet
   await media.tone(900);
   await media.silence(500);
-  await until(() => spec.engines.llm.requests.length >= 1, 20_000, 'the menu answered once it paused');
+  await until(() => spec.engines.llm.requests.length >= 1, { what: 'the menu answered once it paused', timeoutMs: 20_000 });
   const turn = spec.engines.llm.requests[0]!.messages.filter((m) => m.role === 'user').at(-1)!;
   t.is('content' in turn ? turn.content : '', 'thank you for calling acme for appointments press two for billing press three', 'both sentences are one turn');
   await media.silence(4500); // longer than userIdleTimeoutS × (retries + 1): on hold, no prompt and no silence_timeout
@@ -255,12 +256,12 @@ test.serial('transfer: message, Twilio call update with <Dial>, endedReason tran
   });
   const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', customMessage: 'Connecting you to sales now.', timeout: 20, recordTransfer: true } }];
   const { callId, call, media } = await dialAndAnswer(agent({ name, tools }));
-  await until(() => media.heardMs > 300, 20_000, 'greeting');
+  await until(() => media.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
   await agentQuiet(media);
   const before = media.heardMs;
   await media.tone(600);
   await media.silence(500);
-  const update = await until(() => call.updates[0], 20_000, 'call update');
+  const update = await until(() => call.updates[0], { what: 'call update', timeoutMs: 20_000 });
   t.true(media.heardMs - before >= 'Connecting you to sales now.'.length * 40 - 200, 'the transfer message played before the update');
   t.regex(update, /<Dial\b[^>]*timeout="20"/);
   t.regex(update, /<Number>\+15550009999<\/Number>/);
@@ -274,7 +275,7 @@ test.serial('transfer: message, Twilio call update with <Dial>, endedReason tran
 
   const cb = await line.rig.twilio.recordingCallback(call.sid, { status: 'completed', durationS: 4 });
   t.true(cb.status < 300, `recording callback answered ${cb.status}`);
-  const outcome = await until(async () => (await rowExtra(callId)).transfer_recording, 60_000, 'transfer recording workflow outcome');
+  const outcome = await until(async () => (await rowExtra(callId)).transfer_recording, { what: 'transfer recording workflow outcome', timeoutMs: 60_000 });
   t.truthy(outcome);
   t.regex(JSON.stringify(outcome), /completed|recordingUrl|url/);
 });
@@ -282,7 +283,7 @@ test.serial('transfer: message, Twilio call update with <Dial>, endedReason tran
 test.serial('the agent ends the call: farewell played, stream closed, carrier hang-up, agent_hangup', async (t) => {
   const name = line.rig.scenarios.add({ stt: { utterances: ['bye now'] }, llm: [{ toolCalls: [{ name: 'end_call' }] }] });
   const { callId, call, media } = await dialAndAnswer(agent({ name }));
-  await until(() => media.heardMs > 300, 20_000, 'greeting');
+  await until(() => media.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
   await agentQuiet(media);
   const before = media.heardMs;
   await media.tone(500);
@@ -292,7 +293,7 @@ test.serial('the agent ends the call: farewell played, stream closed, carrier ha
   t.true(media.heardMs - before >= 'Goodbye!'.length * 40 - 100, `the farewell played out before the stream closed (${media.heardMs - before} ms)`);
   const row = await endedRow(line.rig.s.db, callId);
   t.is(row.ended_reason, 'agent_hangup');
-  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), { what: 'hang-up request', timeoutMs: 10_000 });
 });
 
 test.serial('a forged or missing stream token is refused with 1008 and the call stays pending', async (t) => {
@@ -316,10 +317,10 @@ test.serial('a forged or missing stream token is refused with 1008 and the call 
   t.is(r.started_at, null);
   // the genuine stream still works afterwards
   const ok = openStream(line.rig, call, twiml.stream!);
-  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'active');
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', { what: 'active', timeoutMs: 10_000 });
   // the row turns active when the stream is claimed, before the engines open; a hang-up in that window is a call
   // that never started (cancelled, endedReason null). Hang up once the pipeline runs: the greeting is heard.
-  await until(() => ok.heardMs > 0, 20_000, 'the greeting');
+  await until(() => ok.heardMs > 0, { what: 'the greeting', timeoutMs: 20_000 });
   ok.hangup();
   t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
 });
@@ -344,15 +345,15 @@ test.serial('inbound: a call to a number with an inbound agent runs that agent o
   const { call, twiml } = await line.rig.twilio.inbound(line.acc.sid, INBOUND, '+15553334444');
   t.truthy(twiml.stream, twiml.xml);
   const media = openStream(line.rig, call, twiml.stream!);
-  await until(() => media.heardMs > 200, 20_000, 'greeting');
+  await until(() => media.heardMs > 200, { what: 'greeting', timeoutMs: 20_000 });
   // the <Connect><Stream> TwiML cannot record: the Call Recordings API is asked on the live call, both channels
-  const rec = await until(() => line.rig.twilio.requests.find((r) => r.method === 'POST' && r.path.endsWith(`/Calls/${call.sid}/Recordings.json`)), 10_000, 'the recording request');
+  const rec = await until(() => line.rig.twilio.requests.find((r) => r.method === 'POST' && r.path.endsWith(`/Calls/${call.sid}/Recordings.json`)), { what: 'the recording request', timeoutMs: 10_000 });
   t.true(rec.authorized);
   t.is(rec.params.get('RecordingChannels'), 'dual');
   await agentQuiet(media);
   await media.tone(400);
   await media.silence(500);
-  await until(() => (line.rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, 15_000, 'the inbound agent answered the turn');
+  await until(() => (line.rig.scenarios.made.get(name)?.engines.llm.requests.length ?? 0) > 0, { what: 'the inbound agent answered the turn', timeoutMs: 15_000 });
   media.hangup();
   const callId = twiml.stream!.parameters.callId!;
   const row = await endedRow(line.rig.s.db, callId);

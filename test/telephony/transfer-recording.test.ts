@@ -11,10 +11,10 @@ import { callCarrier } from '../../core/telephony/store.ts';
 import { carrierHookUrl } from '../../core/telephony/urls.ts';
 import { callEndedSignal, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import { FakeTwilio, parseTwiml } from '../fakes/twilio.ts';
-import { until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { fakeEnv, inlineAgent } from './rest-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'telephony-transfer-recording-test';
 const logger = createLogger({ level: 'silent' });
@@ -78,7 +78,7 @@ test('recorded transfer: <Dial record> TwiML, recording callback → call.transf
   const events = await until(() => {
     const evs = receiver.events.map((e) => e.json as { event: string; callId: string; recordingUrl?: string; transfer?: unknown; telephonyProvider?: string });
     return evs.find((e) => e.event === 'call.transfer_recording.completed') ? evs : null;
-  }, 60_000, 'call.transfer_recording.completed');
+  }, { what: 'call.transfer_recording.completed', timeoutMs: 60_000 });
   const done = events.find((e) => e.event === 'call.transfer_recording.completed')!;
   t.like(done, { callId, telephonyProvider: 'twilio', transfer: { transferId: 'tr-1', destination: '+14155550123', carrierCallId: sid } });
   t.true(done.recordingUrl!.startsWith(s.config.cdnUrl));
@@ -95,7 +95,7 @@ test('absent recording → call.transfer_recording.failed (no_recording); forged
   const forged = await twilio.webhook(acc.sid, `${s.baseUrl}/telephony/twilio/recording/${callId}`, { CallSid: sid, RecordingStatus: 'completed', RecordingUrl: 'http://127.0.0.1:1/x' }, 'not-the-token');
   t.is(forged.status, 403);
   t.is((await twilio.recordingCallback(sid, { status: 'absent' })).status, 204);
-  const failed = await until(() => receiver.events.map((e) => e.json as { event: string; reason?: string; callId: string }).find((e) => e.event === 'call.transfer_recording.failed'), 60_000, 'call.transfer_recording.failed');
+  const failed = await until(() => receiver.events.map((e) => e.json as { event: string; reason?: string; callId: string }).find((e) => e.event === 'call.transfer_recording.failed'), { what: 'call.transfer_recording.failed', timeoutMs: 60_000 });
   t.like(failed, { callId, reason: 'no_recording' });
 });
 

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { verifyStreamToken } from '../../core/telephony/signing.ts';
 import { FakeTwilio, type FakeAccount } from '../fakes/twilio.ts';
-import { until } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { addNumber, callById, callsOf, fakeEnv, HookSink, inlineAgent, saveAgent, twilioConfig } from './rest-helpers.ts';
+import { until } from '../helpers/wait.ts';
 
 let s: TestServer;
 let twilio: FakeTwilio;
@@ -101,7 +101,7 @@ for (const [raw, expected] of [['busy', 'busy'], ['no-answer', 'no_answer'], ['f
     t.truthy(row!.ended_at);
     t.true(row!.tags.includes('not_connected'));
     t.true(row!.tags.includes(`telephony_${expected}`));
-    const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+    const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), { what: 'call.ended', timeoutMs: 10_000 });
     t.like(ended, { event: 'call.ended', callId, endedReason: null, connectionStatus: expected, duration: 0 });
     t.false(eventsOf(callId).some((e) => e.event === 'call.started'));
     // A repeated terminal callback changes nothing and sends nothing more.
@@ -174,7 +174,7 @@ test('carrier 4xx → 400 provider_rejected, 5xx → 502; both leave dial_failed
   t.is(wrong.status, 400);
   t.like(wrong.body.detail, { code: 'provider_rejected', providerStatus: 401 });
   t.false(JSON.stringify(wrong.body).includes('not-it'));
-  const ended = await until(() => eventsOf(r400.body.detail.callId).find((e) => e.event === 'call.ended'), 10_000, 'call.ended');
+  const ended = await until(() => eventsOf(r400.body.detail.callId).find((e) => e.event === 'call.ended'), { what: 'call.ended', timeoutMs: 10_000 });
   t.like(ended, { connectionStatus: 'dial_failed', endedReason: null });
 });
 

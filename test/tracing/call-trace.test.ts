@@ -14,9 +14,10 @@ import { createLogger } from '../../core/logger.ts';
 import { flushTracing, initTracing, tracingEnabled } from '../../core/tracing.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { postCallWorkflowId } from '../../workflows/post-call/messages.ts';
-import { endedRow, TestCaller, until } from '../helpers/calls.ts';
+import { endedRow, TestCaller } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { fakeEngines } from '../fakes/engines.ts';
+import { until } from '../helpers/wait.ts';
 
 const require = createRequire(import.meta.url);
 // the OTLP protobuf messages as generated from opentelemetry-proto by the OpenTelemetry project
@@ -112,13 +113,13 @@ test('one call: api request → media session (turns, stages) → post-call work
   t.is(ended.logs.latency.length, 1);
   // media hands off to post-call after the row is written: wait for the workflow to exist, then for its end
   const handle = s.temporal!.client.workflow.getHandle(postCallWorkflowId(callId));
-  await until(() => handle.describe().then(() => true, () => false), 20_000, 'post-call workflow started');
+  await until(() => handle.describe().then(() => true, () => false), { what: 'post-call workflow started', timeoutMs: 20_000 });
   await handle.result();
   await flushTracing();
 
   const mine = () => spans.filter((x) => x.traceId === traceId);
   const byName = (re: RegExp) => mine().filter((x) => re.test(x.name));
-  await until(() => byName(/^RunActivity:/).length > 0 && byName(/^call\.session$/).length > 0 && byName(/^RunWorkflow:/).length > 0, 20_000, 'spans exported');
+  await until(() => byName(/^RunActivity:/).length > 0 && byName(/^call\.session$/).length > 0 && byName(/^RunWorkflow:/).length > 0, { what: 'spans exported', timeoutMs: 20_000 });
 
   const [api] = byName(/^POST .*\/call$/);
   t.truthy(api, `api span among ${mine().map((x) => x.name).join(', ')}`);

@@ -16,8 +16,9 @@ import { resample } from '../../core/audio/resample.ts';
 import { createLocalTts } from '../../media/services/tts/local.ts';
 import { callerOpusBandTotal } from '../../media/webrtc/metrics.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { endedRow, getCallRow, until } from '../helpers/calls.ts';
+import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { until } from '../helpers/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (install Debian's 'chromium' package: run 'npm test' (scripts/setup.sh --test) as root, or apt-get install chromium; or set CHROMIUM_PATH)`;
@@ -121,7 +122,7 @@ browserTest('the call page: greeting heard, caller words in the live transcript,
   const stats = await until(async () => {
     const st = await inbound(page);
     return st && st.packetsReceived > 100 && st.totalAudioEnergy > 0 ? st : null;
-  }, 30_000, 'greeting audio in the browser');
+  }, { what: 'greeting audio in the browser', timeoutMs: 30_000 });
   t.true(stats.totalSamplesReceived > 48_000, `samples ${stats.totalSamplesReceived}`);
   // the microphone (the WAV) reaches the recogniser: the caller's words show up as a final user line
   const userLine = await page.waitForSelector('#transcript li.user:not(.interim)', { timeout: 45_000 });
@@ -141,7 +142,7 @@ browserTest('the call page: greeting heard, caller words in the live transcript,
   t.is(row.ended_reason, 'user_hangup');
   t.true((row.duration_seconds ?? 0) > 1, `duration ${row.duration_seconds}`);
   t.true(row.transcript.some((e: { role: string; content: string }) => e.role === 'user' && /time/i.test(e.content)), JSON.stringify(row.transcript));
-  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, 10_000, 'recording');
+  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, { what: 'recording', timeoutMs: 10_000 });
   t.true((wav as Buffer).length > 48_000, `recording ${(wav as Buffer).length} bytes`);
   // the page shows the ended row
   await page.waitForSelector('#result dd[data-field="Ended reason"] >> text=user_hangup', { timeout: 20_000 });
@@ -151,7 +152,7 @@ browserTest('the call page: greeting heard, caller words in the live transcript,
   const bands = await until(async () => {
     const m = (await callerOpusBandTotal.get()).values;
     return m.length ? Object.fromEntries(m.map((v) => [v.labels.band, v.value])) : null;
-  }, 10_000, 'the call\'s Opus bands in /metrics');
+  }, { what: 'the call\'s Opus bands in /metrics', timeoutMs: 10_000 });
   t.log(`caller Opus packets by band: ${JSON.stringify(bands)}`);
   t.true((bands.wideband ?? 0) > 100, JSON.stringify(bands));
   t.is((bands.superwideband ?? 0) + (bands.fullband ?? 0), 0, JSON.stringify(bands));
@@ -164,7 +165,7 @@ browserTest('a telephonySim test call from the page', async (t) => {
   await page.waitForSelector('body[data-phase="connected"]', { timeout: 20_000 });
   const callId = await callIdOf(page);
   await page.waitForSelector('#transcript li.agent', { timeout: 30_000 });
-  await until(async () => ((await inbound(page))?.packetsReceived ?? 0) > 50, 30_000, 'greeting audio');
+  await until(async () => ((await inbound(page))?.packetsReceived ?? 0) > 50, { what: 'greeting audio', timeoutMs: 30_000 });
   // the question, band-limited to 300–3400 Hz at 8 kHz µ-law, still reaches the recogniser
   await page.waitForSelector('#transcript li.user:not(.interim)', { timeout: 45_000 });
   await page.click('#hangup');

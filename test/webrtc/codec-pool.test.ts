@@ -1,13 +1,15 @@
 // The WebRTC codec pool (media/webrtc/codec-pool.ts): the audio out of the worker processes is exactly the audio of the
 // inline path (same Opus packets byte for byte, same decoded samples), per-call order holds across
 // batches and across calls sharing a thread, and a thread that dies is replaced (its calls continue there, the lost
-// work is counted) until too many die and every call goes inline.
+// work is counted) until too many die and every call goes inline. The pool's results arrive as messages, and a loaded
+// machine starts threads slowly: the tests wait up to 2 minutes for them.
 import test from 'ava';
 import { CallCodec, CONCEAL, type DecodeOp } from '../../media/webrtc/call-codec.ts';
 import { CodecPool, type CodecChannel } from '../../media/webrtc/codec-pool.ts';
 import { JitterBuffer } from '../../media/webrtc/jitter.ts';
 import { opusBackend } from '../../core/audio/opus.ts';
 import { buildRtp, parseRtp } from '../../media/webrtc/rtp.ts';
+import { until } from '../helpers/wait.ts';
 
 /** Deterministic speech-like agent audio at 24 kHz: a gliding tone with harmonics and noise, in 20 ms blocks. */
 function agentBlocks(n: number, seed = 1): Int16Array[] {
@@ -66,15 +68,6 @@ function collector(): { h: Parameters<CodecPool['open']>[0]; got: Collected } {
   };
 }
 
-/** Resolves once `cond` holds (the pool's results arrive as messages; a loaded machine starts threads slowly). */
-async function settle(cond: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 120_000;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 /** One decode instruction through a channel's sink, as the jitter buffer gives it. */
 function feed(ch: CodecChannel, o: DecodeOp): void {
   if (typeof o !== 'number') ch.sink.packet(o);
@@ -101,11 +94,11 @@ test('worker processes give the inline audio exactly: same Opus packets, same de
     for (let i = 0; i < 60; i++) {
       for (const c of calls) c.ch!.encode(c.blocks[i]!, i === 30 ? 5 : 0);
       if (i % 7 === 0) await new Promise((r) => setImmediate(r));
-      if (i % 13 === 0) await settle(() => calls.every((c) => c.got.packets.length >= i - 1), 'packets so far');
+      if (i % 13 === 0) await until(() => calls.every((c) => c.got.packets.length >= i - 1), { what: 'packets so far', timeoutMs: 120_000, everyMs: 2 });
     }
     const refs = calls.map((c) => inlineReference(c.blocks));
     t.log('opus inline', opusBackend(), 'threads', pool.backends());
-    await settle(() => calls.every((c, k) => c.got.packets.length === refs[k]!.packets.length), 'all packets');
+    await until(() => calls.every((c, k) => c.got.packets.length === refs[k]!.packets.length), { what: 'all packets', timeoutMs: 120_000, everyMs: 2 });
     for (const [k, c] of calls.entries()) {
       t.log(k, c.got.packets.length, refs[k]!.packets.length, c.got.packets.map((p, i) => (p.join() === refs[k]!.packets[i]?.join() ? 1 : 0)).join(''), refs.map((r) => r.packets.findIndex((p) => p.join() === c.got.packets[0]!.join())));
       t.deepEqual(c.got.packets, refs[k]!.packets, `call ${k}: byte-identical Opus packets in order`);
@@ -120,7 +113,7 @@ test('worker processes give the inline audio exactly: same Opus packets, same de
       }
       if (i % 9 === 0) await new Promise((r) => setImmediate(r));
     }
-    await settle(() => calls.every((c, k) => c.got.pcm.length === refs[k]!.pcm.length), 'all decoded audio');
+    await until(() => calls.every((c, k) => c.got.pcm.length === refs[k]!.pcm.length), { what: 'all decoded audio', timeoutMs: 120_000, everyMs: 2 });
     for (const [k, c] of calls.entries()) {
       t.is(c.got.pcm.length, refs[k]!.pcm.length);
       t.true(c.got.pcm.every((s, i) => s === refs[k]!.pcm[i]), `call ${k}: sample-exact decoded + resampled audio`);
@@ -156,7 +149,7 @@ test('the jitter buffer feeding a thread gives the same audio as the jitter buff
       jbInline.push(p);
       jbThread.push(p);
     }
-    await settle(() => got.pcm.length === inlineOut.length, 'thread output');
+    await until(() => got.pcm.length === inlineOut.length, { what: 'thread output', timeoutMs: 120_000, everyMs: 2 });
     t.true(inlineOut.length > 16_000 * 0.3);
     t.deepEqual(got.pcm, inlineOut);
     t.deepEqual(jbThread.stats, jbInline.stats);
@@ -181,7 +174,7 @@ test('a codec worker that dies (killed, or crashing) is replaced: its calls go o
       cha.encode(a.blocks[i]!);
       chb.encode(b.blocks[i]!);
     }
-    await settle(() => a.got.packets.length >= 9 && b.got.packets.length >= 9, 'first packets');
+    await until(() => a.got.packets.length >= 9 && b.got.packets.length >= 9, { what: 'first packets', timeoutMs: 120_000, everyMs: 2 });
     // work in flight when the thread goes
     for (let i = 10; i < 20; i++) {
       cha.encode(a.blocks[i]!);
@@ -192,14 +185,14 @@ test('a codec worker that dies (killed, or crashing) is replaced: its calls go o
       wa.once('exit', r);
       wa.kill('SIGKILL');
     });
-    await settle(() => pool.workerOf(cha) !== wa, 'replacement thread');
+    await until(() => pool.workerOf(cha) !== wa, { what: 'replacement thread', timeoutMs: 120_000, everyMs: 2 });
     t.is(cha.mode, 'thread');
     const before = a.got.packets.length;
     for (let i = 20; i < 40; i++) {
       cha.encode(a.blocks[i]!);
       chb.encode(b.blocks[i]!);
     }
-    await settle(() => b.got.packets.length === inlineReference(b.blocks).packets.length && a.got.packets.length >= before + 18, 'packets after the death');
+    await until(() => b.got.packets.length === inlineReference(b.blocks).packets.length && a.got.packets.length >= before + 18, { what: 'packets after the death', timeoutMs: 120_000, everyMs: 2 });
     t.deepEqual(b.got.packets, inlineReference(b.blocks).packets, 'the call on the other thread is untouched');
     const accounted = a.got.packets.length + a.got.lost;
     t.true(accounted >= 37 && accounted <= 40, `every frame of the dead thread's call is sent or counted lost (${a.got.packets.length} + ${a.got.lost})`);
@@ -210,7 +203,7 @@ test('a codec worker that dies (killed, or crashing) is replaced: its calls go o
     for (let k = 0; k < 3; k++) {
       const w = pool.workerOf(cha)!;
       w.send({ t: 'crash' });
-      await settle(() => pool.workerOf(cha) !== w, `death ${k + 2} noticed`);
+      await until(() => pool.workerOf(cha) !== w, { what: `death ${k + 2} noticed`, timeoutMs: 120_000, everyMs: 2 });
     }
     t.is(cha.mode, 'inline');
     t.is(chb.mode, 'inline');
@@ -242,14 +235,14 @@ test('decode on the event loop, encode on a worker (WEBRTC_CODEC_DECODE=inline):
     for (const o of ops.slice(0, half)) feed(ch, o);
     const decodedBeforeAnyTurn = a.got.pcm.length;
     t.true(decodedBeforeAnyTurn > 0, 'decoded synchronously, on the event loop');
-    await settle(() => a.got.packets.length === ref.packets.length, 'all packets from the worker');
+    await until(() => a.got.packets.length === ref.packets.length, { what: 'all packets from the worker', timeoutMs: 120_000, everyMs: 2 });
     t.deepEqual(a.got.packets, ref.packets, 'byte-identical Opus packets in order');
     t.is(a.got.tags, 40, 'tags come back with their packets');
     // the worker goes for good (four deaths): the call goes inline and its decoder carries on with the same state
     for (let k = 0; k < 4; k++) {
       const x = pool.workerOf(ch)!;
       x.send({ t: 'crash' });
-      await settle(() => pool.workerOf(ch) !== x, `death ${k + 1} noticed`);
+      await until(() => pool.workerOf(ch) !== x, { what: `death ${k + 1} noticed`, timeoutMs: 120_000, everyMs: 2 });
     }
     t.is(ch.mode, 'inline');
     for (const o of ops.slice(half)) feed(ch, o);

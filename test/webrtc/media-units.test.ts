@@ -12,6 +12,7 @@ import { AGENT_ENCODER, CallCodec, DEFAULT_AGENT_COMPLEXITY } from '../../media/
 import { opusPacketBand } from '../../media/webrtc/metrics.ts';
 import { parseIceServers, parsePortRange, toNdcIceServers } from '../../media/webrtc/ice.ts';
 import { announceSdp, parseOffer } from '../../media/webrtc/sdp.ts';
+import { until } from '../helpers/wait.ts';
 
 function tone(hz: number, rate: number, seconds: number, amp = 10_000): Int16Array {
   const n = Math.round(rate * seconds);
@@ -156,7 +157,7 @@ test('jitter buffer: a gap with nothing behind it is concealed after maxWaitMs, 
   jb.push(pkt(1));
   jb.push(pkt(3));
   t.deepEqual(out, [1]);
-  for (let i = 0; i < 100 && out.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => out.length >= 3, { what: 'the concealed frame and the next packet', timeoutMs: 10_000, everyMs: 10 });
   t.deepEqual(out, [1, -1, 3]);
   jb.close();
 });

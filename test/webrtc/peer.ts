@@ -4,6 +4,7 @@
 import nodeDataChannel, { type DataChannel, type PeerConnection, type RtpPacketizationConfig, type Track } from 'node-datachannel';
 import { bandwidthForPlayback, OpusDecoder48, OpusEncoder48, FRAME_SAMPLES } from '../../core/audio/opus.ts';
 import { parseRtp } from '../../media/webrtc/rtp.ts';
+import { until } from '../helpers/wait.ts';
 
 const { Audio, PeerConnection: Pc, RtpPacketizationConfig: RtpConfig, RtpPacketizer, RtcpSrReporter, RtcpReceivingSession } = nodeDataChannel;
 
@@ -102,11 +103,7 @@ export class WebRtcCaller {
 
   /** Wait until ICE gathering completes (trickle: all local candidates known). */
   async gathered(): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (this.pc.gatheringState() !== 'complete') {
-      if (Date.now() > deadline) throw new Error('gathering did not complete');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(() => this.pc.gatheringState() === 'complete', { what: 'ICE gathering to complete', timeoutMs: 10_000, everyMs: 20 });
   }
 
   /** An encoder set up as this caller's own: its band capped at the answer's maxplaybackrate, if it named one. */
@@ -164,16 +161,5 @@ export class WebRtcCaller {
     try {
       this.pc.close();
     } catch { /* closed */ }
-  }
-}
-
-/** Poll until fn is truthy. */
-export async function until<T>(fn: () => T | Promise<T>, ms = 20_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
   }
 }

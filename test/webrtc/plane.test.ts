@@ -8,10 +8,11 @@
 import test from 'ava';
 import { sql } from '../../core/db/pool.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, endedRow, getCallRow, insertPendingCall, until } from '../helpers/calls.ts';
+import { agentConfig, endedRow, getCallRow, insertPendingCall } from '../helpers/calls.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
 import { CallerProcess, type RemoteCaller } from './remote-caller.ts';
 import { z } from 'zod';
+import { until } from '../helpers/wait.ts';
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -40,7 +41,7 @@ async function connect(callId: string): Promise<{ c: RemoteCaller; pcId: string 
   const candidates = (await c.state()).localCandidates.map((x) => ({ candidate: x.candidate, sdpMid: x.mid }));
   const p = await s.request('PATCH', offerPath(callId), { key: org.apiKey, body: { candidate: candidates, pc_id: res.body.pc_id } });
   if (p.status !== 200) throw new Error(`PATCH ${p.status} ${JSON.stringify(p.body)}`);
-  await until(async () => (await c.state()).state === 'connected', 10_000, 'peer connected');
+  await until(async () => (await c.state()).state === 'connected', { what: 'peer connected', timeoutMs: 10_000 });
   return { c, pcId: res.body.pc_id };
 }
 
@@ -59,21 +60,21 @@ test.serial('a full call with the peer on the media-plane thread: greeting, call
   const before = await rtpCounters();
   const { c } = await connect(callId);
   t.is((await getCallRow(s.db, callId)).status, 'active');
-  await until(async () => (await c.state()).events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), 15_000, 'greeting text');
-  await until(async () => (await c.state()).audioSeconds > 0.8, 15_000, 'greeting audio');
+  await until(async () => (await c.state()).events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), { what: 'greeting text', timeoutMs: 15_000 });
+  await until(async () => (await c.state()).audioSeconds > 0.8, { what: 'greeting audio', timeoutMs: 15_000 });
   const greeted = await c.state();
   t.deepEqual(greeted.payloadTypes, [111]);
   t.true(greeted.rms > 300, `greeting is audible after Opus decoding (rms ${greeted.rms.toFixed(0)})`);
-  await until(async () => { const st = await c.state(); return st.lastPacketAt > 0 && Date.now() - st.lastPacketAt > 300; }, 15_000, 'greeting to end');
+  await until(async () => { const st = await c.state(); return st.lastPacketAt > 0 && Date.now() - st.lastPacketAt > 300; }, { what: 'greeting to end', timeoutMs: 15_000 });
   const greetingAudio = (await c.state()).audioSeconds;
 
   await c.send(900, true);
   await c.send(400, false);
-  const final = await until(async () => (await c.state()).events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'final transcription');
+  const final = await until(async () => (await c.state()).events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), { what: 'final transcription', timeoutMs: 15_000 });
   t.is(final.payload!.text, 'what are your opening hours');
   t.deepEqual(book.engines(name).engines.stt.finals, ['what are your opening hours']);
-  await until(async () => (await c.state()).audioSeconds > greetingAudio, 15_000, 'reply audio to start');
-  await until(async () => Date.now() - (await c.state()).lastPacketAt > 400, 15_000, 'reply audio to end');
+  await until(async () => (await c.state()).audioSeconds > greetingAudio, { what: 'reply audio to start', timeoutMs: 15_000 });
+  await until(async () => Date.now() - (await c.state()).lastPacketAt > 400, { what: 'reply audio to end', timeoutMs: 15_000 });
   // the plane thread counts into shared memory; /metrics on the main thread reads it
   const after = await rtpCounters();
   t.true(after.sent - before.sent >= 40, `agent packets counted (${after.sent - before.sent})`);
@@ -88,7 +89,7 @@ test.serial('a full call with the peer on the media-plane thread: greeting, call
   const stalls = await until(async () => {
     const x = (await plane.stalls()).filter(([at, ms]) => at <= heldAt + 150 && at + ms >= heldAt);
     return x.length ? x : null;
-  }, 5000, 'the stall');
+  }, { what: 'the stall', timeoutMs: 5000 });
   t.is(stalls.length, 1);
   t.true(stalls[0]![1] >= 100 && Math.abs(stalls[0]![0] - heldAt) < 1000, `the 150 ms hold (${stalls[0]![1].toFixed(0)} ms)`);
 
@@ -101,16 +102,16 @@ test.serial('a full call with the peer on the media-plane thread: greeting, call
     ['user', 'what are your opening hours'],
     ['assistant', 'We are open from nine to five.'],
   ]);
-  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, 5000, 'recording');
+  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, { what: 'recording', timeoutMs: 5000 });
   t.true((wav as Buffer).length > 44 + 32_000, 'the recording holds the call');
-  await until(async () => (await c.state()).dcClosed, 5000, 'data channel closed by the server');
+  await until(async () => (await c.state()).dcClosed, { what: 'data channel closed by the server', timeoutMs: 5000 });
 });
 
 test.serial('trickle ICE refuses a bad candidate; renegotiation by pc_id answers on the same peer and the call goes on', async (t) => {
   const name = book.add({ llm: [] });
   const callId = await pending({ name });
   const { c, pcId } = await connect(callId);
-  await until(async () => (await c.state()).audioSeconds > 0.3, 15_000, 'greeting audio');
+  await until(async () => (await c.state()).audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 15_000 });
   const bad = await s.request('PATCH', offerPath(callId), { key: org.apiKey, body: { candidate: 'candidate:1 1 UDP nonsense', pc_id: pcId } });
   t.is(bad.status, 400);
   t.is(bad.body.detail, 'Invalid ICE candidate');
@@ -125,7 +126,7 @@ test.serial('trickle ICE refuses a bad candidate; renegotiation by pc_id answers
   const events = (await c.state()).events.length;
   await c.send(600, true);
   await c.send(400, false);
-  await until(async () => (await c.state()).events.length > events, 10_000, 'events after renegotiation');
+  await until(async () => (await c.state()).events.length > events, { what: 'events after renegotiation', timeoutMs: 10_000 });
   t.is((await c.state()).state, 'connected');
   await c.close();
   const ended = await endedRow(s.db, callId);
@@ -147,7 +148,7 @@ test.serial('a fault on the plane thread ends its calls as pipeline_error; the t
   const plane = s.combined.media.webrtc.plane!;
   const callId = await pending({ name: book.add({ llm: [] }) });
   const { c } = await connect(callId);
-  await until(async () => (await c.state()).audioSeconds > 0.3, 15_000, 'greeting audio');
+  await until(async () => (await c.state()).audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 15_000 });
   const thread = plane.threadId;
   plane.crash();
   const ended = await endedRow(s.db, callId);
@@ -157,7 +158,7 @@ test.serial('a fault on the plane thread ends its calls as pipeline_error; the t
 
   const next = await pending({ name: book.add({}) });
   const again = await connect(next);
-  await until(async () => (await again.c.state()).audioSeconds > 0.3, 15_000, 'greeting audio after the fault');
+  await until(async () => (await again.c.state()).audioSeconds > 0.3, { what: 'greeting audio after the fault', timeoutMs: 15_000 });
   t.is(plane.threadId, thread, 'the same thread');
   await again.c.hangup();
   t.is((await endedRow(s.db, next)).ended_reason, 'user_hangup');

@@ -10,7 +10,8 @@ import { agentConfig, endedRow, getCallRow, insertPendingCall } from '../helpers
 import { ScenarioBook } from '../media/session/scenarios.ts';
 import { setRtpArrivalProbe } from '../../media/stage-cpu.ts';
 import { JitterBuffer } from '../../media/webrtc/jitter.ts';
-import { WebRtcCaller, until } from './peer.ts';
+import { WebRtcCaller } from './peer.ts';
+import { until } from '../helpers/wait.ts';
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -51,7 +52,7 @@ async function connect(callId: string, c = caller()) {
   if (res.status !== 200) throw new Error(`offer: ${res.status} ${JSON.stringify(res.body)}`);
   c.accept(res.body.sdp);
   await trickle(c, callId);
-  await until(() => c.state === 'connected', 10_000, 'peer connected');
+  await until(() => c.state === 'connected', { what: 'peer connected', timeoutMs: 10_000 });
   return { c, answer: res.body as { sdp: string; type: string; pc_id: string; iceServers: unknown[] } };
 }
 
@@ -82,15 +83,15 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   t.is(c.remotePlaybackRate, 16_000);
   t.is(c.enc.settings().maxBandwidth, 'wideband');
   await trickle(c, callId);
-  await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), 15_000, 'greeting text');
-  await until(() => c.audioSeconds > 0.8, 15_000, 'greeting audio');
+  await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?'), { what: 'greeting text', timeoutMs: 15_000 });
+  await until(() => c.audioSeconds > 0.8, { what: 'greeting audio', timeoutMs: 15_000 });
   t.deepEqual([...c.payloadTypes], [111]);
   t.true(c.rms > 300, `greeting is audible after Opus decoding (rms ${c.rms.toFixed(0)})`);
   const row = await getCallRow(s.db, callId);
   t.truthy(row.started_at);
 
   // wait for the greeting to finish, then speak
-  await until(() => c.lastPacketAt > 0 && Date.now() - c.lastPacketAt > 300, 15_000, 'greeting to end');
+  await until(() => c.lastPacketAt > 0 && Date.now() - c.lastPacketAt > 300, { what: 'greeting to end', timeoutMs: 15_000 });
   const greetingAudio = c.audioSeconds;
   // the benchmark's probe (bench/webrtc's ingress figure) sees each caller packet as it reaches the main thread,
   // per call, with its RTP timestamp
@@ -104,16 +105,16 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
   setRtpArrivalProbe(null);
   const steps = [...arrived.values()].filter((ts) => ts.length >= 60).map((ts) => ts.slice(1).map((x, i) => (x - ts[i]!) >>> 0));
   t.true(steps.some((d) => d.every((x) => x === 960)), 'this call\'s 65 packets, 20 ms (960 ticks at 48 kHz) apart');
-  const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'final transcription');
+  const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), { what: 'final transcription', timeoutMs: 15_000 });
   t.is(final.payload!.text, 'what are your opening hours');
-  await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'We are open from nine to five.'), 15_000, 'reply');
+  await until(() => c.events.some((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'We are open from nine to five.'), { what: 'reply', timeoutMs: 15_000 });
   // the caller's Opus audio went through the jitter buffer and the decoder (straight to 16 kHz) into the STT
   t.deepEqual(book.engines(name).engines.stt.finals, ['what are your opening hours']);
 
   // the reply's audio starts after its text event: wait for it to start, then to end (a hang-up in between would cut
   // the reply short in the transcript)
-  await until(() => c.audioSeconds > greetingAudio, 15_000, 'reply audio to start');
-  await until(() => Date.now() - c.lastPacketAt > 400, 15_000, 'reply audio to end');
+  await until(() => c.audioSeconds > greetingAudio, { what: 'reply audio to start', timeoutMs: 15_000 });
+  await until(() => Date.now() - c.lastPacketAt > 400, { what: 'reply audio to end', timeoutMs: 15_000 });
   c.hangup();
   const ended = await endedRow(s.db, callId);
   t.is(ended.status, 'completed');
@@ -124,7 +125,7 @@ test('a full call: answer SDP, greeting as Opus RTP, caller audio reaches STT, e
     ['user', 'what are your opening hours'],
     ['assistant', 'We are open from nine to five.'],
   ]);
-  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, 5000, 'recording');
+  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, { what: 'recording', timeoutMs: 5000 });
   t.true((wav as Buffer).length > 44);
 });
 
@@ -133,7 +134,7 @@ test.serial('an exception in a node-datachannel callback ends that call as pipel
   const name = book.add({ llm: [] });
   const callId = await pending({ name });
   const { c } = await connect(callId);
-  await until(() => c.audioSeconds > 0.3, 15_000, 'greeting audio');
+  await until(() => c.audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 15_000 });
   const push = JitterBuffer.prototype.push;
   let thrown = 0;
   JitterBuffer.prototype.push = function (this: JitterBuffer, ...a: Parameters<JitterBuffer['push']>) {
@@ -152,7 +153,7 @@ test.serial('an exception in a node-datachannel callback ends that call as pipel
   // the node goes on: the next call works
   const next = await pending({ name: book.add({ llm: [] }) });
   const again = await connect(next);
-  await until(() => again.c.audioSeconds > 0.3, 15_000, 'greeting audio of the next call');
+  await until(() => again.c.audioSeconds > 0.3, { what: 'greeting audio of the next call', timeoutMs: 15_000 });
   again.c.hangup();
   t.is((await endedRow(s.db, next)).ended_reason, 'user_hangup');
 });
@@ -181,8 +182,8 @@ test('trickle ICE: an offer without candidates connects through PATCHed candidat
     t.is(p2.status, 200);
   }
   t.is((await s.request('PATCH', offerPath(callId), { key: org.apiKey, body: { candidate: { candidate: '', sdpMid: '0' } } })).status, 200);
-  await until(() => c.state === 'connected', 10_000, 'connected through trickled candidates');
-  await until(() => c.audioSeconds > 0.3, 15_000, 'greeting audio');
+  await until(() => c.state === 'connected', { what: 'connected through trickled candidates', timeoutMs: 10_000 });
+  await until(() => c.audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 15_000 });
 
   // bad candidates and bodies are refused and change nothing
   const bad = await s.request('PATCH', offerPath(callId), { key: org.apiKey, body: { candidate: 'not a candidate' } });
@@ -211,8 +212,8 @@ test('a second offer while the call starts is 409; an offer with the live pc_id 
   t.regex(dup.body.detail, /Duplicate offer/);
   c.accept(first.body.sdp);
   await trickle(c, callId);
-  await until(() => c.state === 'connected', 10_000, 'connected');
-  await until(() => c.audioSeconds > 0.3, 15_000, 'greeting audio');
+  await until(() => c.state === 'connected', { what: 'connected', timeoutMs: 10_000 });
+  await until(() => c.audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 15_000 });
   // duplicate while running, and with a pc_id that is not this call's peer
   t.is((await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await other.offer(), type: 'offer' } })).status, 409);
   t.is((await s.request('POST', offerPath(callId), { key: org.apiKey, body: { sdp: await other.offer(), type: 'offer', pc_id: 'f00' } })).status, 409);
@@ -231,7 +232,7 @@ test('a second offer while the call starts is 409; an offer with the live pc_id 
   const events = c.events.length;
   await c.send(600, true);
   await c.send(400, false);
-  await until(() => c.events.length > events, 10_000, 'events after renegotiation');
+  await until(() => c.events.length > events, { what: 'events after renegotiation', timeoutMs: 10_000 });
   c.hangup();
   const ended = await endedRow(s.db, callId);
   t.is(ended.ended_reason, 'user_hangup');
@@ -308,11 +309,11 @@ test('telephonySim: the phone-line simulation sits in front of the pipeline and 
   const callId = await pending({ name });
   await s.db.query(sql.type(z.object({}))`UPDATE calls SET telephony_sim = true WHERE id = ${callId}`);
   const { c } = await connect(callId);
-  await until(() => c.audioSeconds > 0.5, 15_000, 'greeting audio');
-  await until(() => Date.now() - c.lastPacketAt > 300, 15_000, 'greeting to end');
+  await until(() => c.audioSeconds > 0.5, { what: 'greeting audio', timeoutMs: 15_000 });
+  await until(() => Date.now() - c.lastPacketAt > 300, { what: 'greeting to end', timeoutMs: 15_000 });
   await c.send(900, true);
   await c.send(400, false);
-  const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), 15_000, 'transcription');
+  const final = await until(() => c.events.find((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true), { what: 'transcription', timeoutMs: 15_000 });
   t.is(final.payload!.text, 'hello from a phone');
   c.hangup();
   const ended = await endedRow(s.db, callId);

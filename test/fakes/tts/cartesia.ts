@@ -5,7 +5,7 @@
 // `continue:false` generates what is left and answers `done`; `{cancel:true}` stops the context (two pieces
 // already in flight still arrive, like the real service). An unknown model → `error` (model_not_found, 404).
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor, waitUntil } from './common.ts';
+import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, sleepUntil, toneFor } from './common.ts';
 
 interface Ctx {
   id: string;
@@ -64,7 +64,7 @@ export class FakeCartesia {
     if (ctx.cancelled) return;
     ctx.buffer += msg.transcript ?? '';
     if (msg.flush || msg.continue === false) {
-      if (ctx.buffer) await waitUntil(readyAt);
+      if (ctx.buffer) await sleepUntil(readyAt);
       await this.generate(ws, ctx, msg.add_timestamps === true);
       if (msg.flush && !ctx.cancelled) ws.send(JSON.stringify({ type: 'flush_done', done: false, flush_done: true, flush_id: ++ctx.flushId, status_code: 206, context_id: id }));
       if (msg.continue === false && !ctx.cancelled) {

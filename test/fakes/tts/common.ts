@@ -29,7 +29,7 @@ export function toneFor(text: string, rate = 24000): Int16Array {
 export const pcmBytes = (pcm: Int16Array): Buffer => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
 
 /** Wait until `at` (a Date.now() time): the vendor's time to first byte, counted from when the text arrived. */
-export async function waitUntil(at: number): Promise<void> {
+export async function sleepUntil(at: number): Promise<void> {
   const ms = at - Date.now();
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
 }
@@ -178,14 +178,5 @@ export async function sendPaced(ws: WebSocket, msgs: Array<() => string>, stop: 
     if (ws.readyState !== ws.OPEN || stop()) return;
     ws.send(m());
     await new Promise((r) => setTimeout(r, gapMs));
-  }
-}
-
-/** Wait (bounded) until a condition holds; throws with `what` when it never does. */
-export async function until(cond: () => boolean, what: string, maxMs = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > maxMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
   }
 }

@@ -6,7 +6,7 @@
 // (which, as documented, first synthesizes what is left: after a barge-in the adapter must drop that audio). `{send_text:{text:""}}` is a keepalive. An unknown model or
 // voice answers `status{code:5, message}`.
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, toneFor, waitUntil } from './common.ts';
+import { FakeServer, pcmBytes, pieces, SAMPLES_PER_CHAR, sleepUntil, toneFor } from './common.ts';
 
 interface Ctx {
   id: string;
@@ -84,7 +84,7 @@ export class FakeInworld {
     const ctx = id ? this.contexts.get(id) : undefined;
     if (!ctx) return;
     if (msg.flush_context) {
-      if (ctx.buffer) await waitUntil(readyAt);
+      if (ctx.buffer) await sleepUntil(readyAt);
       await this.generate(ws, ctx);
       this.send(ws, id, { flushCompleted: {} });
       return;

@@ -3,7 +3,7 @@
 // list. Unknown models → 404, a wrong key → 401 with OpenAI's error body. `dropNext` destroys the next speech
 // request's connection before any byte (a reset pooled connection), `cutNext` after the first piece.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { FakeServer, pcmBytes, pieces, toneFor, waitUntil } from './common.ts';
+import { FakeServer, pcmBytes, pieces, sleepUntil, toneFor } from './common.ts';
 
 export const OPENAI_TTS_MODELS = new Set(['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
 
@@ -44,7 +44,7 @@ export class FakeOpenAiSpeech {
       return;
     }
     this.generated.push(b.input);
-    await waitUntil(Date.now() + (this.o.firstByteMs ?? 0));
+    await sleepUntil(Date.now() + (this.o.firstByteMs ?? 0));
     res.writeHead(200, { 'content-type': 'audio/pcm', 'transfer-encoding': 'chunked' });
     let n = 0;
     for (const p of pieces(toneFor(b.input))) {

@@ -4,7 +4,7 @@
 // drops the buffer and stops the generation in flight (two pieces already sent still arrive) and ends it with
 // `audio.done`. Refuses voices other than ara, eve, leo, rex, sal and codecs other than pcm/mp3/... at upgrade.
 import type { WebSocket } from 'ws';
-import { FakeServer, pcmBytes, pieces, toneFor, waitUntil } from './common.ts';
+import { FakeServer, pcmBytes, pieces, sleepUntil, toneFor } from './common.ts';
 
 export class FakeXai {
   readonly server: FakeServer;
@@ -37,7 +37,7 @@ export class FakeXai {
           const text = this.buffer;
           this.buffer = '';
           const readyAt = Date.now() + (o.firstByteMs ?? 0);
-          this.chain = this.chain.then(() => waitUntil(readyAt)).then(() => this.generate(ws, text)).catch(() => {});
+          this.chain = this.chain.then(() => sleepUntil(readyAt)).then(() => this.generate(ws, text)).catch(() => {});
         }
       },
     });

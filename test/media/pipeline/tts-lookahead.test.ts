@@ -19,8 +19,9 @@ import { FakeCartesia } from '../../fakes/tts/cartesia.ts';
 import { FakeInworld } from '../../fakes/tts/inworld.ts';
 import { FakeOpenAiSpeech } from '../../fakes/tts/openai.ts';
 import { FakeXai } from '../../fakes/tts/xai.ts';
-import { amplitudeOf, type FakeServer, until } from '../../fakes/tts/common.ts';
+import { amplitudeOf, type FakeServer } from '../../fakes/tts/common.ts';
 import { maxAbs } from '../services/tts/helpers.ts';
+import { until } from '../../helpers/wait.ts';
 
 interface Vendor {
   name: string;
@@ -120,7 +121,7 @@ for (const v of vendors) {
       if (f.chunk === 0) seenAtChunk0.push(arrived(server, REPLY[1]!));
     });
     const s = st.speak(REPLY);
-    await until(() => st.flushed(s), 'the reply flushed', 10_000);
+    await until(() => st.flushed(s), { what: 'the reply flushed', timeoutMs: 10_000, everyMs: 5 });
     t.deepEqual(st.errors, []);
     t.true(seenAtChunk0.length > 1);
     t.true(seenAtChunk0.at(-1), "chunk 2's text was sent before chunk 1's audio was fully delivered");
@@ -163,10 +164,10 @@ for (const v of vendors) {
         cutAt = st.frames.length;
       }
     });
-    await until(() => cutAt >= 0, 'reply audio after its second chunk was sent', 10_000);
+    await until(() => cutAt >= 0, { what: 'reply audio after its second chunk was sent', timeoutMs: 10_000, everyMs: 5 });
     const NEXT = ['Okay, stopping there.', 'What would you like instead?'];
     const b = st.speak(NEXT);
-    await until(() => st.flushed(b), 'the next reply flushed', 10_000);
+    await until(() => st.flushed(b), { what: 'the next reply flushed', timeoutMs: 10_000, everyMs: 5 });
     t.deepEqual(st.errors, []);
     const after = st.frames.slice(cutAt).map((x) => x.f);
     t.false(after.some((f) => f.type === 'audioOut' && f.speech === a), 'no audio of the cut reply after the barge-in');
@@ -191,7 +192,7 @@ test('xai (no contexts): one chunk at a time, the next text is sent only after t
     if (f.chunk === 0) seen.push(arrived(fake.server, REPLY[1]!));
   });
   const s = st.speak(REPLY);
-  await until(() => st.flushed(s), 'the reply flushed', 10_000);
+  await until(() => st.flushed(s), { what: 'the reply flushed', timeoutMs: 10_000, everyMs: 5 });
   t.deepEqual(st.errors, []);
   t.true(seen.length > 0);
   t.false(seen.some(Boolean));

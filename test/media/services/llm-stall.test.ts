@@ -7,7 +7,7 @@ import test from 'ava';
 import { OpenAiCompatLlm } from '../../../media/services/llm/openai.ts';
 import type { LlmChunk } from '../../../media/services/types.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fakes/openai-sse.ts';
-import { until } from '../../helpers/calls.ts';
+import { until } from '../../helpers/wait.ts';
 
 let fake: FakeOpenAi;
 test.before(async () => {
@@ -30,6 +30,6 @@ test('a stream stalled mid-reply ends in a retryable engine error after the stal
   t.deepEqual(got, (['one ', 'two '] as const).slice(0, got.length).map((delta) => ({ type: 'text', delta })));
   t.like((err as { engineError?: unknown }).engineError, { retryable: true, fatal: false });
   t.regex(err!.message, /openai LLM stream broke: .*timeout/);
-  await until(() => fake.clientAborts > aborts || null, 10_000, 'the client to close the stalled connection');
+  await until(() => fake.clientAborts > aborts || null, { what: 'the client to close the stalled connection', timeoutMs: 10_000 });
   t.pass();
 });

@@ -3,6 +3,7 @@ import { AnthropicLlm, toAnthropic, CALL_CONNECTED } from '../../../media/servic
 import { GoogleLlm, toGemini } from '../../../media/services/llm/google.ts';
 import type { ChatMessage, LlmChunk, LlmRequest, LlmService } from '../../../media/services/types.ts';
 import { startFakeAnthropic, startFakeGemini, type FakeVendor } from '../../fakes/llm-vendors-sse.ts';
+import { until } from '../../helpers/wait.ts';
 
 let anthropic: FakeVendor;
 let gemini: FakeVendor;
@@ -92,8 +93,7 @@ test.serial('anthropic: abort closes the stream', async (t) => {
     ac.abort();
   }
   t.is(got.length, 1);
-  const deadline = Date.now() + 5000;
-  while (anthropic.clientAborts === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await until(() => anthropic.clientAborts > before, { what: 'the client to abort its request', timeoutMs: 5000, everyMs: 10 });
   t.is(anthropic.clientAborts, before + 1);
 });
 

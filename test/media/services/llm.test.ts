@@ -5,6 +5,7 @@ import { DemoLlm, demoReply, createLocalLlm } from '../../../media/services/llm/
 import { createEngines, EngineUnavailableError } from '../../../media/services/index.ts';
 import type { LlmChunk, LlmRequest, LlmService } from '../../../media/services/types.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fakes/openai-sse.ts';
+import { until } from '../../helpers/wait.ts';
 
 let fake: FakeOpenAi;
 test.before(async () => {
@@ -146,8 +147,7 @@ test.serial('abort: the stream stops at once and the connection is closed', asyn
     ac.abort();
   }
   t.deepEqual(got, [{ type: 'text', delta: 'one ' }]);
-  const deadline = Date.now() + 5000;
-  while (fake.clientAborts === aborts && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await until(() => fake.clientAborts > aborts, { what: 'the client to abort its request', timeoutMs: 5000, everyMs: 10 });
   t.is(fake.clientAborts, aborts + 1);
 });
 

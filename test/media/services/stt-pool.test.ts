@@ -2,6 +2,7 @@
 // with its agent's own vocabulary; silence opens no utterance; more utterances than decoders wait and catch up;
 // a recogniser that dies is restarted and the call goes on.
 import test from 'ava';
+import { until } from '../../helpers/wait.ts';
 process.env.LOCAL_STT_WORKERS = '1'; // one recogniser process: every utterance below shares it
 const { concatInt16 } = await import('../../../media/audio/pcm.ts');
 const { resample } = await import('../../../core/audio/resample.ts');
@@ -70,18 +71,15 @@ test.serial('a recogniser that dies is restarted: the call gets a non-fatal erro
   for (let o = 0; o < speech.length / 2; o += 320) s.write(speech.subarray(o, o + 320));
   const pid = sharedPool().pids[0]!;
   process.kill(pid, 'SIGKILL');
-  const waitFor = async (pred: () => boolean) => {
-    for (let i = 0; i < 600 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
-  };
-  await waitFor(() => events.some((e) => e.type === 'error'));
+  await until(() => events.some((e) => e.type === 'error'), { what: 'the error event', timeoutMs: 30_000, everyMs: 50 });
   const err = events.find((e) => e.type === 'error') as Extract<SttEvent, { type: 'error' }>;
   t.false(err.error.fatal);
-  await waitFor(() => sharedPool().pids[0] !== pid);
+  await until(() => sharedPool().pids[0] !== pid, { what: 'a new recogniser process', timeoutMs: 30_000, everyMs: 50 });
   t.not(sharedPool().pids[0], pid);
   await sharedPool().ready();
   for (let o = 0; o < speech.length; o += 320) s.write(speech.subarray(o, o + 320));
   s.finalize();
-  await waitFor(() => events.some((e) => e.type === 'final'));
+  await until(() => events.some((e) => e.type === 'final'), { what: 'the final transcript', timeoutMs: 30_000, everyMs: 50 });
   const final = events.find((e) => e.type === 'final') as { text: string } | undefined;
   t.regex(final?.text ?? '', /cleaning/);
   await s.close();

@@ -19,6 +19,7 @@ import { startDeepgramFake } from '../../fakes/stt/deepgram.ts';
 import { startAssemblyAiFake } from '../../fakes/stt/assemblyai.ts';
 import { startSarvamFake } from '../../fakes/stt/sarvam.ts';
 import { startCartesiaSttFake } from '../../fakes/stt/cartesia.ts';
+import { until } from '../../helpers/wait.ts';
 
 type Fake = WsFake & { apiKey: string };
 interface Vendor {
@@ -120,18 +121,8 @@ async function open(svc: SttService, o: { languages?: string[]; keyterms?: strin
   return {
     stream,
     events,
-    wait: (pred, what) => until(() => events.find((e, i) => pred(e, i)), what),
+    wait: (pred, what) => until(() => events.find((e, i) => pred(e, i)), { what, timeoutMs: 10_000, everyMs: 10 }),
   };
-}
-
-async function until<T>(fn: () => T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** Write audio in 20 ms frames, as a call does. */
@@ -198,12 +189,12 @@ for (const v of vendors) {
 
     // a second turn on the same connection
     say(s.stream);
-    await until(() => heard(v, s.events).length === 2, 'second turn');
+    await until(() => heard(v, s.events).length === 2, { what: 'second turn', timeoutMs: 10_000, everyMs: 10 });
     t.is(strip(heard(v, s.events)[1]!), strip(SCRIPT[1]!));
     t.is(fake.connections.length, 1);
 
     await s.stream.close();
-    await until(() => c.closed, 'vendor socket closed');
+    await until(() => c.closed, { what: 'vendor socket closed', timeoutMs: 10_000, everyMs: 10 });
     t.true(v.closeMessage(c), "the vendor's end-of-stream message is the last thing sent");
   });
 
@@ -241,12 +232,12 @@ for (const v of vendors) {
     t.teardown(() => fake.close());
     const s = await open(build(v, fake));
     say(s.stream);
-    await until(() => heard(v, s.events).length === 1, 'first turn');
+    await until(() => heard(v, s.events).length === 1, { what: 'first turn', timeoutMs: 10_000, everyMs: 10 });
     fake.dropAll(1011, 'internal error');
-    await until(() => fake.connections[0]!.closed, 'first connection closed');
+    await until(() => fake.connections[0]!.closed, { what: 'first connection closed', timeoutMs: 10_000, everyMs: 10 });
     // the caller keeps talking while the adapter reconnects
     say(s.stream, 800);
-    await until(() => heard(v, s.events).length === 2, 'turn after reconnect');
+    await until(() => heard(v, s.events).length === 2, { what: 'turn after reconnect', timeoutMs: 10_000, everyMs: 10 });
     t.is(strip(heard(v, s.events)[1]!), strip(SCRIPT[1]!));
     t.is(fake.connections.length, 2);
     t.true(v.auth(fake.connections[1]!, fake.apiKey));
@@ -276,14 +267,14 @@ test('audio written while the vendor is away is kept up to 5 s (the oldest dropp
   const s = await open(new DeepgramStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'flux-general-en', keepaliveMs: 60_000 }));
   fake.refuseUpgrades({ status: 503, body: { err_msg: 'Service Unavailable' } });
   fake.dropAll(1011);
-  await until(() => fake.connections[0]!.closed, 'first connection closed');
+  await until(() => fake.connections[0]!.closed, { what: 'first connection closed', timeoutMs: 10_000, everyMs: 10 });
   write(s.stream, silence(8000));
   fake.refuseUpgrades(null);
-  await until(() => fake.connections.length === 2 && fake.connections[1]!.samples > 0, 'reconnected with the buffered audio');
+  await until(() => fake.connections.length === 2 && fake.connections[1]!.samples > 0, { what: 'reconnected with the buffered audio', timeoutMs: 10_000, everyMs: 10 });
   const c = fake.connections[1]!;
   // Flux's audio goes out in 80 ms messages: the newest whole messages that fit in 5 s (62, 4.96 s)
   const kept = Math.floor(5000 / 80) * 1280;
-  await until(() => c.samples >= kept, 'five seconds delivered');
+  await until(() => c.samples >= kept, { what: 'five seconds delivered', timeoutMs: 10_000, everyMs: 10 });
   t.is(c.samples, kept, 'exactly the newest 5 s of the 8 s written');
   t.false(s.events.some((e) => e.type === 'error'));
   await s.stream.close();
@@ -405,7 +396,7 @@ test('soniox: keepalive messages through silence keep the session open past its 
   const s = await open(svc);
   const c = fake.connections[0]!;
   // no audio at all: keepalives go out; twenty-five of them span well past the vendor's idle close
-  await until(() => c.messages.filter((m) => m.kind === 'json' && m.data.type === 'keepalive').length >= 25, 'twenty-five keepalives');
+  await until(() => c.messages.filter((m) => m.kind === 'json' && m.data.type === 'keepalive').length >= 25, { what: 'twenty-five keepalives', timeoutMs: 10_000, everyMs: 10 });
   t.false(c.closed);
   t.is(fake.connections.length, 1);
   t.false(s.events.some((e) => e.type === 'error'));
@@ -455,7 +446,7 @@ test('deepgram: EagerEndOfTurn starts the speculative reply, TurnResumed only af
   // a turn without a pause: no TurnResumed at all
   const before = s.events.length;
   say(s.stream, 400, 800);
-  await until(() => turns(s.events).length === 2, 'second turn');
+  await until(() => turns(s.events).length === 2, { what: 'second turn', timeoutMs: 10_000, everyMs: 10 });
   t.false(s.events.slice(before).some((e) => e.type === 'turn_resumed'));
   // Flux sent TurnResumed only after an EagerEndOfTurn
   const events = c.sent.filter((m) => m.type === 'TurnInfo').map((m) => m.event);
@@ -480,10 +471,10 @@ test('deepgram: 20 ms frames go out as 80 ms messages (Flux\'s recommended size)
   const c = fake.connections[0]!;
   write(s.stream, tone(300)); // 15 frames: three 80 ms messages and 60 ms gathered
   const audio = () => c.messages.filter((m): m is { kind: 'audio'; samples: number } => m.kind === 'audio').map((m) => m.samples);
-  await until(() => audio().length >= 3, 'three full messages');
+  await until(() => audio().length >= 3, { what: 'three full messages', timeoutMs: 10_000, everyMs: 10 });
   t.deepEqual(audio().slice(0, 3), [1280, 1280, 1280]);
   // the caller's audio stopped: the gathered 60 ms goes out within the socket's tick, not with the next audio
-  await until(() => audio().length === 4, 'the gathered part');
+  await until(() => audio().length === 4, { what: 'the gathered part', timeoutMs: 10_000, everyMs: 10 });
   t.is(audio()[3], 960);
   t.is(c.samples, 4800, 'every sample delivered once');
   write(s.stream, tone(40)); // a part again, then the end of the stream: the audio before CloseStream
@@ -501,7 +492,7 @@ test('deepgram: the quiet second after speech goes out frame by frame (the end o
   write(s.stream, silence(160)); // before any speech: gathered
   write(s.stream, tone(300)); // speech: gathered on
   write(s.stream, silence(1200)); // the first 1 000 ms frame by frame, then gathered again
-  await until(() => c.samples === (160 + 300 + 1200) * 16, 'all the audio');
+  await until(() => c.samples === (160 + 300 + 1200) * 16, { what: 'all the audio', timeoutMs: 10_000, everyMs: 10 });
   const sizes = audio();
   // 460 ms gathered: five 80 ms messages and 60 ms, sent ahead of the first quiet frame after speech
   t.deepEqual(sizes.slice(0, 6), [1280, 1280, 1280, 1280, 1280, 960]);
@@ -608,7 +599,7 @@ test('sarvam: base64 JSON audio; flush at the end of the turn gives the words no
   s.stream.finalize();
   write(s.stream, tone(100));
   write(s.stream, silence(600));
-  await until(() => s.events.filter((e) => e.type === 'final').length === 2, 'the last word');
+  await until(() => s.events.filter((e) => e.type === 'final').length === 2, { what: 'the last word', timeoutMs: 10_000, everyMs: 10 });
   t.deepEqual(
     s.events.map((e) => e.type),
     ['speech_started', 'final', 'final'],
@@ -627,7 +618,7 @@ test('sarvam: silence through quiet periods keeps the socket past the idle close
   t.teardown(() => fake.close());
   const s = await open(new SarvamStt({ apiKey: fake.apiKey, baseUrl: fake.url, model: 'saaras:v3', keepaliveMs: 100 }));
   const c = fake.connections[0]!;
-  await until(() => c.messages.filter((m) => m.kind === 'json' && 'audio' in m.data).length >= 25, 'twenty-five silent chunks');
+  await until(() => c.messages.filter((m) => m.kind === 'json' && 'audio' in m.data).length >= 25, { what: 'twenty-five silent chunks', timeoutMs: 10_000, everyMs: 10 });
   t.false(c.closed);
   t.is(fake.connections.length, 1);
   await s.stream.close();

@@ -6,7 +6,7 @@ import test from 'ava';
 import { createLogger } from '../../../core/logger.ts';
 import type { CallSession, EndedReason } from '../../../media/session/call-session.ts';
 import { AnswerSupervisor, classifyGreeting, type AnswerOptions, type AnswerVerdict, type VoicemailDrop } from '../../../media/session/answer-supervisor.ts';
-import { until } from '../../helpers/calls.ts';
+import { until } from '../../helpers/wait.ts';
 
 const logger = createLogger({ level: 'silent', name: 'test' });
 
@@ -81,7 +81,7 @@ test('nine words of greeting within the window → voicemail; without a message 
 test('one long run of speech → voicemail (long greeting)', async (t) => {
   const { d, verdicts, ends } = supervisor();
   d.userSpeech(true);
-  await until(() => ends.length > 0, 5000, 'verdict');
+  await until(() => ends.length > 0, { what: 'verdict', timeoutMs: 5000 });
   t.like(verdicts[0], { result: 'voicemail', by: 'long_greeting' });
 });
 
@@ -90,7 +90,7 @@ test('"hello?" then quiet → a person at the end of the window; nothing more is
   d.userSpeech(true);
   d.userSpeech(false);
   d.userTurn('hello');
-  await until(() => verdicts.length > 0, 5000, 'verdict');
+  await until(() => verdicts.length > 0, { what: 'verdict', timeoutMs: 5000 });
   t.like(verdicts[0], { result: 'human', by: 'window', words: 1 });
   d.userTurn('please leave a message after the tone and many more words than nine');
   d.callerAudio(sine(400, 1000));
@@ -101,10 +101,10 @@ test('"hello?" then quiet → a person at the end of the window; nothing more is
 
 test('initial silence counts only when the agent waits for the caller', async (t) => {
   const waiting = supervisor({ speakFirst: 'user' });
-  await until(() => waiting.verdicts.length > 0, 5000, 'verdict');
+  await until(() => waiting.verdicts.length > 0, { what: 'verdict', timeoutMs: 5000 });
   t.like(waiting.verdicts[0], { result: 'voicemail', by: 'initial_silence' });
   const greeting = supervisor({ speakFirst: 'agent' });
-  await until(() => greeting.verdicts.length > 0, 5000, 'verdict');
+  await until(() => greeting.verdicts.length > 0, { what: 'verdict', timeoutMs: 5000 });
   t.like(greeting.verdicts[0], { result: 'human', by: 'window' });
   t.deepEqual(greeting.ends, []);
 });
@@ -134,7 +134,7 @@ test('voicemail with a message: the agent stops, a beep ends the greeting, the m
   t.deepEqual(s.said, ['Hi Ada, call us back.']);
   t.deepEqual(s.ends, [], 'the call ends once the message has played');
   s.finish();
-  await until(() => s.ends.length > 0, 5000, 'end');
+  await until(() => s.ends.length > 0, { what: 'end', timeoutMs: 5000 });
   t.deepEqual(s.ends, ['voicemail']);
   t.like(s.drops[0], { left: true, after: 'beep' });
 });
@@ -149,9 +149,9 @@ test('voicemail with a message and no beep: the silence after the greeting ends 
   await new Promise((r) => setTimeout(r, 300));
   t.deepEqual(s.said, [], 'a pause shorter than the silence did not end it, speech held it');
   s.d.userSpeech(false);
-  await until(() => s.said.length > 0, 5000, 'message');
+  await until(() => s.said.length > 0, { what: 'message', timeoutMs: 5000 });
   s.finish();
-  await until(() => s.ends.length > 0, 5000, 'end');
+  await until(() => s.ends.length > 0, { what: 'end', timeoutMs: 5000 });
   t.like(s.drops[0], { after: 'silence' });
 });
 
@@ -159,7 +159,7 @@ test('carrier AMD: human goes on; machine_start waits for the carrier\'s end of 
   let push: ((a: string, end: boolean) => void) | null = null;
   const amd = { current: async () => null, subscribe: async (cb: (a: string, e: boolean) => void) => ((push = cb), () => (push = null)), messageEnd: true };
   const human = supervisor({ amd });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   human.d.userSpeech(true);
   human.d.userTurn('one two three four five six seven eight nine ten'); // the heuristics would call this a machine
   push!('human', false);
@@ -168,7 +168,7 @@ test('carrier AMD: human goes on; machine_start waits for the carrier\'s end of 
 
   push = null;
   const vm = supervisor({ amd, voicemailMessage: 'Call back.' });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('machine_start', false);
   t.like(vm.verdicts[0], { result: 'voicemail', by: 'amd', answeredBy: 'machine_start' });
   vm.d.userSpeech(false);
@@ -177,18 +177,18 @@ test('carrier AMD: human goes on; machine_start waits for the carrier\'s end of 
   push!('machine_end_beep', true);
   t.deepEqual(vm.said, ['Call back.']);
   vm.finish();
-  await until(() => vm.ends.length > 0, 5000, 'end');
+  await until(() => vm.ends.length > 0, { what: 'end', timeoutMs: 5000 });
   t.like(vm.drops[0], { after: 'carrier' });
 
   push = null;
   const late = supervisor({ amd, voicemailMessage: 'Call back.' });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('machine_end_silence', true);
   t.deepEqual(late.said, ['Call back.'], 'the verdict came with the end of the message');
 
   push = null;
   const hangup = supervisor({ amd });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('fax', false);
   t.deepEqual(hangup.ends, ['voicemail'], 'without a message: today\'s hang-up');
 });
@@ -197,7 +197,7 @@ test('carrier AMD machine with a keypad agent: a menu is told from a mailbox by 
   let push: ((a: string, end: boolean) => void) | null = null;
   const amd = { current: async () => null, subscribe: async (cb: (a: string, e: boolean) => void) => ((push = cb), () => (push = null)), messageEnd: false };
   const menu = supervisor({ amd, navigatesMenus: true });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('machine_start', false);
   t.deepEqual(menu.verdicts, []);
   menu.d.userTurn('For billing press 1');
@@ -206,15 +206,15 @@ test('carrier AMD machine with a keypad agent: a menu is told from a mailbox by 
 
   push = null;
   const box = supervisor({ amd, navigatesMenus: true });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('machine_start', false);
-  await until(() => box.verdicts.length > 0, 5000, 'window');
+  await until(() => box.verdicts.length > 0, { what: 'window', timeoutMs: 5000 });
   t.like(box.verdicts[0], { result: 'voicemail', by: 'amd' });
   t.deepEqual(box.ends, ['voicemail']);
 
   push = null;
   const unknown = supervisor({ amd });
-  await until(() => push, 5000, 'subscribed');
+  await until(() => push, { what: 'subscribed', timeoutMs: 5000 });
   push!('unknown', false);
   unknown.d.userTurn('the mailbox is full');
   t.like(unknown.verdicts[0], { result: 'voicemail', by: 'phrases' });
@@ -222,6 +222,6 @@ test('carrier AMD machine with a keypad agent: a menu is told from a mailbox by 
 
 test('an AMD verdict already on the row when the stream starts is applied', async (t) => {
   const { ends, verdicts } = supervisor({ amd: { current: async () => 'machine_start', subscribe: async () => () => undefined, messageEnd: false } });
-  await until(() => ends.length > 0, 5000, 'verdict');
+  await until(() => ends.length > 0, { what: 'verdict', timeoutMs: 5000 });
   t.like(verdicts[0], { by: 'amd', answeredBy: 'machine_start' });
 });

@@ -4,10 +4,11 @@
 // (no message, no keypad) is never judged: a long first sentence from a person in a browser ends nothing.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { ScenarioBook } from './scenarios.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { z } from 'zod';
+import { until } from '../../helpers/wait.ts';
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -40,7 +41,7 @@ test('a mailbox on a WebSocket call: voicemail by its words, quiet over the gree
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, voicemailDetection: true, voicemailMessage: message }) });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
-  await until(() => caller.audioBytes > 0, 10_000, 'the opener');
+  await until(() => caller.audioBytes > 0, { what: 'the opener', timeoutMs: 10_000 });
   await caller.waitAgentQuiet();
   const atGreeting = caller.audioSeconds;
   await caller.speak(2000);
@@ -55,7 +56,7 @@ test('a mailbox on a WebSocket call: voicemail by its words, quiet over the gree
   t.true(after >= message.length * 20 - 200, `the message after the beep: ${after} ms`);
   t.is((row.transcript as Array<{ role: string; content?: string }>).filter((e) => e.role === 'assistant').at(-1)?.content, message);
   t.is(book.engines(name).engines.llm.requests.length, 0, 'the greeting was never answered');
-  const logs = await until(async () => ((await logsOf(callId)).voicemail ? logsOf(callId) : null), 10_000, 'logs');
+  const logs = await until(async () => ((await logsOf(callId)).voicemail ? logsOf(callId) : null), { what: 'logs', timeoutMs: 10_000 });
   t.like(logs.voicemail_detection, { result: 'voicemail', by: 'phrases' });
   t.like(logs.voicemail, { left: true, after: 'beep' });
 });
@@ -65,11 +66,11 @@ test('a plain web agent is not supervised: a long first sentence is a turn, the 
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, voicemailDetection: true }) });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
-  await until(() => caller.audioBytes > 0, 10_000, 'the opener');
+  await until(() => caller.audioBytes > 0, { what: 'the opener', timeoutMs: 10_000 });
   await caller.waitAgentQuiet();
   await caller.speak(5000);
   await caller.silence(600);
-  await until(() => book.engines(name).engines.llm.requests.length > 0, 10_000, 'the turn answered');
+  await until(() => book.engines(name).engines.llm.requests.length > 0, { what: 'the turn answered', timeoutMs: 10_000 });
   t.is((await getCallRow(s.db, callId)).status, 'active');
   t.falsy((await logsOf(callId)).voicemail_detection);
   caller.close();

@@ -5,7 +5,7 @@
 // the middle of a sentence get one reply, after the whole sentence, and finals without a repeated run of words.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { createLocalStt } from '../../../media/services/stt/local.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createLocalLlm, DemoLlm } from '../../../media/services/llm/local.ts';
@@ -15,6 +15,7 @@ import { repeatedRun } from '../../../media/services/stt/repeats.ts';
 import { createVad } from '../../../media/vad/index.ts';
 import { resample } from '../../../core/audio/resample.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
+import { until } from '../../helpers/wait.ts';
 
 let s: TestServer;
 let org: { orgId: string; apiKey: string };
@@ -89,7 +90,7 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   t.regex(final.payload!.text, /time/);
   const reply = await caller.waitEvent((e) => e.type === 'rtf-bot-text' && /^It is \d\d:\d\d UTC\.$/.test(e.payload!.text), 30_000, 'reply');
   t.truthy(reply);
-  await until(() => caller.audioBytes > greetingBytes + 24000, 30_000, 'reply audio');
+  await until(() => caller.audioBytes > greetingBytes + 24000, { what: 'reply audio', timeoutMs: 30_000 });
   caller.close();
   const row = await endedRow(s.db, callId);
   t.is(row.ended_reason, 'user_hangup');
@@ -130,7 +131,7 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   t.regex(final.payload!.text.toLowerCase(), qwen ? /opening hours/ : /what time is it/);
   const reply = await caller.waitEvent((e) => e.type === 'rtf-bot-text' && (qwen ? /monday|friday|9|nine/i : /^It is \d\d:\d\d UTC\.$/).test(e.payload!.text), 120_000, 'reply');
   t.log(reply.payload!.text);
-  await until(() => caller.audioBytes > greetingBytes + 24000, 120_000, 'reply audio');
+  await until(() => caller.audioBytes > greetingBytes + 24000, { what: 'reply audio', timeoutMs: 120_000 });
   caller.close();
   const row = await endedRow(s.db, callId);
   t.is(row.ended_reason, 'user_hangup');

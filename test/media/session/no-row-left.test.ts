@@ -17,10 +17,11 @@ import type { EngineFactory } from '../../../media/deps.ts';
 import { recordingHeader } from '../../../media/pipeline/recorder.ts';
 import { handOffPostCall, NODE_ID } from '../../../media/session/lifecycle.ts';
 import { spoolRoot } from '../../../media/session/spool.ts';
-import { agentConfig, getCallRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, getCallRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { fakeEngines } from '../../fakes/engines.ts';
 import { startReceiver } from '../../post-call/helpers.ts';
+import { until } from '../../helpers/wait.ts';
 
 const QUEUE = 'no-row-left';
 let s: TestServer;
@@ -57,8 +58,8 @@ const events = (callId: string, event?: string) => receiver.events.filter((e) =>
 /** Wait until post-call finished for the call, then return its events by kind. */
 async function settled(callId: string) {
   await until(async () => (await s.db.maybeOneFirst(sql.type(z.object({ done: z.boolean() }))`
-    SELECT post_call_completed_at IS NOT NULL AS done FROM calls WHERE id = ${callId}`)) || null, 90_000, 'post-call to finish');
-  await until(() => events(callId, 'call.completed').length > 0 || null, 30_000, 'call.completed');
+    SELECT post_call_completed_at IS NOT NULL AS done FROM calls WHERE id = ${callId}`)) || null, { what: 'post-call to finish', timeoutMs: 90_000 });
+  await until(() => events(callId, 'call.completed').length > 0 || null, { what: 'call.completed', timeoutMs: 30_000 });
   const debits = await s.db.anyFirst(sql.type(z.object({ amount_usd: z.number() }))`
     SELECT amount_usd FROM wallet_transactions WHERE call_id = ${callId} AND kind = 'call_debit'`);
   return { ended: events(callId, 'call.ended'), completed: events(callId, 'call.completed'), debits };
@@ -85,7 +86,7 @@ test.serial('the database is down when a call ends: once it is back the row ends
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
-  await until(() => events(callId, 'call.started').length > 0 || null, 30_000, 'call.started');
+  await until(() => events(callId, 'call.started').length > 0 || null, { what: 'call.started', timeoutMs: 30_000 });
   await outage(true);
   try {
     // the call hits max_duration with the database down: its row write fails, the caller is let go at once
@@ -98,7 +99,7 @@ test.serial('the database is down when a call ends: once it is back the row ends
   const row = await until(async () => {
     const r = await getCallRow(s.db, callId).catch(() => null);
     return r && r.status !== 'active' ? r : null;
-  }, 90_000, 'the row to end');
+  }, { what: 'the row to end', timeoutMs: 90_000 });
   t.is(row.status, 'completed');
   t.is(row.ended_reason, 'max_duration');
   t.is(await liveRows(), 0, 'the concurrency slot is free');
@@ -122,7 +123,7 @@ test.serial('a row active on this node with no session here ends as pipeline_err
   await s.db.query(sql.unsafe`
     UPDATE calls SET status = 'active', connection_status = 'completed', started_at = now() - interval '2 minutes', media_node = ${NODE_ID}
     WHERE id = ${callId}`);
-  const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, 30_000, 'the reconcile');
+  const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, { what: 'the reconcile', timeoutMs: 30_000 });
   t.is(row.status, 'error');
   t.is(row.ended_reason, 'pipeline_error');
   const { ended, completed } = await settled(callId);
@@ -145,7 +146,7 @@ test.serial('a dead node left a row and its spool recording: the reconcile publi
   writeFileSync(file, Buffer.concat([recordingHeader(0), Buffer.from(new Int16Array(3 * 24000).fill(1200).buffer)]));
   const old = new Date(Date.now() - 60_000);
   utimesSync(file, old, old);
-  const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, 30_000, 'the row to end');
+  const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, { what: 'the row to end', timeoutMs: 30_000 });
   t.is(row.ended_reason, 'pipeline_error');
   const { ended, completed } = await settled(callId);
   t.is(ended.length, 1, 'exactly one call.ended');
@@ -168,7 +169,7 @@ test.serial('the api sweep and the media reconcile race for a dead node\'s rows:
   const rows = await endOrphanedCalls(s.db, { deadAfterS: 4 });
   await notifyOrphans({ db: s.db, config: s.config, logger }, rows, (r) => handOffPostCall({ temporal: s.temporal?.client ?? null, config: s.config, logger }, r));
   for (const callId of ids) {
-    const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, 30_000, 'the row to end');
+    const row = await until(async () => { const r = await getCallRow(s.db, callId); return r.status !== 'active' ? r : null; }, { what: 'the row to end', timeoutMs: 30_000 });
     t.is(row.ended_reason, 'pipeline_error');
     const { ended, completed } = await settled(callId);
     t.is(ended.length, 1, 'exactly one call.ended');

@@ -2,8 +2,9 @@
 // refused while draining.
 import test from 'ava';
 import { startTestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until, getCallRow } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller, getCallRow } from '../../helpers/calls.ts';
 import { ScenarioBook } from './scenarios.ts';
+import { until } from '../../helpers/wait.ts';
 
 test('closing the media service ends live calls with endedReason cancelled', async (t) => {
   const book = new ScenarioBook();
@@ -13,8 +14,8 @@ test('closing the media service ends live calls with endedReason cancelled', asy
     const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: book.add({}) }) });
     const caller = TestCaller.connect(s.origin, callId, org.apiKey);
     await caller.waitOpen();
-    await until(async () => (await getCallRow(s.db, callId)).status === 'active', 5000, 'active');
-    await until(() => s.combined.media.activeCalls() === 1, 5000, 'live call');
+    await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'active', timeoutMs: 5000 });
+    await until(() => s.combined.media.activeCalls() === 1, { what: 'live call', timeoutMs: 5000 });
     await s.combined.media.drain(100); // grace passes with the call still live
     const late = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: book.add({}) }) });
     const refused = TestCaller.connect(s.origin, late, org.apiKey);

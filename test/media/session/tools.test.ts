@@ -6,12 +6,13 @@ import http from 'node:http';
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { ScenarioBook } from './scenarios.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { createMediaService } from '../../../media/server.ts';
 import { createLogger } from '../../../core/logger.ts';
 import type { LlmRequest } from '../../../media/services/types.ts';
+import { until } from '../../helpers/wait.ts';
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -160,7 +161,7 @@ test('async function tool returns at once; saved function tool posts its JSON bo
   const statuses = Object.fromEntries(row.transcript.filter((e: { role: string }) => e.role === 'tool').map((e: { name: string; status: string }) => [e.name, e.status]));
   t.deepEqual(statuses, { notify: 'completed', weather: 'success', safe_calculator: 'success' });
   // the async request did reach the server (after the tool had returned)
-  await until(() => hits.some((h) => h.url === '/slow/notify'), 10_000, 'async request');
+  await until(() => hits.some((h) => h.url === '/slow/notify'), { what: 'async request', timeoutMs: 10_000 });
 });
 
 test('transfer on a web call is refused with provider_not_supported and the call goes on; testTool; query before documents are ready', async (t) => {
@@ -217,9 +218,9 @@ test('call.started and call.ended webhooks: signed for a saved agent with a secr
     const callId = await insertPendingCall(s.db, { orgId: org.orgId, config, agentId: agent.id, agentUuid: agent.uuid });
     const caller = TestCaller.connect(s.origin, callId, org.apiKey);
     await caller.waitOpen();
-    await until(() => got.length >= 1, 10_000, 'call.started');
+    await until(() => got.length >= 1, { what: 'call.started', timeoutMs: 10_000 });
     caller.close();
-    await until(() => got.length >= 2, 15_000, 'call.ended');
+    await until(() => got.length >= 2, { what: 'call.ended', timeoutMs: 15_000 });
     const [started, ended] = got.map((g) => ({ ...g, body: JSON.parse(g.raw) }));
     t.deepEqual(Object.keys(started!.body).sort(), ['agentId', 'callId', 'event', 'startedAt', 'transport']);
     t.like(started!.body, { event: 'call.started', callId, agentId: agent.uuid, transport: 'websocket' });
@@ -237,9 +238,9 @@ test('call.started and call.ended webhooks: signed for a saved agent with a secr
     const callId2 = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name: name2, webhook: { url: hookUrl, headers: {} } }) });
     const c2 = TestCaller.connect(s.origin, callId2, org.apiKey);
     await c2.waitOpen();
-    await until(() => got.length >= 1, 10_000, 'call.started (inline)');
+    await until(() => got.length >= 1, { what: 'call.started (inline)', timeoutMs: 10_000 });
     c2.close();
-    await until(() => got.length >= 2, 15_000, 'call.ended (inline)');
+    await until(() => got.length >= 2, { what: 'call.ended (inline)', timeoutMs: 15_000 });
     t.is(JSON.parse(got[0]!.raw).agentId, null);
     t.false('x-service-signature' in got[1]!.headers);
   } finally {
@@ -271,7 +272,7 @@ test('a call left active by a crashed media process is reconciled to pipeline_er
     const row = await until(async () => {
       const r = await getCallRow(s.db, callId);
       return r.status === 'error' ? r : null;
-    }, 10_000, 'reconcile');
+    }, { what: 'reconcile', timeoutMs: 10_000 });
     t.is(row.ended_reason, 'pipeline_error');
     t.is(row.connection_status, 'completed');
     t.true(row.duration_seconds! >= 29);

@@ -13,12 +13,13 @@ import { createLogger } from '../../../core/logger.ts';
 import { computeCost } from '../../../core/pricing.ts';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { resample } from '../../../core/audio/resample.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fakes/openai-sse.ts';
 import { FakeElevenLabs } from '../../fakes/tts/elevenlabs.ts';
 import { startDeepgramFake, type DeepgramFake } from '../../fakes/stt/deepgram.ts';
 import { startSonioxFake, type SonioxFake } from '../../fakes/stt/soniox.ts';
+import { until } from '../../helpers/wait.ts';
 
 const QUEUE = 'media-vendor-calls-test';
 const QUESTION = 'what are your opening hours';
@@ -105,7 +106,7 @@ async function runCall(t: import('ava').ExecutionContext, stt: Record<string, un
   await caller.waitOpen();
   // the greeting plays; the caller talks over it after half a second of it
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === GREETING.split('. ')[0] + '.', 20_000, 'greeting text');
-  await until(() => caller.audioSeconds > 0.5, 20_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.5, { what: 'greeting audio', timeoutMs: 20_000 });
   await caller.silence(100);
   await sendSpeech(caller, question);
   await caller.silence(1500);
@@ -141,7 +142,7 @@ async function runCall(t: import('ava').ExecutionContext, stt: Record<string, un
   const cost = await until(async () => {
     const r = await s.db.one(sql.type(z.object({ cost: z.number().nullable() }))`SELECT cost FROM calls WHERE id = ${callId}`);
     return r.cost;
-  }, 30_000, 'cost');
+  }, { what: 'cost', timeoutMs: 30_000 });
   t.is(cost, computeCost(row.usage, { fallbackSttSeconds: row.duration_seconds }).total);
   t.true(computeCost(row.usage).stt > 0 && computeCost(row.usage).tts > 0 && computeCost(row.usage).llm > 0);
   return { row, usage, callId };
@@ -213,7 +214,7 @@ test.serial('the STT vendor drops the connection mid-call: the adapter reconnect
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
   await caller.waitAgentQuiet(300, 20_000);
-  await until(() => deepgram.connections.length === before + 1, 5000, 'flux connection');
+  await until(() => deepgram.connections.length === before + 1, { what: 'flux connection', timeoutMs: 5000 });
   deepgram.dropAll(1011, 'internal server error');
   await sendSpeech(caller, question);
   await caller.silence(1500);

@@ -4,13 +4,14 @@
 // the call pipeline_error with the vendor and reason on the row, never the key.
 import test, { type ExecutionContext } from 'ava';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { createEngines } from '../../../media/services/index.ts';
 import { FakeLlm, FakeStt, FakeVad } from '../../fakes/engines.ts';
 import { FakeElevenLabs } from '../../fakes/tts/elevenlabs.ts';
 import { FakeCartesia } from '../../fakes/tts/cartesia.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
 import { computeCost } from '../../../core/pricing.ts';
+import { until } from '../../helpers/wait.ts';
 
 const llms = new Map<string, FakeLlm>();
 const factory: EngineFactory = async ({ config, appConfig }) => {
@@ -57,7 +58,7 @@ test('elevenlabs call: greeting through the vendor, barge-in cuts it at a word i
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config: agentConfig({ name, tts: ttsBlock, greeting: { firstMessages: [greeting], interruptible: true, speakFirst: 'agent', agentDelayS: 0, userTimeoutS: 3 } }) });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
   await caller.waitOpen();
-  await until(() => caller.audioSeconds > 1.2, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 1.2, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(300);
   await caller.silence(400);
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Sure, go ahead.');

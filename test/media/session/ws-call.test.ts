@@ -2,12 +2,13 @@
 // idle → silence_timeout, max_duration, end-call farewell, user hang-up, pipeline_error, never-started calls.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, getCallRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { ScenarioBook } from './scenarios.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { z } from 'zod';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
+import { until } from '../../helpers/wait.ts';
 // ajv-formats is CommonJS (module.exports is the plugin); its types describe the namespace
 const addFormats = formatsPlugin as unknown as typeof formatsPlugin.default;
 
@@ -54,7 +55,7 @@ test('handshake: unknown call, other org, webrtc call, non-pending call, second 
 
   const name = book.add({ llm: [] });
   const { callId, caller } = await call(agentConfig({ name }), { header: true });
-  await until(async () => (await getCallRow(s.db, callId)).status === 'active');
+  await until(async () => (await getCallRow(s.db, callId)).status === 'active', { what: 'the call to be active' });
   const second = TestCaller.connect(s.origin, callId, org.apiKey);
   t.deepEqual(await second.closed, { code: 1008, reason: 'Call not available' });
   caller.close();
@@ -76,7 +77,7 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
   const row = await until(async () => {
     const r = await getCallRow(s.db, callId);
     return r.status === 'active' ? r : null;
-  }, 5000, 'active');
+  }, { what: 'active', timeoutMs: 5000 });
   t.is(row.connection_status, 'completed');
   t.truthy(row.media_node);
 
@@ -156,7 +157,7 @@ test('greeting, a full turn with transcription events, then the caller hangs up'
   t.true(req.tools.includes('end_call'));
 
   // the recording is spooled for post-call, and postCall-<callId> was started
-  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, 5000, 'recording');
+  const wav = await until(() => s.storage.get?.(`spool/recordings/${callId}.wav`).catch(() => null) ?? null, { what: 'recording', timeoutMs: 5000 });
   t.truthy(wav);
   if (s.temporal) {
     const d = await s.temporal.client.workflow.getHandle(`postCall-${callId}`).describe();
@@ -181,7 +182,7 @@ test('barge-in with interruptionMinWords=0: caller speech stops the agent and th
   const long = 'This is a very long opening statement that keeps going and going so that the caller has time to interrupt it in the middle.';
   const name = book.add({ stt: { utterances: ['stop'] }, llm: [{ text: 'Sure, go ahead.' }], tts: { msPerChar: 40 } });
   const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [long], interruptible: true } }));
-  await until(() => caller.audioSeconds > 0.8, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.8, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(300);
   await caller.silence(400);
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Sure, go ahead.');
@@ -211,7 +212,7 @@ test('barge-in with interruptionMinWords=3: "mhm" does not interrupt, three word
   const { callId, caller } = await call(
     agentConfig({ name, greeting: { firstMessages: [long], interruptible: true }, stt: { provider: 'fake', interruptionMinWords: 3 } }),
   );
-  await until(() => caller.audioSeconds > 0.5, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.5, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(140); // one word
   await caller.silence(600);
   await caller.waitEvent((e) => e.type === 'rtf-user-transcription' && e.payload?.final === true && e.payload.text === 'mhm');
@@ -233,7 +234,7 @@ test('a non-interruptible greeting plays out; the caller is answered after it', 
   const name = book.add({ stt: { utterances: ['hi there'] }, llm: [{ text: 'Hi! What do you need?' }], tts: { msPerChar: 30 } });
   const greeting = 'Welcome to the test line, this message cannot be interrupted by the caller.';
   const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [greeting], interruptible: false } }));
-  await until(() => caller.audioSeconds > 0.3, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.3, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(400);
   await caller.silence(300);
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'What do you need?');

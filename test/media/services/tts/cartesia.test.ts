@@ -1,9 +1,10 @@
 import test from 'ava';
 import { CartesiaTts, type CartesiaTtsOptions } from '../../../../media/services/tts/cartesia.ts';
 import { FakeCartesia } from '../../../fakes/tts/cartesia.ts';
-import { toneFor, until } from '../../../fakes/tts/common.ts';
+import { toneFor } from '../../../fakes/tts/common.ts';
 import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'ca-test-key';
 const VOICE = 'f786b574-daa5-4673-aa0c-cbe3e8534c02';
@@ -28,7 +29,7 @@ test('cartesia: headers, path, one context per reply with continue + flush per c
   await synth(tts, 'Bonjour.', { utterance: reply });
   await synth(tts, 'Comment allez-vous?', { utterance: reply });
   tts.endUtterance(reply);
-  await until(() => server.messages().some((m) => m.continue === false), 'the end of the context');
+  await until(() => server.messages().some((m) => m.continue === false), { what: 'the end of the context', timeoutMs: 5000, everyMs: 5 });
   const u = server.upgrades[0]!;
   t.is(u.path, '/tts/websocket');
   t.is(u.headers['x-api-key'], KEY);
@@ -64,7 +65,7 @@ test('cartesia: barge-in sends {context_id, cancel:true}', async (t) => {
   t.teardown(close);
   const ac = new AbortController();
   await synth(tts, 'A long answer that will be interrupted by the caller.', { utterance: {}, signal: ac.signal, onPiece: () => ac.abort() });
-  await until(() => server.messages().some((m) => m.cancel), 'cancel');
+  await until(() => server.messages().some((m) => m.cancel), { what: 'cancel', timeoutMs: 5000, everyMs: 5 });
   const cancel = server.messages().find((m) => m.cancel);
   t.deepEqual(cancel, { context_id: server.messages()[0].context_id, cancel: true });
 });

@@ -8,8 +8,8 @@ import type { TtsService } from '../../../../media/services/types.ts';
 import { computeCost, PRICES } from '../../../../core/pricing.ts';
 import { cutWords } from '../../../../media/session/speech.ts';
 import type { FakeServer } from '../../../fakes/tts/common.ts';
-import { until } from '../../../fakes/tts/common.ts';
 import { maxAbs, stageWithPacer, synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 export interface ConformanceSetup {
   tts: TtsService;
@@ -121,7 +121,7 @@ export function conformance(c: Conformance): void {
     await synth(tts, 'Before.', { utterance: {} });
     const before = server.connections;
     server.dropAll();
-    await until(() => server.connections === before + 1 && server.open.size === 1, 'the adapter reconnected');
+    await until(() => server.connections === before + 1 && server.open.size === 1, { what: 'the adapter reconnected', timeoutMs: 5000, everyMs: 5 });
     const after = await synth(tts, 'After the drop.', { utterance: {} });
     t.is(after.pcm.length, c.audioFor('After the drop.').length);
   });
@@ -140,7 +140,7 @@ export function conformance(c: Conformance): void {
   test(`${c.name}: keepalive on an idle connection`, async (t) => {
     const { tts, server } = await run(t, { keepaliveMs: 20 });
     await tts.connect?.();
-    await until(() => c.keepaliveSeen(server), 'a keepalive');
+    await until(() => c.keepaliveSeen(server), { what: 'a keepalive', timeoutMs: 5000, everyMs: 5 });
     t.is(server.connections, 1);
   });
 
@@ -148,7 +148,7 @@ export function conformance(c: Conformance): void {
     const { tts } = await run(t);
     const st = stageWithPacer(tts);
     const s = st.speak(['Hello there.', 'How are you?']);
-    await until(() => s.textComplete && s.chunks.length === 2 && s.chunks.every((ch) => ch.samples > 0), 'synthesis');
+    await until(() => s.textComplete && s.chunks.length === 2 && s.chunks.every((ch) => ch.samples > 0), { what: 'synthesis', timeoutMs: 5000, everyMs: 5 });
     t.is(st.characters, 'Hello there.'.length + 'How are you?'.length);
     const usage = { tts: { provider: tts.provider, model: tts.model, characters: st.characters } };
     const price = PRICES.tts[tts.provider]?.[tts.model];
@@ -162,7 +162,7 @@ export function conformance(c: Conformance): void {
       const st = stageWithPacer(tts);
       const text = 'Supercalifragilisticexpialidocious is a long word to say';
       const s = st.speak([text]);
-      await until(() => s.chunks[0]?.samples === c.audioFor(text).length, 'the whole chunk synthesized');
+      await until(() => s.chunks[0]?.samples === c.audioFor(text).length, { what: 'the whole chunk synthesized', timeoutMs: 5000, everyMs: 5 });
       // 20 ms per character: "is" ends at 740 ms, "a" at 780 ms; 760 ms have started playing
       st.advance(740);
       st.interrupt(s);

@@ -4,9 +4,10 @@ import { ElevenLabsTts, type ElevenLabsOptions } from '../../../../media/service
 import { cutWords } from '../../../../media/session/speech.ts';
 import { computeCost, PRICES } from '../../../../core/pricing.ts';
 import { FakeElevenLabs } from '../../../fakes/tts/elevenlabs.ts';
-import { amplitudeOf, toneFor, until } from '../../../fakes/tts/common.ts';
+import { amplitudeOf, toneFor } from '../../../fakes/tts/common.ts';
 import { maxAbs, stageWithPacer, synth } from './helpers.ts';
 import { adapterOnFake, conformance } from './conformance.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'el-test-key';
 const VOICE = 'voice123';
@@ -46,7 +47,7 @@ test('elevenlabs: happy path — path, key header, query, context messages in or
   t.is(u.query.get('auto_mode'), 'true');
   t.is(u.query.get('apply_text_normalization'), 'auto');
   t.is(u.query.get('language_code'), 'en');
-  await until(() => el.server.messages().some((m) => m.close_context), 'close_context');
+  await until(() => el.server.messages().some((m) => m.close_context), { what: 'close_context', timeoutMs: 5000, everyMs: 5 });
   const msgs = el.server.messages();
   const ctx = msgs[0].context_id;
   t.truthy(ctx);
@@ -81,11 +82,11 @@ test('elevenlabs: chunks of one reply stream in pieces on one context; a new rep
 test('elevenlabs: keepalive — an open context waiting for text gets {text:""}, an idle socket gets pings', async (t) => {
   const { el, tts } = await setup(t, {}, { keepaliveMs: 20 });
   await tts.connect();
-  await until(() => el.server.pings.length > 0, 'a ping on the idle socket');
+  await until(() => el.server.pings.length > 0, { what: 'a ping on the idle socket', timeoutMs: 5000, everyMs: 5 });
   const reply = {};
   await synth(tts, 'Let me check.', { utterance: reply }); // a tool runs now: the context stays open
   const ctx = el.server.messages()[0].context_id;
-  await until(() => el.server.messages().some((m) => m.text === '' && m.context_id === ctx), 'a keepalive on the open context');
+  await until(() => el.server.messages().some((m) => m.text === '' && m.context_id === ctx), { what: 'a keepalive on the open context', timeoutMs: 5000, everyMs: 5 });
   t.pass();
 });
 
@@ -96,7 +97,7 @@ test('elevenlabs: barge-in closes the context at once and nothing of it plays af
   const first = await synth(tts, long, { utterance: {}, signal: ac.signal, onPiece: (_p, n) => n === 1 && ac.abort() });
   t.is(first.pieces, 1, 'the reader stops at the abort');
   const ctx = el.server.messages()[0].context_id;
-  await until(() => el.server.messages().some((m) => m.close_context && m.context_id === ctx), 'close_context on barge-in');
+  await until(() => el.server.messages().some((m) => m.close_context && m.context_id === ctx), { what: 'close_context on barge-in', timeoutMs: 5000, everyMs: 5 });
   const next = await synth(tts, 'Sure, go ahead.', { utterance: {} });
   t.is(next.pcm.length, toneFor('Sure, go ahead. ').length, 'the next reply gets exactly its own audio');
   t.is(maxAbs(next.pcm), maxAbs(toneFor('Sure, go ahead. ')), 'no stale audio of the interrupted reply');
@@ -131,19 +132,19 @@ test('elevenlabs: a dropped connection reopens by itself; the call goes on with 
   const { el, tts } = await setup(t);
   await synth(tts, 'Before.', { utterance: {} });
   el.server.dropAll();
-  await until(() => el.server.connections === 2 && el.server.open.size === 1, 'the adapter reconnected on its own');
+  await until(() => el.server.connections === 2 && el.server.open.size === 1, { what: 'the adapter reconnected on its own', timeoutMs: 5000, everyMs: 5 });
   const after = await synth(tts, 'After the drop.', { utterance: {} });
   t.is(after.pcm.length, toneFor('After the drop. ').length);
   // an idle close by the vendor is also reopened
   el.server.closeAll(1000, 'inactivity timeout');
-  await until(() => el.server.connections === 3 && el.server.open.size === 1, 'reopened after the idle close');
+  await until(() => el.server.connections === 3 && el.server.open.size === 1, { what: 'reopened after the idle close', timeoutMs: 5000, everyMs: 5 });
 });
 
 test('elevenlabs: usage — characters per call with provider and model, priced from the table', async (t) => {
   const { tts } = await setup(t);
   const st = stageWithPacer(tts);
   const s = st.speak(['Hello there.', 'How are you?']);
-  await until(() => s.textComplete && s.chunks.every((c) => c.samples > 0), 'synthesis');
+  await until(() => s.textComplete && s.chunks.every((c) => c.samples > 0), { what: 'synthesis', timeoutMs: 5000, everyMs: 5 });
   t.is(st.characters, 'Hello there.'.length + 'How are you?'.length);
   const usage = { tts: { provider: tts.provider, model: tts.model, characters: st.characters } };
   t.deepEqual([tts.provider, tts.model], ['elevenlabs', 'eleven_flash_v2_5']);
@@ -204,7 +205,7 @@ test('elevenlabs: an interrupted reply is cut at the last word actually played (
   const st = stageWithPacer(tts);
   const text = 'Supercalifragilisticexpialidocious is a long word to say';
   const s = st.speak([text]);
-  await until(() => s.chunks[0]!.samples === toneFor(`${text} `).length, 'the whole chunk synthesized');
+  await until(() => s.chunks[0]!.samples === toneFor(`${text} `).length, { what: 'the whole chunk synthesized', timeoutMs: 5000, everyMs: 5 });
   // 20 ms per character: "is" ends at 740 ms, "a" at 780 ms; 760 ms have started playing
   st.advance(740);
   st.interrupt(s);

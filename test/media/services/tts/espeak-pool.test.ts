@@ -4,6 +4,7 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { EspeakPool } from '../../../../media/services/tts/espeak-pool.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const pool = new EspeakPool('python3', 2);
 test.after.always(() => pool.close());
@@ -60,7 +61,7 @@ test.serial('abort stops a long synthesis at once; a synthesizer that dies fails
   }
   t.true(got < 22050, `${got} samples before the abort`);
   // the aborted request is cleared once its synthesizer has stopped
-  for (let k = 0; k < 100 && pool.load.some((n) => n > 0); k++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => pool.load.every((n) => n === 0), { what: 'the aborted request to be cleared', timeoutMs: 10_000, everyMs: 20 });
   t.deepEqual(pool.load, [0, 0]);
 
   const long = speak('And this one is long enough to be killed halfway through. '.repeat(400), 'en-us');
@@ -70,8 +71,7 @@ test.serial('abort stops a long synthesis at once; a synthesizer that dies fails
   process.kill(pid, 'SIGKILL');
   const err = await long.then(() => null, (e: Error) => e);
   t.regex(String(err?.message), /exited/);
-  const deadline = Date.now() + 5000;
-  while (pool.workers[i]!.child.pid === pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await until(() => pool.workers[i]!.child.pid !== pid, { what: 'a new synthesizer process', timeoutMs: 5000, everyMs: 50 });
   t.not(pool.workers[i]!.child.pid, pid);
   await pool.workers[i]!.ready;
   t.true((await speak('Back again.', 'en-us')).length > 0);

@@ -1,9 +1,10 @@
 import test from 'ava';
 import { InworldTts, type InworldTtsOptions } from '../../../../media/services/tts/inworld.ts';
 import { FakeInworld } from '../../../fakes/tts/inworld.ts';
-import { toneFor, until } from '../../../fakes/tts/common.ts';
+import { toneFor } from '../../../fakes/tts/common.ts';
 import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'iw-test-key';
 
@@ -27,7 +28,7 @@ test('inworld: Basic auth, path, create → send_text + flush_context per chunk 
   await synth(tts, 'Hello there.', { utterance: reply });
   await synth(tts, 'How can I help?', { utterance: reply });
   tts.endUtterance(reply);
-  await until(() => server.messages().some((m) => m.close_context), 'close_context');
+  await until(() => server.messages().some((m) => m.close_context), { what: 'close_context', timeoutMs: 5000, everyMs: 5 });
   const u = server.upgrades[0]!;
   t.is(u.path, '/tts/v1/voice:streamBidirectional');
   t.is(u.headers.authorization, `Basic ${KEY}`);
@@ -69,7 +70,7 @@ test('inworld: barge-in closes the context at once', async (t) => {
   t.teardown(close);
   const ac = new AbortController();
   await synth(tts, 'A long answer that will be interrupted by the caller.', { utterance: {}, signal: ac.signal, onPiece: () => ac.abort() });
-  await until(() => server.messages().some((m) => m.close_context), 'close_context');
+  await until(() => server.messages().some((m) => m.close_context), { what: 'close_context', timeoutMs: 5000, everyMs: 5 });
   t.is(server.messages().find((m) => m.close_context).contextId, server.messages()[0].contextId);
 });
 

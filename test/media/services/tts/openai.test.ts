@@ -2,8 +2,9 @@ import test from 'ava';
 import { OpenAiTts, type OpenAiTtsOptions } from '../../../../media/services/tts/openai.ts';
 import { computeCost, PRICES } from '../../../../core/pricing.ts';
 import { FakeOpenAiSpeech } from '../../../fakes/tts/openai.ts';
-import { toneFor, until } from '../../../fakes/tts/common.ts';
+import { toneFor } from '../../../fakes/tts/common.ts';
 import { maxAbs, stageWithPacer, synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'oa-test-key';
 
@@ -40,7 +41,7 @@ test('openai: warm connection at connect, POST /audio/speech with the documented
 test('openai: keepalive — the idle connection is kept warm', async (t) => {
   const { tts, server } = await make(t, { keepaliveMs: 40 });
   await tts.connect();
-  await until(() => server.http.filter((h) => h.path === '/v1/models').length >= 4, 'keep-warm requests');
+  await until(() => server.http.filter((h) => h.path === '/v1/models').length >= 4, { what: 'keep-warm requests', timeoutMs: 5000, everyMs: 5 });
   const gets = server.http.filter((h) => h.path === '/v1/models');
   t.deepEqual(new Set([gets[2]!.remotePort, gets[3]!.remotePort]), new Set([gets[0]!.remotePort, gets[1]!.remotePort]), 'both connections kept warm');
 });
@@ -50,7 +51,7 @@ test('openai: barge-in aborts the request and nothing stale plays after it', asy
   const ac = new AbortController();
   const first = await synth(tts, 'A long answer that the caller interrupts right after it starts.', { signal: ac.signal, onPiece: () => ac.abort() });
   t.is(first.pieces, 1);
-  await until(() => fake.aborted === 1, 'the vendor saw the request go away');
+  await until(() => fake.aborted === 1, { what: 'the vendor saw the request go away', timeoutMs: 5000, everyMs: 5 });
   const next = await synth(tts, 'Go ahead.');
   t.is(next.pcm.length, toneFor('Go ahead.').length);
   t.is(maxAbs(next.pcm), maxAbs(toneFor('Go ahead.')));
@@ -88,7 +89,7 @@ test('openai: usage — characters with provider and model, priced from the tabl
   const { tts } = await make(t);
   const st = stageWithPacer(tts);
   const s = st.speak(['Hello there.', 'How are you?']);
-  await until(() => s.textComplete && s.chunks.length === 2 && s.chunks.every((c) => c.samples > 0), 'synthesis');
+  await until(() => s.textComplete && s.chunks.length === 2 && s.chunks.every((c) => c.samples > 0), { what: 'synthesis', timeoutMs: 5000, everyMs: 5 });
   const usage = { tts: { provider: tts.provider, model: tts.model, characters: st.characters } };
   t.is(st.characters, 24);
   t.is(computeCost(usage).tts, Math.round(24 * PRICES.tts.openai!['gpt-4o-mini-tts']!.perCharacter * 1e6) / 1e6);

@@ -1,9 +1,10 @@
 import test from 'ava';
 import { SarvamTts, sarvamTtsLanguage, type SarvamTtsOptions } from '../../../../media/services/tts/sarvam.ts';
 import { FakeSarvam } from '../../../fakes/tts/sarvam.ts';
-import { toneFor, until } from '../../../fakes/tts/common.ts';
+import { toneFor } from '../../../fakes/tts/common.ts';
 import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { maxAbs, synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'sv-test-key';
 
@@ -36,7 +37,7 @@ test('sarvam: key header, path and query; config first on every connection, then
   ]);
   // a reopened connection is configured again before any text
   server.dropAll();
-  await until(() => server.connections === 2 && server.messages(2).length > 0, 'reconnect and config');
+  await until(() => server.connections === 2 && server.messages(2).length > 0, { what: 'reconnect and config', timeoutMs: 5000, everyMs: 5 });
   t.is(server.messages(2)[0].type, 'config');
 });
 

@@ -1,9 +1,10 @@
 import test from 'ava';
 import { XaiTts, xaiLanguage, type XaiTtsOptions } from '../../../../media/services/tts/xai.ts';
 import { FakeXai } from '../../../fakes/tts/xai.ts';
-import { toneFor, until } from '../../../fakes/tts/common.ts';
+import { toneFor } from '../../../fakes/tts/common.ts';
 import { adapterOnFake, conformance, type AdapterOnFakeOptions } from './conformance.ts';
 import { maxAbs, synth } from './helpers.ts';
+import { until } from '../../../helpers/wait.ts';
 
 const KEY = 'xai-test-key';
 
@@ -38,7 +39,7 @@ test('xai: barge-in sends text.clear; the cleared generation\'s audio is dropped
   t.teardown(close);
   const ac = new AbortController();
   await synth(tts, 'A long answer that will be interrupted by the caller at once.', { signal: ac.signal, onPiece: () => ac.abort() });
-  await until(() => server.messages().some((m) => m.type === 'text.clear'), 'text.clear');
+  await until(() => server.messages().some((m) => m.type === 'text.clear'), { what: 'text.clear', timeoutMs: 5000, everyMs: 5 });
   const next = await synth(tts, 'Yes?');
   t.is(next.pcm.length, toneFor('Yes? ').length);
   t.is(maxAbs(next.pcm), maxAbs(toneFor('Yes? ')));
