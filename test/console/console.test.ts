@@ -15,8 +15,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { wavHeader } from '../../core/audio/wav.ts';
-import { resample } from '../../core/audio/resample.ts';
-import { createLocalTts } from '../../media/services/tts/local.ts';
+import { callerSpeech } from '../helpers/speech.ts';
 import { carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env, type Org } from '../campaigns/helpers.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { sql } from '../../core/db/pool.ts';
@@ -41,15 +40,6 @@ const received: string[] = [];
 let browserCallId = '';
 let breakerCampaign = 0;
 let retryCampaign = 0;
-
-async function speech(text: string): Promise<Int16Array> {
-  const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' });
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-  return resample(all, 24_000, 48_000);
-}
 
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -135,8 +125,8 @@ test.before(async () => {
 
   // the fake microphone: silence while the greeting plays, the question, silence for the answer, goodbye, silence
   const rate = 48_000;
-  const question = await speech('what time is it');
-  const bye = await speech('goodbye');
+  const question = await callerSpeech('what time is it', { voice: 'en-us+klatt', rate: 48000 });
+  const bye = await callerSpeech('goodbye', { voice: 'en-us+klatt', rate: 48000 });
   const pcm = new Int16Array(rate * 7 + question.length + rate * 7 + bye.length + rate * 20);
   pcm.set(question, rate * 7);
   pcm.set(bye, rate * 14 + question.length);

@@ -166,16 +166,6 @@ export async function dialOf(rig: PhoneRig, callId: string): Promise<FakeCall> {
   return until(() => rig.dials.find((c) => c.url?.endsWith(`/${callId}`)), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
 }
 
-/** eSpeak speech at 24 kHz (the caller's voice; the fake carrier sends it as 8 kHz µ-law). */
-export async function speech(text: string): Promise<Int16Array> {
-  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150, binary: 'espeak-ng' });
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-  return all;
-}
-
 /** Wait until the agent has been quiet (no new audio played) for `ms`, on any fake carrier's media stream. */
 export async function agentQuiet(m: Pick<FakeCarrierStream, 'heardMs' | 'bufferedMs'>, ms = 400, timeoutMs = 20_000): Promise<void> {
   let last = m.heardMs;

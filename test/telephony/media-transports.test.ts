@@ -7,6 +7,7 @@ import { TwilioStreamTransport } from '../../media/transports/carriers/twilio.ts
 import { SmartfloStreamTransport } from '../../media/transports/carriers/smartflo.ts';
 import { CarrierStreamTransport } from '../../media/transports/carriers/stream.ts';
 import type { TransportEvent } from '../../media/transports/types.ts';
+import { concatInt16 } from '../../media/audio/pcm.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { connectSmartfloStream } from '../fakes/smartflo-media.ts';
 import { until } from '../helpers/wait.ts';
@@ -68,8 +69,7 @@ test('twilio: start parameters, caller audio in at 16 kHz, agent audio out as 16
   tr.onAudio((pcm) => got.push(pcm));
   await fake.say(sine(600, 8000, 300), 8000);
   await fake.silence(100);
-  const inbound = new Int16Array(got.reduce((a, p) => a + p.length, 0));
-  got.reduce((o, p) => (inbound.set(p, o), o + p.length), 0);
+  const inbound = concatInt16(got);
   t.true(inbound.length >= 16000 * 0.6, 'caller audio arrives at 16 kHz');
   const hz = zeroCrossHz(inbound.subarray(1600, 8000), 16000);
   t.true(Math.abs(hz - 300) < 15, `300 Hz tone survives µ-law + resampling (${hz.toFixed(1)} Hz)`);

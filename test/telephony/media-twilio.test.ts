@@ -9,10 +9,11 @@ import { FakeCarrierStream } from '../fakes/twilio-media.ts';
 import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
-import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, speech, twilioDialBody, twilioLine } from './media-helpers.ts';
+import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, twilioDialBody, twilioLine } from './media-helpers.ts';
 import { answeringMachine } from '../fakes/answering-machine.ts';
 import { detectDtmf } from '../fakes/dtmf-detector.ts';
 import { readWav } from '../../core/audio/wav.ts';
+import { callerSpeech } from '../helpers/speech.ts';
 import { until } from '../helpers/wait.ts';
 
 const line = twilioLine(test, 'telephony-media-twilio', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
@@ -55,7 +56,7 @@ test.serial('outbound: greeting, DTMF and a full spoken turn over µ-law; the ca
   media.dtmf('5');
   media.dtmf('#'); // ends the keypad entry at once: one user turn '[keypad: 5#]' for the LLM
   await media.silence(300);
-  await media.say(await speech('what time is it'), 24000);
+  await media.say(await callerSpeech('what time is it', { rate: 24000 }), 24000);
   await media.silence(1500);
   await until(() => media.heardMs > greetingMs + 800, { what: 'spoken reply', timeoutMs: 30_000 });
   await agentQuiet(media);

@@ -12,8 +12,7 @@ import { z } from 'zod';
 import type { Browser, Page } from 'playwright-core';
 import { sql } from '../../core/db/pool.ts';
 import { wavHeader } from '../../core/audio/wav.ts';
-import { resample } from '../../core/audio/resample.ts';
-import { createLocalTts } from '../../media/services/tts/local.ts';
+import { callerSpeech } from '../helpers/speech.ts';
 import { callerOpusBandTotal } from '../../media/webrtc/metrics.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { endedRow, getCallRow } from '../helpers/calls.ts';
@@ -30,16 +29,6 @@ let org: { orgId: string; apiKey: string };
 let agentUuid: string;
 let browser: Browser;
 let wavPath: string;
-
-async function speech(text: string): Promise<Int16Array> {
-  // eSpeak's Klatt voice: what the offline recogniser hears best (scripts/demo.ts)
-  const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' });
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-  return resample(all, 24_000, 48_000);
-}
 
 test.before(async () => {
   if (missing) return;
@@ -62,7 +51,7 @@ test.before(async () => {
 
   // the fake microphone loops this file: silence while the greeting plays, the question, then silence
   const rate = 48_000;
-  const question = await speech('what time is it');
+  const question = await callerSpeech('what time is it', { voice: 'en-us+klatt', rate: 48000 }); // Klatt: what the offline recogniser hears best
   const pcm = new Int16Array(rate * 8 + question.length + rate * 12);
   pcm.set(question, rate * 8);
   const dir = tempDir('vas-webrtc-');

@@ -5,6 +5,7 @@ import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { PhoneLine, phoneLine } from '../../media/audio/phone-line.ts';
 import { decodeMulaw, encodeMulaw } from '../../media/audio/mulaw.ts';
+import { concatInt16 } from '../../media/audio/pcm.ts';
 import { buildRtp, parseRtp, seqDiff } from '../../media/webrtc/rtp.ts';
 import { JitterBuffer, type FrameDecoder } from '../../media/webrtc/jitter.ts';
 import { bandwidthForPlayback, FRAME_SAMPLES, OpusDecoder48, OpusEncoder48, opusBackend } from '../../core/audio/opus.ts';
@@ -192,15 +193,6 @@ function toneAmp(pcm: Int16Array, hz: number, rate: number, skip: number): numbe
   }
   return (2 * Math.hypot(re, im)) / (pcm.length - skip);
 }
-const concatPcm = (parts: Int16Array[]) => {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let k = 0;
-  for (const p of parts) {
-    out.set(p, k);
-    k += p.length;
-  }
-  return out;
-};
 // a tone's level in dB against its input amplitude; a component that is exactly absent counts as −200 dB
 const dbOf = (amp: number, ref: number) => Math.max(-200, 20 * Math.log10(amp / ref));
 
@@ -214,7 +206,7 @@ test('Opus settings reach libopus (read back through opus_encoder_ctl), for the 
 
 test('maxplaybackrate caps the caller\'s band as libwebrtc does: 16 kHz → SILK wideband packets, a 1 kHz tone intact at 16 kHz', (t) => {
   t.deepEqual([8000, 12_000, 16_000, 24_000, 48_000].map(bandwidthForPlayback), ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband']);
-  const speechLike = concatPcm([tone(300, 48_000, 0.5, 6000), tone(1000, 48_000, 0.5, 6000)]);
+  const speechLike = concatInt16([tone(300, 48_000, 0.5, 6000), tone(1000, 48_000, 0.5, 6000)]);
   const toc = (band?: 'wideband') => {
     const enc = new OpusEncoder48(32_000, band ? { maxBandwidth: band } : {});
     const packets: Uint8Array[] = [];
@@ -229,7 +221,7 @@ test('maxplaybackrate caps the caller\'s band as libwebrtc does: 16 kHz → SILK
   t.deepEqual([...new Set(capped.map((p) => opusPacketBand(p[0]!)))], ['wideband']);
   t.deepEqual([0, 4, 8, 12, 14, 16, 20, 24, 28].map((c) => opusPacketBand(c << 3)), ['narrowband', 'mediumband', 'wideband', 'superwideband', 'fullband', 'narrowband', 'wideband', 'superwideband', 'fullband']);
   const dec = new OpusDecoder48(16_000);
-  const out = concatPcm(capped.map((p) => dec.decode(p)));
+  const out = concatInt16(capped.map((p) => dec.decode(p)));
   const level = dbOf(toneAmp(out.subarray(out.length / 2), 1000, 16_000, 3200), 6000);
   t.true(Math.abs(level) <= 3, `1 kHz after SILK wideband: ${level.toFixed(2)} dB`);
 });
@@ -240,7 +232,7 @@ test('agent audio, 24 kHz straight into Opus, decoded at 48 kHz: passband to 11.
   for (const hz of [200, 1000, 3000, 6000, 9000, 11_500]) {
     const codec = new CallCodec();
     const dec = new OpusDecoder48();
-    const out = concatPcm(codec.encode(tone(hz, 24_000, 0.6, 8000)).map((p) => dec.decode(p)));
+    const out = concatInt16(codec.encode(tone(hz, 24_000, 0.6, 8000)).map((p) => dec.decode(p)));
     t.is(out.length, 0.6 * 48_000, `${hz} Hz: every 20 ms frame encoded`);
     const level = dbOf(toneAmp(out, hz, 48_000, 4800), 8000);
     const image = dbOf(toneAmp(out, 24_000 - hz, 48_000, 4800), 8000);
@@ -274,7 +266,7 @@ test('caller audio, Opus decoded straight to 16 kHz: passband to 7.5 kHz kept (�
     for (let i = 0; i + FRAME_SAMPLES <= input.length; i += FRAME_SAMPLES) packets.push(enc.encode(input.subarray(i, i + FRAME_SAMPLES)));
     // the tone is in the packets (a 48 kHz decoder hears it), so a quiet 16 kHz output is the band-limiting, not a lost tone
     const dec48 = new OpusDecoder48();
-    const full = concatPcm(packets.map((p) => dec48.decode(p)));
+    const full = concatInt16(packets.map((p) => dec48.decode(p)));
     const inPackets = dbOf(toneAmp(full, hz, 48_000, 4800), 8000);
     t.true(inPackets > -3, `${hz} Hz is in the packets (${inPackets.toFixed(1)} dB)`);
     const { pcm } = new CallCodec().decode(packets);

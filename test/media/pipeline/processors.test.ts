@@ -14,7 +14,7 @@ import { createNoiseGate } from '../../../media/noise/index.ts';
 import { ConversationContext } from '../../../media/pipeline/context.ts';
 import { backgroundSource } from '../../../media/sounds/index.ts';
 import { LinearResampler } from '../../../core/audio/resample.ts';
-import { rms } from '../../../media/audio/pcm.ts';
+import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import { SpeechHandle, cutWords } from '../../../media/session/speech.ts';
 import { FakeTts } from '../../fakes/engines.ts';
 import type { Frame } from '../../../media/pipeline/frames.ts';
@@ -358,8 +358,7 @@ test('noise gate stage (RNNoise from media/noise): stationary noise on the calle
   for (let i = 0; i < noise.length; i++) noise[i] = Math.round(rnd() * 1500);
   for (let i = 0; i < noise.length; i += 320) pipeline.push({ type: 'audioIn', pcm: noise.subarray(i, i + 320) });
   const parts = frames.frames.map((f) => (f as { pcm: Int16Array }).pcm);
-  const out = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (out.set(p, o), o + p.length), 0);
+  const out = concatInt16(parts);
   t.is(out.length, noise.length);
   const tail = (a: Int16Array) => rms(a.subarray(a.length / 2));
   t.true(tail(out) < tail(noise) * 0.3, `noise ${tail(noise)} → ${tail(out)}`);

@@ -14,8 +14,9 @@ import { createLocalLlm } from '../../../media/services/llm/local.ts';
 import { callInText, closeLocalModel, toHistory } from '../../../media/services/llm/llama.ts';
 import { resample } from '../../../core/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
-import type { SttEvent, TtsService } from '../../../media/services/types.ts';
+import type { SttEvent } from '../../../media/services/types.ts';
 import { tempDir } from '../../helpers/tmp.ts';
+import { callerSpeech, synthesize } from '../../helpers/speech.ts';
 
 const whisperInstalled = await modelInstalled('whisper-tiny.en');
 const piperInstalled = await modelInstalled('piper-en_US-joe-medium');
@@ -40,12 +41,6 @@ test.after.always(async () => {
   await closePiper();
   await closeLocalModel();
 });
-
-async function speak(engine: TtsService, text: string): Promise<Int16Array> {
-  const parts: Int16Array[] = [];
-  for await (const p of engine.synthesize(text, new AbortController().signal)) parts.push(p);
-  return concatInt16(parts);
-}
 
 /** One utterance (200 ms of silence around it) in 20 ms frames, then finalize; the final transcript. */
 async function hear(stt: ReturnType<typeof createLocalStt>, pcm16k: Int16Array, keyterms: string[] = []): Promise<string> {
@@ -72,8 +67,6 @@ async function hear(stt: ReturnType<typeof createLocalStt>, pcm16k: Int16Array, 
   }
 }
 
-const espeakCaller = createLocalTts({ languages: ['en'], model: 'espeak-ng', binary: 'espeak-ng', wordsPerMinute: 150 });
-
 test('model files: a missing file and a file whose SHA-256 differs are refused before loading', async (t) => {
   const f = MODELS['whisper-tiny.en'].files[0]!;
   const missing = await t.throwsAsync(verifiedModelFile(f, emptyDir), { instanceOf: ModelFileError });
@@ -95,11 +88,11 @@ test('model files: a missing file and a file whose SHA-256 differs are refused b
 
 withWhisper('Whisper STT: loads, says so, and transcribes an eSpeak sentence with its key words', async (t) => {
   const stt = createLocalStt('whisper-tiny.en', { greeting: 'Thanks for calling Bright Smile Dental.' });
-  const text = await hear(stt, resample(await speak(espeakCaller, 'Can I see Doctor Patel on Friday morning'), 24000, 16000), ['Doctor Patel']);
+  const text = await hear(stt, await callerSpeech('Can I see Doctor Patel on Friday morning'), ['Doctor Patel']);
   t.log(text);
   t.is(stt.model, 'whisper-tiny.en');
   for (const w of ['see', 'patel', 'friday', 'morning']) t.true(text.includes(w), `'${w}' in '${text}'`);
-  const second = await hear(stt, resample(await speak(espeakCaller, 'I need to cancel my appointment for tomorrow'), 24000, 16000));
+  const second = await hear(stt, await callerSpeech('I need to cancel my appointment for tomorrow'));
   t.log(second);
   for (const w of ['cancel', 'appointment', 'tomorrow']) t.true(second.includes(w), `'${w}' in '${second}'`);
 });
@@ -108,7 +101,7 @@ test.serial('Whisper STT falls back to PocketSphinx when its model file is missi
   for (const dir of [emptyDir, corruptDir]) {
     const told: string[] = [];
     const stt = createLocalStt('whisper-tiny.en', { modelsDir: dir, corpus: ['I need to cancel my appointment for tomorrow'], onFallback: (m) => told.push(m) });
-    const text = await hear(stt, resample(await speak(espeakCaller, 'I need to cancel my appointment for tomorrow'), 24000, 16000));
+    const text = await hear(stt, await callerSpeech('I need to cancel my appointment for tomorrow'));
     t.log(text);
     t.is(stt.model, 'pocketsphinx');
     t.true(text.includes('cancel') || text.includes('appointment') || text.includes('tomorrow'), text);
@@ -162,7 +155,7 @@ test.serial('Piper TTS falls back to eSpeak NG when its model files are missing 
   for (const dir of [emptyDir, corruptDir]) {
     const told: string[] = [];
     const tts = createLocalTts({ languages: ['en'], modelsDir: dir, onFallback: (m) => told.push(m) });
-    const pcm = await speak(tts, 'Hello, how can I help you?');
+    const pcm = await synthesize(tts, 'Hello, how can I help you?');
     t.true(rms(pcm) > 500 && pcm.length > 24000 * 0.8, 'eSpeak spoke it');
     t.is(tts.model, 'espeak-ng');
     t.is(tts.voice, 'en-us');
@@ -175,12 +168,12 @@ test.serial('Piper TTS falls back to eSpeak NG when its model files are missing 
 
 withBoth('Piper without sampling noise speaks the same audio every time; with its noise, not', async (t) => {
   const same = createPiperTts({ noiseless: true });
-  const a = await speak(same, 'Your appointment is on Tuesday.');
-  const b = await speak(same, 'Your appointment is on Tuesday.');
+  const a = await synthesize(same, 'Your appointment is on Tuesday.');
+  const b = await synthesize(same, 'Your appointment is on Tuesday.');
   t.deepEqual(a, b);
   const noisy = createPiperTts();
-  const c = await speak(noisy, 'Your appointment is on Tuesday.');
-  const d = await speak(noisy, 'Your appointment is on Tuesday.');
+  const c = await synthesize(noisy, 'Your appointment is on Tuesday.');
+  const d = await synthesize(noisy, 'Your appointment is on Tuesday.');
   t.notDeepEqual(c, d, 'the voice samples its noise per synthesis');
 });
 
@@ -188,7 +181,7 @@ withBoth('Piper speaks what Whisper hears back word for word (the two new engine
   // without sampling noise: the same audio every run, so what Whisper hears does not vary between runs
   const tts = createPiperTts({ noiseless: true });
   const stt = createLocalStt('whisper-tiny.en');
-  const text = await hear(stt, resample(await speak(tts, 'Can we move my appointment to next Tuesday at three?'), 24000, 16000));
+  const text = await hear(stt, resample(await synthesize(tts, 'Can we move my appointment to next Tuesday at three?'), 24000, 16000));
   t.log(text);
   for (const w of ['move', 'appointment', 'tuesday', 'three']) t.true(text.includes(w) || (w === 'three' && text.includes('3')), `'${w}' in '${text}'`);
 });

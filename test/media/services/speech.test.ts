@@ -4,25 +4,11 @@ import test from 'ava';
 import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createLocalStt } from '../../../media/services/stt/local.ts';
 import { createVad, VAD_WINDOW } from '../../../media/vad/index.ts';
-import { resample } from '../../../core/audio/resample.ts';
 import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import type { SttEvent } from '../../../media/services/types.ts';
+import { callerSpeech, synthesize } from '../../helpers/speech.ts';
 
 const tts = createLocalTts({ languages: ['en'], model: 'espeak-ng' });
-// the callers' audio: one espeak-ng process per sentence (every sentence exactly as a fresh engine speaks it, so
-// the recognition figures below do not move with what a shared synthesizer said before)
-const callerTts = createLocalTts({ languages: ['en'], model: 'espeak-ng', binary: 'espeak-ng' });
-
-async function speak(text: string, signal = new AbortController().signal, engine = tts): Promise<Int16Array> {
-  const parts: Int16Array[] = [];
-  for await (const p of engine.synthesize(text, signal)) parts.push(p);
-  return concatInt16(parts);
-}
-
-/** Caller audio at 16 kHz as the pipeline would feed it. */
-async function caller(text: string): Promise<Int16Array> {
-  return resample(await speak(text, new AbortController().signal, callerTts), 24000, 16000);
-}
 
 test('local TTS: 24 kHz speech of plausible length, streamed in several chunks', async (t) => {
   const parts: Int16Array[] = [];
@@ -45,7 +31,7 @@ test('local TTS: abort stops synthesis promptly', async (t) => {
   }
   t.true(got / 24000 < 5, `got ${got / 24000} s before stopping`);
   // empty text yields nothing
-  t.is((await speak('   ')).length, 0);
+  t.is((await synthesize(tts, '   ')).length, 0);
 });
 
 test('local TTS: voice follows the language; a voice that looks like an option is refused; no binary is a fatal engine error', async (t) => {
@@ -105,8 +91,8 @@ const DENTAL_TERMS = ['Bright Smile Dental', 'Doctor Patel', 'teeth cleaning', '
 test('local STT: recognises the key words of an eSpeak sentence, with interim transcripts', async (t) => {
   const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL_PROMPT] });
   const { finals, interims } = await recognise(stt, DENTAL_TERMS, [
-    await caller('I would like to book a teeth cleaning with Doctor Patel'),
-    await caller('I need to cancel my appointment for tomorrow'),
+    await callerSpeech('I would like to book a teeth cleaning with Doctor Patel', { wpm: 175 }),
+    await callerSpeech('I need to cancel my appointment for tomorrow', { wpm: 175 }),
   ], 10);
   t.log(finals);
   const first = finals[0]!;
@@ -118,7 +104,7 @@ test('local STT: recognises the key words of an eSpeak sentence, with interim tr
 
 test('local STT, Debian pocketsphinx_continuous fallback: finals with the key words', async (t) => {
   const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL_PROMPT], backend: 'cli' });
-  const { finals } = await recognise(stt, DENTAL_TERMS, [await caller('I need to cancel my appointment for tomorrow')]);
+  const { finals } = await recognise(stt, DENTAL_TERMS, [await callerSpeech('I need to cancel my appointment for tomorrow', { wpm: 175 })]);
   t.log(finals);
   for (const w of ['cancel', 'tomorrow']) t.true(finals.join(' ').includes(w), `'${w}' in '${finals.join(' | ')}'`);
 });
@@ -149,7 +135,7 @@ function wordErrors(ref: string[], hyp: string[]): number {
 
 test.serial('local STT: word accuracy on 20 synthesized sentences (agent vocabulary bias)', async (t) => {
   const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL_PROMPT] });
-  const audio = await Promise.all(SENTENCES.map((s) => caller(s)));
+  const audio = await Promise.all(SENTENCES.map((s) => callerSpeech(s, { wpm: 175 })));
   const cpu0 = process.cpuUsage();
   const { finals } = await recognise(stt, DENTAL_TERMS, audio);
   let errors = 0;
@@ -167,7 +153,7 @@ test.serial('local STT: word accuracy on 20 synthesized sentences (agent vocabul
 
 test('VAD: speech start and end on a synthesized sentence with silence around it', async (t) => {
   const vad = await createVad({ minSpeechMs: 96, redemptionMs: 400 });
-  const speech = await caller('Hello, I would like to book an appointment for tomorrow morning please.');
+  const speech = await callerSpeech('Hello, I would like to book an appointment for tomorrow morning please.', { wpm: 175 });
   const lead = 16000; // 1 s
   const audio = concatInt16([new Int16Array(lead), speech, new Int16Array(16000 * 1.5)]);
   let start = -1;

@@ -5,17 +5,12 @@ import test from 'ava';
 import { until } from '../../helpers/wait.ts';
 process.env.LOCAL_STT_WORKERS = '1'; // one recogniser process: every utterance below shares it
 const { concatInt16 } = await import('../../../media/audio/pcm.ts');
-const { resample } = await import('../../../core/audio/resample.ts');
-const { createLocalTts } = await import('../../../media/services/tts/local.ts');
-const { createLocalStt, sharedPool } = await import('../../../media/services/stt/local.ts');
+const { callerSpeech } = await import('../../helpers/speech.ts');
+const { createLocalStt, resolveBackend, sharedPool } = await import('../../../media/services/stt/local.ts');
 type SttEvent = import('../../../media/services/types.ts').SttEvent;
 
-const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' }); // a fresh engine per sentence: the same audio every run
-async function caller(text: string): Promise<Int16Array> {
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  return resample(concatInt16(parts), 24000, 16000);
-}
+// Killing a recogniser needs the pool of PocketSphinx 5 processes (Python); Debian's pocketsphinx_continuous has none.
+const pooled = (await resolveBackend().catch(() => null))?.kind === 'python';
 
 const DENTAL = 'You book dental appointments: cleaning, whitening, a filling with Doctor Patel.';
 const PIZZA = 'You take pizza orders: margherita, pepperoni, large or small, delivery address.';
@@ -36,7 +31,7 @@ async function recognise(stt: ReturnType<typeof createLocalStt>, audio: Int16Arr
 test.serial('two agents, one recogniser process: each call is recognised with its own vocabulary', async (t) => {
   const dental = createLocalStt('pocketsphinx', { corpus: [DENTAL] });
   const pizza = createLocalStt('pocketsphinx', { corpus: [PIZZA] });
-  const [a, b] = await Promise.all([caller('I would like a cleaning with doctor patel'), caller('a large pepperoni pizza please')]);
+  const [a, b] = await Promise.all([callerSpeech('I would like a cleaning with doctor patel', { voice: 'en-us+klatt' }), callerSpeech('a large pepperoni pizza please', { voice: 'en-us+klatt' })]);
   const silence = new Int16Array(8000);
   const [ea, eb] = await Promise.all([recognise(dental, concatInt16([silence, a, silence])), recognise(pizza, concatInt16([silence, b, silence]))]);
   const text = (es: SttEvent[]) => es.filter((e) => e.type === 'final').map((e) => (e as { text: string }).text).join(' ');
@@ -53,7 +48,7 @@ test.serial('silence opens no utterance; fourteen calls speaking at once all get
   t.deepEqual(sharedPool().load, [0]);
   await quiet.close();
 
-  const speech = await caller('I need to cancel my appointment for tomorrow');
+  const speech = await callerSpeech('I need to cancel my appointment for tomorrow', { voice: 'en-us+klatt' });
   const results = await Promise.all(Array.from({ length: 14 }, () => recognise(stt, speech)));
   for (const events of results) {
     const final = events.find((e) => e.type === 'final') as { text: string } | undefined;
@@ -63,13 +58,14 @@ test.serial('silence opens no utterance; fourteen calls speaking at once all get
   t.deepEqual(sharedPool().load, [0]);
 });
 
-test.serial('a recogniser that dies is restarted: the call gets a non-fatal error, then is recognised again', async (t) => {
+(pooled ? test.serial : test.skip)('a recogniser that dies is restarted: the call gets a non-fatal error, then is recognised again', async (t) => {
   const stt = createLocalStt('pocketsphinx', { corpus: [DENTAL] });
-  const speech = await caller('I would like a cleaning with doctor patel');
+  const speech = await callerSpeech('I would like a cleaning with doctor patel', { voice: 'en-us+klatt' });
   const events: SttEvent[] = [];
   const s = await stt.open({ languages: ['en'], keyterms: [], onEvent: (e) => events.push(e) });
   for (let o = 0; o < speech.length / 2; o += 320) s.write(speech.subarray(o, o + 320));
   const pid = sharedPool().pids[0]!;
+  if (!(pid > 0)) throw new Error(`no recogniser process to kill (pid ${pid})`); // process.kill(0) would kill this whole process group
   process.kill(pid, 'SIGKILL');
   await until(() => events.some((e) => e.type === 'error'), { what: 'the error event', timeoutMs: 30_000, everyMs: 50 });
   const err = events.find((e) => e.type === 'error') as Extract<SttEvent, { type: 'error' }>;

@@ -13,7 +13,7 @@ import { modelInstalled } from '../../../media/services/model-files.ts';
 import { closeSmartTurn, createSmartTurn } from '../../../media/services/turn/smart-turn.ts';
 import { repeatedRun } from '../../../media/services/stt/repeats.ts';
 import { createVad } from '../../../media/vad/index.ts';
-import { resample } from '../../../core/audio/resample.ts';
+import { callerSpeech } from '../../helpers/speech.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
 import { until } from '../../helpers/wait.ts';
 
@@ -50,15 +50,6 @@ test.after.always(async () => {
   await closeSmartTurn();
 });
 
-async function speech(text: string): Promise<Int16Array> {
-  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150, binary: 'espeak-ng' });
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-  return resample(all, 24000, 16000);
-}
-
 test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak + demo LLM)', async (t) => {
   const callId = await insertPendingCall(s.db, {
     orgId: org.orgId,
@@ -78,7 +69,7 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   const greetingBytes = caller.audioBytes;
   t.true(greetingBytes > 24000 * 2 * 0.2, 'greeting audio from eSpeak');
 
-  const pcm = await speech('what time is it');
+  const pcm = await callerSpeech('what time is it');
   await caller.silence(300);
   for (let i = 0; i < pcm.length && caller.isOpen; i += 320) {
     const frame = pcm.slice(i, i + 320);
@@ -119,7 +110,7 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   t.true(greetingBytes > 24000 * 2 * 1, 'greeting audio from the Piper voice');
 
   const question = qwen ? 'what are your opening hours' : 'what time is it';
-  const pcm = await speech(question);
+  const pcm = await callerSpeech(question);
   await caller.silence(300);
   for (let i = 0; i < pcm.length && caller.isOpen; i += 320) {
     caller.ws.send(Buffer.from(pcm.slice(i, i + 320).buffer));

@@ -11,8 +11,7 @@ import { createWorker } from '../../../activities/worker.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { createLogger } from '../../../core/logger.ts';
 import { computeCost } from '../../../core/pricing.ts';
-import { createLocalTts } from '../../../media/services/tts/local.ts';
-import { resample } from '../../../core/audio/resample.ts';
+import { callerSpeech } from '../../helpers/speech.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fakes/openai-sse.ts';
@@ -64,7 +63,7 @@ test.before(async () => {
     },
   };
   org = await s.createOrg({ balanceUsd: 20 });
-  question = await speech(QUESTION);
+  question = await callerSpeech(QUESTION); // eSpeak at 16 kHz: Silero hears it as speech
 });
 
 test.after.always(async () => {
@@ -72,16 +71,6 @@ test.after.always(async () => {
   await s?.close();
   await Promise.allSettled([openai?.close(), eleven?.close(), deepgram?.close(), soniox?.close()]);
 });
-
-/** The caller's sentence, synthesized with eSpeak at 16 kHz (Silero hears it as speech). */
-async function speech(text: string): Promise<Int16Array> {
-  const tts = createLocalTts({ languages: ['en'], wordsPerMinute: 150, binary: 'espeak-ng' });
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  const all = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
-  return resample(all, 24000, 16000);
-}
 
 async function sendSpeech(caller: TestCaller, pcm: Int16Array): Promise<void> {
   const start = performance.now();

@@ -9,6 +9,7 @@ import {
   taskSoundSource,
 } from '../../../media/sounds/index.ts';
 import { addEvent, crossfadeLoop, seededRng } from '../../../media/sounds/synth.ts';
+import { concatInt16, rms } from '../../../media/audio/pcm.ts';
 import {
   BACKGROUND_SOUNDS,
   TASK_SOUNDS,
@@ -77,7 +78,6 @@ function percentile(pcm: Int16Array, q: number): number {
   d.sort((a, b) => a - b);
   return d[Math.floor(q * (d.length - 1))]!;
 }
-const rms = (pcm: Int16Array) => Math.sqrt(pcm.reduce((s, v) => s + v * v, 0) / pcm.length);
 
 for (const { kind, sound } of all) {
   test(`${kind} '${sound}': seamless loop, sound present, level as documented`, (t) => {
@@ -112,12 +112,7 @@ test('volume scales linearly; 0 is silence; reads of any size continue the same 
   // chunked reads == one read
   const src = taskSoundSource({ sound: 'typing', volume: 0.35 });
   const parts = [1, 479, 480, 7, 3000, 480].map((n) => src.read(n));
-  const joined = new Int16Array(parts.reduce((s, p) => s + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    joined.set(p, o);
-    o += p.length;
-  }
+  const joined = concatInt16(parts);
   t.deepEqual(joined, taskSoundSource({ sound: 'typing', volume: 0.35 }).read(joined.length));
 });
 

@@ -2,17 +2,8 @@
 // state, with the same decisions as one inference per window; plainly silent windows skip inference.
 import test from 'ava';
 import { concatInt16 } from '../../../media/audio/pcm.ts';
-import { resample } from '../../../core/audio/resample.ts';
-import { createLocalTts } from '../../../media/services/tts/local.ts';
 import { createVad, vadStats, type VadOptions } from '../../../media/vad/index.ts';
-
-const tts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' });
-
-async function caller(text: string): Promise<Int16Array> {
-  const parts: Int16Array[] = [];
-  for await (const p of tts.synthesize(text, new AbortController().signal)) parts.push(p);
-  return resample(concatInt16(parts), 24000, 16000);
-}
+import { callerSpeech } from '../../helpers/speech.ts';
 
 /** Feed streams frame by frame, all streams per 20 ms step concurrently (as live calls do); collect per-window results. */
 async function run(audios: Int16Array[], opts: VadOptions) {
@@ -37,7 +28,7 @@ async function run(audios: Int16Array[], opts: VadOptions) {
 
 test('batched inference gives every call the decisions and probabilities it gets alone', async (t) => {
   const sentences = ['Hello, I would like to book an appointment.', 'What time do you open tomorrow?', 'No thank you, that is all.'];
-  const speech = await Promise.all(sentences.map(caller));
+  const speech = await Promise.all(sentences.map((s) => callerSpeech(s, { voice: 'en-us+klatt' })));
   // six callers: different sentences at different offsets, so each batch mixes speech and silence of many calls
   const audios = Array.from({ length: 6 }, (_, i) =>
     concatInt16([new Int16Array(1600 * (i + 1)), speech[i % 3]!, new Int16Array(16000), speech[(i + 1) % 3]!, new Int16Array(16000)]),
@@ -54,7 +45,7 @@ test('batched inference gives every call the decisions and probabilities it gets
 });
 
 test('plainly silent windows skip inference; speech after silence is still detected', async (t) => {
-  const speech = await caller('Hello, I would like to book an appointment.');
+  const speech = await callerSpeech('Hello, I would like to book an appointment.', { voice: 'en-us+klatt' });
   const hiss = new Int16Array(16000 * 2).map((_, i) => ((i * 7919) % 17) - 8); // ≈ −72 dBFS
   const before = vadStats.inferred;
   const silentOnly = await run([hiss], {});
@@ -72,7 +63,7 @@ test('plainly silent windows skip inference; speech after silence is still detec
 });
 
 test('feed(): frames given all at once come back in order with the results process() gives one by one; a silent frame answers at once', async (t) => {
-  const speech = await caller('What time do you open tomorrow?');
+  const speech = await callerSpeech('What time do you open tomorrow?', { voice: 'en-us+klatt' });
   const audio = concatInt16([new Int16Array(8000), speech, new Int16Array(16000), speech, new Int16Array(16000)]);
   const [oneByOne] = await run([audio], {});
   const vad = await createVad({});

@@ -4,18 +4,13 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { EspeakPool } from '../../../../media/services/tts/espeak-pool.ts';
+import { collectPcm } from '../../../helpers/speech.ts';
 import { until } from '../../../helpers/wait.ts';
 
 const pool = new EspeakPool('python3', 2);
 test.after.always(() => pool.close());
 
-async function speak(text: string, voice: string, wpm = 175, signal = new AbortController().signal): Promise<Int16Array> {
-  const parts: Int16Array[] = [];
-  for await (const p of pool.synthesize(text, voice, wpm, signal)) parts.push(p);
-  const out = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  parts.reduce((o, p) => (out.set(p, o), o + p.length), 0);
-  return out;
-}
+const speak = (text: string, voice: string, wpm = 175) => collectPcm(pool.synthesize(text, voice, wpm, new AbortController().signal));
 
 function command(text: string, voice: string, wpm = 175): Int16Array {
   const wav = execFileSync('espeak-ng', ['--stdout', '-v', voice, '-s', String(wpm), text]);

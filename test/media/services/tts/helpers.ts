@@ -6,6 +6,7 @@ import { Pacer } from '../../../../media/pipeline/pacer.ts';
 import { FrameClock } from '../../../../media/pipeline/clock.ts';
 import { harness } from '../../../../media/pipeline/processor.ts';
 import { SpeechHandle } from '../../../../media/session/speech.ts';
+import { concatInt16 } from '../../../../media/audio/pcm.ts';
 
 export interface Synth {
   pcm: Int16Array;
@@ -21,17 +22,7 @@ export async function synth(tts: TtsService, text: string, opts: { signal?: Abor
     parts.push(p);
     opts.onPiece?.(p, parts.length);
   }
-  return { pcm: concat(parts), pieces: parts.length, words };
-}
-
-export function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((a, p) => a + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return { pcm: concatInt16(parts), pieces: parts.length, words };
 }
 
 export function maxAbs(pcm: Int16Array): number {
