@@ -1,8 +1,6 @@
 // Call-start gates (quota, wallet, concurrency), rejected-row throttling and pending-call expiry, exercised on the
 // core functions against the real database (the HTTP paths are covered in calls-api.test.ts).
 import test from 'ava';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
@@ -11,6 +9,7 @@ import { admitCall, usdString, type GateDeps } from '../../core/calls/gates.ts';
 import { expirePendingCalls, sweepIntervalMs } from '../../core/calls/expiry.ts';
 import { insertRejectedCall, type NewCall } from '../../core/calls/rows.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startReceiver } from '../helpers/http.ts';
 import { backdate, rowById, rowsOf, seedCall } from './helpers.ts';
 
 let s: TestServer;
@@ -196,35 +195,26 @@ test('sweep expires only stale pending web calls', async (t) => {
 });
 
 test('expired call fires call.ended (no call.started) to the agent webhook, signed with its secret', async (t) => {
-  const received: Array<{ body: string; headers: http.IncomingHttpHeaders }> = [];
-  const hook = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ body, headers: req.headers });
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+  const hook = await startReceiver();
   t.teardown(() => hook.close());
-  const port = (hook.address() as AddressInfo).port;
+  const received = hook.events;
   const { orgId } = await s.createOrg();
   const agent = await s.db.one(sql.type(z.object({ id: z.number(), uuid: z.string() }))`
     INSERT INTO agents (organization_id, name, config, webhook_secret) VALUES (${orgId}, 'Hooked', '{}'::jsonb, 'whsec-test')
     RETURNING id, uuid`);
   const r = await admitCall(deps, webCall(orgId, {
     agent: { id: agent.id, uuid: agent.uuid, name: 'Hooked' },
-    configSnapshot: { name: 'Hooked', webhook: { url: `http://127.0.0.1:${port}/events`, headers: { 'X-Custom': 'yes' } } },
+    configSnapshot: { name: 'Hooked', webhook: { url: `${hook.url}/events`, headers: { 'X-Custom': 'yes' } } },
   }), { configSnapshot: {} });
   if (!r.ok) return t.fail();
   await backdate(s.db, r.callId, s.config.CALL_JOIN_TIMEOUT_S + 1);
   await expirePendingCalls(deps, orgId);
   t.is(received.length, 1);
-  const payload = JSON.parse(received[0]!.body);
+  const payload = received[0]!.json;
   t.like(payload, { event: 'call.ended', callId: r.callId, agentId: agent.uuid, endedReason: null, connectionStatus: 'no_participant', duration: 0 });
   t.truthy(Date.parse(payload.endedAt));
   t.is(received[0]!.headers['x-custom'], 'yes');
-  t.is(received[0]!.headers['x-service-signature'], createHmac('sha256', 'whsec-test').update(received[0]!.body).digest('hex'));
+  t.is(received[0]!.headers['x-service-signature'], createHmac('sha256', 'whsec-test').update(received[0]!.raw).digest('hex'));
   const row = await rowById(s.db, r.callId);
   t.like(row.logs.webhooks[0], { event: 'call.ended', ok: true });
 });

@@ -9,7 +9,7 @@ import { expirePendingCalls } from '../../core/calls/expiry.ts';
 import { createLogger } from '../../core/logger.ts';
 import { expireStalePhoneCalls } from '../../core/telephony/ended.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
-import { startReceiver } from '../post-call/helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
 import { agentQuiet, dialOf, openStream, phoneAgent, twilioDialBody, twilioLine } from '../telephony/media-helpers.ts';
 import { until } from '../helpers/wait.ts';
 

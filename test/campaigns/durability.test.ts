@@ -13,7 +13,8 @@ import {
   startUpdate,
 } from '../../workflows/campaign/messages.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
-import { attempts, carrierScript, csvOf, phoneList, runWorker, setupOrg, startEnv, uploadCsv, waitForState, type Env } from './helpers.ts';
+import { attempts, carrierScript, csvOf, phoneList, setupOrg, startEnv, uploadCsv, waitForState, type Env } from './helpers.ts';
+import { startTestWorker } from '../helpers/worker.ts';
 import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'campaigns-durability-test';
@@ -70,7 +71,7 @@ test.serial('worker SIGKILLed mid-campaign, another started: 0 lost contacts, 0 
   const atKill = carrier.state.dials.length;
   t.true(atKill < 60, `killed mid-campaign (${atKill} dials)`);
 
-  const worker = await runWorker(env.s, QUEUE);
+  const worker = await startTestWorker(env.s, QUEUE);
   t.teardown(() => worker.close());
   const done = await waitForState(env.s, org.apiKey, id, 'completed', 240_000);
   t.is(done.executed_count, 60);
@@ -86,7 +87,7 @@ test.serial('worker SIGKILLed mid-campaign, another started: 0 lost contacts, 0 
 
 test.serial('continue-as-new past a history limit: calls in flight carried across runs, every contact dialed once', async (t) => {
   t.timeout(300_000);
-  const worker = await runWorker(env.s, QUEUE);
+  const worker = await startTestWorker(env.s, QUEUE);
   t.teardown(() => worker.close());
   const org = await setupOrg(env, { numbers: 4 });
   const carrier = carrierScript(env.fake, org.accountSid, (call) => ({ status: Number(call.to.slice(-1)) % 4 === 0 ? 'busy' : 'completed', afterMs: 60 }));

@@ -2,15 +2,14 @@
 // N caller numbers, a saved agent, a CSV uploaded through POST /files, polling helpers and a scripted fake carrier
 // that answers every dial per number (busy / no-answer / failed / completed) and counts calls in flight.
 import { z } from 'zod';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { FakeTwilio, type FakeCall } from '../fakes/twilio.ts';
 import { VENDOR_TEST_KEYS } from '../telephony/rest-helpers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { multipart, running } from '../knowledge-base/helpers.ts';
+import { multipart } from '../knowledge-base/helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 import { until } from '../helpers/wait.ts';
 
 export const logger = createLogger({ level: 'silent' });
@@ -19,7 +18,7 @@ export interface Env {
   s: TestServer;
   fake: FakeTwilio;
   queue: string;
-  worker: { worker: Worker; run: Promise<void>; close(): Promise<void> } | null;
+  worker: RunningWorker | null;
   close(): Promise<void>;
 }
 
@@ -40,7 +39,7 @@ export async function startEnv(queue: string, opts: { worker?: boolean; env?: Re
     },
   };
   await isolateCampaignIds(s);
-  if (opts.worker !== false) env.worker = await runWorker(s, queue);
+  if (opts.worker !== false) env.worker = await startTestWorker(s, queue);
   return env;
 }
 
@@ -53,10 +52,6 @@ export async function isolateCampaignIds(s: TestServer): Promise<void> {
   await s.db.query(sql.unsafe`SELECT setval(pg_get_serial_sequence('campaigns', 'id'), ${start})`);
 }
 
-export async function runWorker(s: TestServer, taskQueue: string) {
-  const { worker, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue });
-  return running(worker, connection);
-}
 
 export interface Org {
   orgId: string;

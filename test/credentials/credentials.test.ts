@@ -3,7 +3,6 @@
 // to a loopback receiver — with every API response and every log line (captured at trace level) checked for the
 // secrets.
 import test from 'ava';
-import http from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { sql } from '../../core/db/pool.ts';
@@ -11,6 +10,7 @@ import { REDACT_PATHS } from '../../core/logger.ts';
 import { credentialHeaders, withHeaders } from '../../media/tools/http-auth.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startReceiver, type Receiver } from '../helpers/http.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
 
 const SECRETS = {
@@ -29,21 +29,10 @@ const responses: string[] = [];
 let s: TestServer;
 let org: { orgId: string; apiKey: string };
 let other: { orgId: string; apiKey: string };
-let receiver: http.Server;
-let receiverUrl = '';
-const hits: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
+let receiver: Receiver;
 
 test.before(async () => {
-  receiver = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      hits.push({ url: req.url!, headers: req.headers });
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: true }));
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+  receiver = await startReceiver(); // the HTTP tools' endpoint
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
       logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
@@ -57,7 +46,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await s?.close();
-  receiver?.close();
+  await receiver?.close();
 });
 
 /** Every API answer is kept: none may carry a secret. */
@@ -167,7 +156,7 @@ test.serial('PATCH: rename, replace a secret (never readable), change type needs
 
 const fnTool = (name: string, credential_uuid: string | undefined, headers: Record<string, string> = {}) => ({
   name,
-  definition: { type: 'function', config: { method: 'POST', url: `${receiverUrl}/hook/${name}`, headers, ...(credential_uuid === undefined ? {} : { credential_uuid }) } },
+  definition: { type: 'function', config: { method: 'POST', url: `${receiver.url}/hook/${name}`, headers, ...(credential_uuid === undefined ? {} : { credential_uuid }) } },
 });
 
 test.serial('saved tools: unknown, foreign or malformed credential_uuid → 400 on create and update; delete while used → 409 naming the tool', async (t) => {
@@ -237,7 +226,7 @@ test.serial('a call: each saved HTTP tool sends its credential header to the rec
   caller.close();
   const row = await endedRow(s.db, callId);
 
-  const hit = (n: string) => hits.find((h) => h.url === `/hook/${n}`)!.headers;
+  const hit = (n: string) => receiver.events.find((h) => h.url === `/hook/${n}`)!.headers;
   t.is(hit('t_bearer').authorization, `Bearer ${SECRETS.token}`);
   t.is(hit('t_bearer')['x-static'], 'kept');
   t.is(hit('t_key')['x-api-key'], SECRETS.apiKey);
@@ -259,7 +248,7 @@ test.serial('a call: each saved HTTP tool sends its credential header to the rec
   await c2.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Again.', 20_000);
   c2.close();
   await endedRow(s.db, call2);
-  t.is(hits.filter((h) => h.url === '/hook/t_bearer').at(-1)!.headers.authorization, `Bearer ${SECRETS.rotated}`);
+  t.is(receiver.events.filter((h) => h.url === '/hook/t_bearer').at(-1)!.headers.authorization, `Bearer ${SECRETS.rotated}`);
 
   // every API response so far, the call's detail, and every log line: no secret
   responses.push(JSON.stringify((await call('GET', `/calls/${callId}`)).body));

@@ -16,11 +16,10 @@ import { loadConfig } from '../../core/config.ts';
 import { createLogger } from '../../core/logger.ts';
 import { connectTemporal } from '../../core/temporal.ts';
 import { handOffPostCall } from '../../media/session/lifecycle.ts';
-import { insertAgent, insertEndedCall, startReceiver } from '../post-call/helpers.ts';
+import { insertAgent, insertEndedCall } from '../post-call/helpers.ts';
+import { startReceiver, type Receiver } from '../helpers/http.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { until } from '../helpers/wait.ts';
-
-export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
 export { alive, kill, type LogLine } from '../helpers/processes.ts';
 export type Started = ServiceProcess;

@@ -176,6 +176,18 @@ export class TestCaller {
       return last !== undefined && performance.now() - last > quietMs;
     }, { what: 'agent to finish speaking', timeoutMs });
   }
+  /** One turn of a scripted call: the greeting heard to its end, 0.9 s of talk and 0.4 s of silence, the reply
+   * matching `reply` heard to its end; then the caller hangs up. */
+  async oneTurn(reply: RegExp, greeting = 'Hello, how can I help?'): Promise<void> {
+    await this.waitOpen();
+    await this.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === greeting, 20_000, 'the greeting');
+    await this.waitAgentQuiet();
+    await this.speak(900);
+    await this.silence(400);
+    await this.waitEvent((e) => e.type === 'rtf-bot-text' && reply.test(e.payload!.text), 20_000, 'the reply');
+    await this.waitAgentQuiet();
+    this.close();
+  }
   close(): void {
     this.ws.close(1000);
   }

@@ -5,7 +5,8 @@ import test from 'ava';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { ScenarioBook } from '../media/session/scenarios.ts';
-import { buildPdf, startWorker, upload, waitProcessed, type RunningWorker } from './helpers.ts';
+import { buildPdf, upload, waitProcessed } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const QUEUE = 'kb-call-query-test';
 const book = new ScenarioBook();
@@ -15,7 +16,7 @@ let org: { orgId: string; apiKey: string };
 
 test.before(async () => {
   s = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: QUEUE }, media: { engines: book.factory } });
-  worker = await startWorker(s, QUEUE);
+  worker = await startTestWorker(s, QUEUE);
   org = await s.createOrg();
 });
 test.after.always(async () => {

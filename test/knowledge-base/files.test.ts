@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { checkDocumentReferences, searchKnowledge } from '../../core/retrieval.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { buildDocx, buildPdf, startWorker, upload, waitProcessed, type RunningWorker } from './helpers.ts';
+import { buildDocx, buildPdf, upload, waitProcessed } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 const QUEUE = 'kb-files-test';
@@ -19,7 +20,7 @@ let orgB: { orgId: string; apiKey: string };
 
 test.before(async () => {
   s = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: QUEUE } });
-  worker = await startWorker(s, QUEUE);
+  worker = await startTestWorker(s, QUEUE);
   orgA = await s.createOrg({ name: 'A' });
   orgB = await s.createOrg({ name: 'B' });
 });

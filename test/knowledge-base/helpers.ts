@@ -1,12 +1,8 @@
-// Helpers of the knowledge-base tests: real documents built by libraries, raw multipart bodies, polling.
+// Helpers of the knowledge-base tests: real documents built by libraries, raw multipart bodies, waiting for a file.
 import { randomBytes } from 'node:crypto';
 import PDFDocument from 'pdfkit';
 import { Document, HeadingLevel, Packer, Paragraph, Table, TableCell, TableRow, TextRun } from 'docx';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../activities/worker.ts';
-import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../core/logger.ts';
-import type { Storage } from '../../core/storage/index.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -82,38 +78,3 @@ export async function waitProcessed(s: TestServer, id: string, key: string, time
   }, { what: `file ${id} processed`, timeoutMs, everyMs: 100 });
 }
 
-export interface RunningWorker {
-  worker: Worker;
-  close(): Promise<void>;
-}
-
-export async function startWorker(s: TestServer, taskQueue: string, opts: { storage?: Storage; config?: TestServer['config'] } = {}): Promise<RunningWorker> {
-  const config = opts.config ?? s.config;
-  const { worker, connection } = await createWorker({
-    config,
-    db: s.db,
-    logger,
-    taskQueue,
-    activities: createActivities({ config, db: s.db, logger, storage: opts.storage ?? s.storage }),
-  });
-  return running(worker, connection);
-}
-
-/** Run `worker` until close(): close (once, however often it is called) shuts it down, waits for it to stop and
- * closes its Temporal connection. */
-export function running(worker: Worker, connection: { close(): Promise<void> }) {
-  const run = worker.run();
-  let closing: Promise<void> | null = null;
-  return {
-    worker,
-    run,
-    close() {
-      closing ??= (async () => {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await run.catch(() => undefined);
-        await connection.close();
-      })();
-      return closing;
-    },
-  };
-}

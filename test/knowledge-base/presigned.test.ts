@@ -8,7 +8,8 @@ import { sql } from '../../core/db/pool.ts';
 import { searchKnowledge } from '../../core/retrieval.ts';
 import { verifyLocalUpload } from '../../core/storage/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { startWorker, waitProcessed, type RunningWorker } from './helpers.ts';
+import { waitProcessed } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const QUEUE = 'kb-presigned-test';
 const MB100 = 100 * 1024 * 1024;
@@ -19,7 +20,7 @@ let other: { orgId: string; apiKey: string };
 
 test.before(async () => {
   s = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: QUEUE } });
-  worker = await startWorker(s, QUEUE);
+  worker = await startTestWorker(s, QUEUE);
   org = await s.createOrg({ name: 'KB' });
   other = await s.createOrg({ name: 'Other' });
 });

@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { embeddingConfigFrom, searchKnowledge } from '../../core/retrieval.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { startWorker, waitProcessed, type RunningWorker } from './helpers.ts';
+import { waitProcessed } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 import { until } from '../helpers/wait.ts';
 
 const QUEUE = 'kb-restart-test';
@@ -74,7 +75,7 @@ const chunkStats = (id: string) =>
     FROM document_chunks WHERE document_id = ${id}`);
 
 test.serial('a worker restart in the middle of a document still ends completed without duplicate chunks', async (t) => {
-  const first = await startWorker(s, QUEUE);
+  const first = await startTestWorker(s, QUEUE);
   workers.push(first);
   delayMs = 250; // slow vendor: the document takes several seconds, so the restart lands mid-way
   const sections = Array.from({ length: 300 }, (_, i) => `## Section ${i}\n\nItem ${i} costs ${i + 1} euros and ships in ${(i % 5) + 1} days.`);
@@ -91,7 +92,7 @@ test.serial('a worker restart in the middle of a document still ends completed w
   t.true(atStop < 300, `stopped after ${atStop} chunks`);
 
   delayMs = 0;
-  workers.push(await startWorker(s, QUEUE));
+  workers.push(await startTestWorker(s, QUEUE));
   const done = await waitProcessed(s, id, org.apiKey, 90_000);
   t.is(done.status, 'completed', JSON.stringify(done));
   t.is(done.totalChunks, 300);
@@ -100,7 +101,7 @@ test.serial('a worker restart in the middle of a document still ends completed w
 });
 
 test.serial('hybrid retrieval: embeddings find a passage that shares no word with the query', async (t) => {
-  if (!workers.some((w) => w.worker.getState() === 'RUNNING')) workers.push(await startWorker(s, QUEUE));
+  if (!workers.some((w) => w.worker.getState() === 'RUNNING')) workers.push(await startTestWorker(s, QUEUE));
   const text = [
     '# Store guide',
     'Refunds are paid back to the original card within five days.',

@@ -3,10 +3,7 @@
 // summarises it with a fake OpenAI server and sends exactly one signed call.completed; the wallet is debited once.
 import test from 'ava';
 import { z } from 'zod';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import { computeCost } from '../../core/pricing.ts';
 import { parseWavHeader } from '../../core/audio/wav.ts';
 import { signBody } from '../../core/webhook.ts';
@@ -14,14 +11,16 @@ import type { EngineFactory } from '../../media/deps.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { fakeEngines } from '../fakes/engines.ts';
-import { startFakeOpenAI, startReceiver } from './helpers.ts';
+import { startFakeOpenAI } from './helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const QUEUE = 'post-call-e2e';
 const SUMMARY = 'A caller asked about opening hours. The agent said the office is open from nine to five. The caller then hung up.';
 
 let s: TestServer;
 let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
-let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> };
+let worker: RunningWorker;
 
 // The fake engines stand in for OpenAI / ElevenLabs / Deepgram services so the call gets priced from the table.
 const factory: EngineFactory = async () => {
@@ -41,9 +40,7 @@ test.before(async () => {
     env: { TEMPORAL_TASK_QUEUE: QUEUE, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: 'sk-e2e' },
     media: { engines: factory },
   });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: QUEUE });
-  const run = w.run();
-  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
 });
 
 test.after.always(async () => {
@@ -67,14 +64,7 @@ test('a finished WebSocket call: playable WAV of the call length, transcript fil
   const callId = await insertPendingCall(s.db, { orgId, config, agentId: agent.id, agentUuid: agent.uuid });
 
   const caller = TestCaller.connect(s.origin, callId, apiKey);
-  await caller.waitOpen();
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?');
-  await caller.waitAgentQuiet();
-  await caller.speak(900);
-  await caller.silence(400);
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && /nine to five/.test(e.payload!.text));
-  await caller.waitAgentQuiet();
-  caller.close();
+  await caller.oneTurn(/nine to five/);
   const ended = await endedRow(s.db, callId);
   t.is(ended.ended_reason, 'user_hangup');
 

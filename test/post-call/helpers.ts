@@ -1,60 +1,10 @@
-// Shared pieces of the post-call tests: a webhook receiver, a fake OpenAI Chat Completions server, WAV bytes,
-// and call/agent rows as media leaves them at the end of a call.
+// Shared pieces of the post-call tests: a fake OpenAI Chat Completions server, WAV bytes, and call/agent rows as
+// media leaves them at the end of a call.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { sql, type Db } from '../../core/db/pool.ts';
 import { wavHeader } from '../../core/audio/wav.ts';
-
-export interface Received {
-  headers: http.IncomingHttpHeaders;
-  raw: Buffer;
-  json: any;
-}
-
-export async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server; close(): Promise<void> }> {
-  const server = http.createServer(handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
-}
-
-async function body(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
-
-/** Collects every POST; answers `status` (default 200). */
-export async function startReceiver(opts: { status?: number } = {}) {
-  const events: Received[] = [];
-  const waiters: Array<() => void> = [];
-  const srv = await listen(async (req, res) => {
-    const raw = await body(req);
-    let json: unknown = null;
-    try { json = JSON.parse(raw.toString('utf8')); } catch { /* keep raw */ }
-    events.push({ headers: req.headers, raw, json });
-    res.writeHead(opts.status ?? 200, { 'content-type': 'application/json' }).end('{"ok":true}');
-    for (const w of waiters.splice(0)) w();
-  });
-  return {
-    ...srv,
-    events,
-    /** Resolves once `n` events arrived (or rejects after timeoutMs). */
-    async waitFor(n: number, timeoutMs = 60_000): Promise<Received[]> {
-      const deadline = Date.now() + timeoutMs;
-      while (events.length < n) {
-        if (Date.now() > deadline) throw new Error(`expected ${n} webhook events, got ${events.length}`);
-        await new Promise<void>((r) => { waiters.push(r); setTimeout(r, 500); });
-      }
-      return events;
-    },
-  };
-}
+import { body, listen } from '../helpers/http.ts';
 
 /** A fake OpenAI Chat Completions endpoint (non-streaming) returning `reply`; `hold` keeps a request open. */
 export async function startFakeOpenAI(reply: string) {

@@ -9,10 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import { z } from 'zod';
-import { createWorker, workflowsPath } from '../../activities/worker.ts';
-import { createActivities } from '../../activities/index.ts';
+import { workflowsPath } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import { computeCost } from '../../core/pricing.ts';
 import { type Storage } from '../../core/storage/index.ts';
 import { parseWavHeader } from '../../core/audio/wav.ts';
@@ -20,7 +18,9 @@ import { signBody } from '../../core/webhook.ts';
 import { callEndedSignal, callSearchAttributes, postCallWorkflowId, spoolRecordingKey } from '../../workflows/post-call/messages.ts';
 import type { postCallWorkflow } from '../../workflows/post-call/workflow.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, insertAgent, insertEndedCall, makeWav, startFakeOpenAI, startReceiver, USAGE } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
+import { agentConfig, insertAgent, insertEndedCall, makeWav, startFakeOpenAI, USAGE } from './helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
 
 const QUEUE = 'post-call-test';
 const FAILING_QUEUE = 'post-call-test-failing-storage';
@@ -31,27 +31,10 @@ const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'f
 
 let s: TestServer;
 let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
-const workers: Array<{ worker: Worker; run: Promise<void>; close(): Promise<void> }> = [];
-const logger = createLogger({ level: 'silent' });
+const workers: RunningWorker[] = [];
 
 async function runWorker(taskQueue: string, storage?: Storage) {
-  const { worker, connection } = await createWorker({
-    config: s.config,
-    db: s.db,
-    logger,
-    taskQueue,
-    activities: storage ? createActivities({ config: s.config, db: s.db, logger, storage }) : undefined,
-  });
-  const run = worker.run();
-  const w = {
-    worker,
-    run,
-    async close() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await run.catch(() => undefined);
-      await connection.close();
-    },
-  };
+  const w = await startTestWorker(s, taskQueue, storage ? { storage } : {});
   workers.push(w);
   return w;
 }

@@ -8,7 +8,8 @@ import { createLogger } from '../../core/logger.ts';
 import { createOrganization } from '../../core/orgs.ts';
 import { createStorage } from '../../core/storage/index.ts';
 import { createTestDb } from '../helpers/db.ts';
-import { agentConfig, insertEndedCall, listen } from './helpers.ts';
+import { agentConfig, insertEndedCall } from './helpers.ts';
+import { listen } from '../helpers/http.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 const REPLY = 'The caller rescheduled a cleaning. It moved to Tuesday at 3 PM. The caller said goodbye.';

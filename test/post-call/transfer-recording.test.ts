@@ -4,9 +4,7 @@
 import test from 'ava';
 import type http from 'node:http';
 import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.ts';
-import { createWorker, workflowsPath } from '../../activities/worker.ts';
-import { createLogger } from '../../core/logger.ts';
+import { workflowsPath } from '../../activities/worker.ts';
 import { type Storage } from '../../core/storage/index.ts';
 import { parseWavHeader } from '../../core/audio/wav.ts';
 import { signBody } from '../../core/webhook.ts';
@@ -15,11 +13,12 @@ import type { postCallWorkflow } from '../../workflows/post-call/workflow.ts';
 import { transferRecordingWorkflowId, type TransferRecordingInput } from '../../workflows/transfer-recording/messages.ts';
 import type { transferRecordingWorkflow } from '../../workflows/transfer-recording/workflow.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { agentConfig, insertAgent, insertEndedCall, listen, makeWav, startReceiver } from './helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
+import { agentConfig, insertAgent, insertEndedCall, makeWav } from './helpers.ts';
+import { listen, startReceiver } from '../helpers/http.ts';
 
 const QUEUE = 'transfer-recording-test';
 const FAILING_QUEUE = 'transfer-recording-test-failing-storage';
-const logger = createLogger({ level: 'silent' });
 const TRANSFER = { transferId: 'tr_123', destination: '+14155550100', carrierCallId: 'CA0123456789abcdef' };
 const SHORT = { windowS: 4, initialIntervalS: 1, maximumIntervalS: 1 };
 
@@ -28,15 +27,10 @@ let carrier: Awaited<ReturnType<typeof listen>>;
 /** path → handler; every request is counted. */
 const routes = new Map<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>();
 const hits = new Map<string, number>();
-const workers: Array<{ worker: Worker; run: Promise<void>; close(): Promise<void> }> = [];
+const workers: RunningWorker[] = [];
 
 async function runWorker(taskQueue: string, storage?: Storage) {
-  const { worker, connection } = await createWorker({
-    config: s.config, db: s.db, logger, taskQueue,
-    activities: storage ? createActivities({ config: s.config, db: s.db, logger, storage }) : undefined,
-  });
-  const run = worker.run();
-  workers.push({ worker, run, close: async () => { worker.shutdown(); await run.catch(() => undefined); await connection.close(); } });
+  workers.push(await startTestWorker(s, taskQueue, storage ? { storage } : {}));
 }
 
 test.before(async () => {
@@ -165,7 +159,8 @@ test('storage_failed: downloaded but our storage refuses it', async (t) => {
   const wav = makeWav(1, 8000);
   routes.set(file, (_req, res) => void res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav));
   await runPostCall(callId);
-  const outcome = await (await startTransfer({ callId, telephonyProvider: 'twilio', transfer: TRANSFER, recording: { url: `${carrier.url}${file}` }, retry: SHORT }, FAILING_QUEUE)).result();
+  // a window longer than the activity's three store attempts (about 3 s of backoff), so that only the store fails
+  const outcome = await (await startTransfer({ callId, telephonyProvider: 'twilio', transfer: TRANSFER, recording: { url: `${carrier.url}${file}` }, retry: { ...SHORT, windowS: 30 } }, FAILING_QUEUE)).result();
   t.deepEqual(outcome, { event: 'call.transfer_recording.failed', reason: 'storage_failed' });
   t.is(hits.get(file), 1, 'a storage failure is not a reason to download again');
   const events = await receiver.waitFor(2);

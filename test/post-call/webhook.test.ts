@@ -9,7 +9,8 @@ import { policyFromConfig } from '../../core/net/ssrf.ts';
 import { createOrganization } from '../../core/orgs.ts';
 import { deliverWebhook, prepareWebhook, recordWebhookResult, sendWebhook, signBody } from '../../core/webhook.ts';
 import { createTestDb } from '../helpers/db.ts';
-import { agentConfig, insertEndedCall, listen, startReceiver } from './helpers.ts';
+import { agentConfig, insertEndedCall } from './helpers.ts';
+import { listen, startReceiver } from '../helpers/http.ts';
 
 const allowLocal = policyFromConfig({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1', OUTBOUND_BLOCK_HOSTS: '' });
 const strict = policyFromConfig({ OUTBOUND_ALLOW_HOSTS: '', OUTBOUND_BLOCK_HOSTS: '' });

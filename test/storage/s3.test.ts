@@ -18,8 +18,10 @@ import { fakeEngines } from '../fakes/engines.ts';
 import { agentConfig as callAgentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';
 import { s3Bucket, s3Unavailable } from '../helpers/s3.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { startWorker, upload, waitProcessed, type RunningWorker } from '../knowledge-base/helpers.ts';
-import { agentConfig, insertAgent, insertEndedCall, listen, makeWav, startReceiver } from '../post-call/helpers.ts';
+import { upload, waitProcessed } from '../knowledge-base/helpers.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
+import { agentConfig, insertAgent, insertEndedCall, makeWav } from '../post-call/helpers.ts';
+import { listen, startReceiver } from '../helpers/http.ts';
 
 const QUEUE = 's3-real-test';
 const MB100 = 100 * 1024 * 1024;
@@ -39,7 +41,7 @@ test.before(async () => {
   if (s3Unavailable) return;
   const env = await s3Bucket('vas-s3');
   s = await startTestServer({ env: { ...env, TEMPORAL_TASK_QUEUE: QUEUE, OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }, media: { engines: factory } });
-  worker = await startWorker(s, QUEUE);
+  worker = await startTestWorker(s, QUEUE);
   org = await s.createOrg({ name: 'S3', balanceUsd: 20 });
 });
 test.after.always(async () => {
@@ -158,14 +160,7 @@ s3test('a WebSocket call: the recording and the transcript are published to the 
   const config = callAgentConfig({ webhook: { url: `${receiver.url}/events` } });
   const callId = await insertPendingCall(s.db, { orgId: org.orgId, config });
   const caller = TestCaller.connect(s.origin, callId, org.apiKey);
-  await caller.waitOpen();
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?');
-  await caller.waitAgentQuiet();
-  await caller.speak(900);
-  await caller.silence(400);
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && /nine to five/.test(e.payload!.text));
-  await caller.waitAgentQuiet();
-  caller.close();
+  await caller.oneTurn(/nine to five/);
   const ended = await endedRow(s.db, callId);
 
   const events = await receiver.waitFor(3);

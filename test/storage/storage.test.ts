@@ -9,7 +9,7 @@ import { loadConfig } from '../../core/config.ts';
 import { createStorage, isValidKey, StorageNotFoundError, validateKey, InvalidStorageKeyError, type Storage } from '../../core/storage/index.ts';
 import { hmacHex, signingSecret } from '../../core/storage/signing.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { listen } from '../post-call/helpers.ts';
+import { listen } from '../helpers/http.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 let s: TestServer;

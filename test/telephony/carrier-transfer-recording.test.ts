@@ -5,11 +5,8 @@
 // webhook gets exactly one call.transfer_recording.completed with our URL — a redelivered callback changes nothing.
 // A separate file from carriers.test.ts because it needs Temporal and a worker (that suite runs without them).
 import test from 'ava';
-import type { Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
 import { fakeMp3 } from '../fakes/http-fake.ts';
@@ -17,37 +14,35 @@ import { endedRow } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
 import { agentQuiet, phoneAgent } from './media-helpers.ts';
-import { HookSink } from './rest-helpers.ts';
 import { until } from '../helpers/wait.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
+import { startReceiver, type Receiver } from '../helpers/http.ts';
 
 const QUEUE = 'carrier-transfer-recording-test';
-const logger = createLogger({ level: 'silent' });
 const drivers: CarrierDriver[] = carrierDrivers().filter((d) => d.recordedTransfer);
-const hooks = new HookSink();
+let hooks: Receiver;
 const scenarios = new Map<string, FakeScenario>();
 let n = 0;
 let s: TestServer;
-let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> } | null = null;
+let worker: RunningWorker | null = null;
 
 const factory: EngineFactory = async ({ config }) => fakeEngines(scenarios.get(config.name) ?? { stt: { utterances: [] }, llm: [] });
 
 test.before(async () => {
   for (const d of drivers) await d.start();
-  await hooks.start();
+  hooks = await startReceiver();
   s = await startTestServer({
     env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TEMPORAL_TASK_QUEUE: QUEUE }, ...drivers.map((d) => d.env())),
     media: { engines: factory },
   });
   for (const d of drivers) d.setBase(s.baseUrl);
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue: QUEUE });
-  const run = w.run();
-  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
 });
 test.after.always(async () => {
   await worker?.close();
   await s?.close();
   for (const d of drivers) await d.close();
-  await hooks.close();
+  await hooks?.close();
 });
 
 const FROM = '+14155550100';
@@ -61,7 +56,7 @@ for (const d of drivers) {
     const name = `transfer-recording-${d.id}-${++n}`;
     scenarios.set(name, { stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'Transferring.' }] });
     const agent = phoneAgent({
-      name, webhook: { url: hooks.url },
+      name, webhook: { url: `${hooks.url}/hook` },
       // recordTransfer left out: the spec's default (true) applies
       tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20 } }],
     });
@@ -85,7 +80,7 @@ for (const d of drivers) {
     const again = await d.recordedTransfer!(call); // a redelivery (or a second recording event): no second workflow
     t.true(again.status >= 200 && again.status < 300, `redelivered callback answered ${again.status}`);
 
-    const mine = () => hooks.events.filter((e) => e.callId === callId && e.event.startsWith('call.transfer_recording.'));
+    const mine = () => hooks.bodies().filter((e) => e.callId === callId && e.event.startsWith('call.transfer_recording.'));
     const events = await until(() => (mine().length ? mine() : null), { what: 'call.transfer_recording.*', timeoutMs: 90_000 });
     const done = events[0] as { event: string; recordingUrl?: string; telephonyProvider?: string; transfer?: { destination?: string } };
     t.is(done.event, 'call.transfer_recording.completed', JSON.stringify(done));

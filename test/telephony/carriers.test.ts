@@ -13,13 +13,14 @@ import { fakeEngines, type FakeScenario } from '../fakes/engines.ts';
 import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
-import { callById, HookSink, saveAgent } from './rest-helpers.ts';
+import { callById, saveAgent } from './rest-helpers.ts';
 import { agentQuiet, phoneAgent } from './media-helpers.ts';
 import { answeringMachine } from '../fakes/answering-machine.ts';
 import { until } from '../helpers/wait.ts';
+import { startReceiver, type Receiver } from '../helpers/http.ts';
 
 let s: TestServer;
-const hooks = new HookSink();
+let hooks: Receiver;
 const scenarios = new Map<string, FakeScenario>();
 const made = new Map<string, ReturnType<typeof fakeEngines>>();
 let n = 0;
@@ -33,7 +34,7 @@ const factory: EngineFactory = async ({ config }) => {
 
 test.before(async () => {
   for (const d of drivers) await d.start();
-  await hooks.start();
+  hooks = await startReceiver();
   s = await startTestServer({
     temporal: false,
     env: Object.assign({ OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }, ...drivers.map((d) => d.env())),
@@ -44,15 +45,15 @@ test.before(async () => {
 test.after.always(async () => {
   await s?.close();
   for (const d of drivers) await d.close();
-  await hooks.close();
+  await hooks?.close();
 });
 
-const eventsOf = (callId: string) => hooks.events.filter((e) => e.callId === callId);
+const eventsOf = (callId: string) => hooks.bodies().filter((e) => e.callId === callId);
 
 function agent(scenario: FakeScenario, over: Record<string, unknown> = {}): Record<string, unknown> {
   const name = `carrier-scenario-${++n}`;
   scenarios.set(name, scenario);
-  return phoneAgent({ name, webhook: { url: hooks.url }, ...over });
+  return phoneAgent({ name, webhook: { url: `${hooks.url}/hook` }, ...over });
 }
 
 const FROM = '+14155550100';

@@ -2,10 +2,7 @@
 // (keyed by the agent name) or the real local engines, the fake Twilio (REST + webhooks) and its media streams
 // linked the way Twilio links them (answer → <Connect><Stream> → stream; call update or hang-up → stop; stream
 // closed by us → the call completes), and a Temporal worker for the post-call and transfer-recording workflows.
-import type { Worker } from '@temporalio/worker';
 import type { TestFn } from 'ava';
-import { createWorker } from '../../activities/worker.ts';
-import { createLogger } from '../../core/logger.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { DemoLlm } from '../../media/services/llm/local.ts';
 import { createLocalStt } from '../../media/services/stt/local.ts';
@@ -17,6 +14,7 @@ import { FakeCarrierStream, type FakeStreamOptions } from '../fakes/twilio-media
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { VENDOR_TEST_KEYS } from './rest-helpers.ts';
 import { until } from '../helpers/wait.ts';
+import { startTestWorker } from '../helpers/worker.ts';
 
 export class Scenarios {
   private readonly map = new Map<string, FakeScenario>();
@@ -64,20 +62,7 @@ export async function startPhoneRig(queue: string, env: Record<string, string> =
     env: { TEMPORAL_TASK_QUEUE: queue, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TWILIO_API_BASE_URL: twilio.origin, ...VENDOR_TEST_KEYS, ...env },
     media: { engines: scenarios.factory },
   });
-  let worker: { w: Worker; run: Promise<void>; close(): Promise<void> } | null = null;
-  if (s.temporal) {
-    const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: queue });
-    const run = w.run();
-    worker = {
-      w,
-      run,
-      close: async () => {
-        w.shutdown();
-        await run.catch(() => undefined);
-        await connection.close();
-      },
-    };
-  }
+  const worker = s.temporal ? await startTestWorker(s, queue) : null;
   const streams = new Map<string, FakeCarrierStream>();
   const dials: FakeCall[] = [];
   twilio.on('dial', (c: FakeCall) => dials.push(c));

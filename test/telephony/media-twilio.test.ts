@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { FakeCarrierStream } from '../fakes/twilio-media.ts';
-import { startReceiver } from '../post-call/helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
 import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, twilioDialBody, twilioLine } from './media-helpers.ts';

@@ -1,7 +1,5 @@
 // Shared setup of the telephony tests: a server whose carrier base URLs point at local fakes, saved agents and
 // telephony configurations created through the API.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { validateAgentConfig } from '../../core/agent-config/index.ts';
 import { sql } from '../../core/db/pool.ts';
@@ -89,34 +87,4 @@ export async function callsOf(s: TestServer, orgId: string) {
     SELECT id::text, organization_id::text, status, transport, call_source, connection_status, ended_reason, telephony_provider,
            platform_number, customer_number, carrier_call_id, answered_by, carrier_status, tags, logs, started_at, ended_at
     FROM calls WHERE organization_id = ${orgId} ORDER BY created_at`);
-}
-
-/** Our webhooks' receiving end: a local server keeping every JSON body POSTed to it (at `url`), in arrival order. */
-export class HookSink {
-  readonly events: Array<{ event: string; callId: string; [k: string]: unknown }> = [];
-  url = '';
-  private server: http.Server | null = null;
-
-  async start(): Promise<void> {
-    const server = http.createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
-      req.on('end', () => {
-        try {
-          this.events.push(JSON.parse(raw));
-        } catch {
-          /* ignored */
-        }
-        res.writeHead(200).end('ok');
-      });
-    });
-    this.server = server;
-    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  }
-
-  async close(): Promise<void> {
-    const server = this.server;
-    if (server) await new Promise((ok) => server.close(ok));
-  }
 }

@@ -3,31 +3,26 @@
 // Temporal + worker), which downloads the file from the fake Twilio with the account's Basic auth, re-hosts it and
 // sends call.transfer_recording.completed; an `absent` recording ends in call.transfer_recording.failed/no_recording.
 import test from 'ava';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import { callCarrier } from '../../core/telephony/store.ts';
 import { carrierHookUrl } from '../../core/telephony/urls.ts';
 import { callEndedSignal, postCallWorkflowId } from '../../workflows/post-call/messages.ts';
 import { FakeTwilio, parseTwiml } from '../fakes/twilio.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { startReceiver } from '../post-call/helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
 import { fakeEnv, inlineAgent } from './rest-helpers.ts';
 import { until } from '../helpers/wait.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const QUEUE = 'telephony-transfer-recording-test';
-const logger = createLogger({ level: 'silent' });
 let s: TestServer;
 let twilio: FakeTwilio;
-let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> } | null = null;
+let worker: RunningWorker | null = null;
 
 test.before(async () => {
   twilio = await FakeTwilio.start();
   s = await startTestServer({ env: { ...fakeEnv(twilio), TEMPORAL_TASK_QUEUE: QUEUE } });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue: QUEUE });
-  const run = w.run();
-  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
 });
 test.after.always(async () => {
   await worker?.close();

@@ -8,26 +8,27 @@ import { sql } from '../../core/db/pool.ts';
 import { verifyStreamToken } from '../../core/telephony/signing.ts';
 import { FakeTwilio, type FakeAccount } from '../fakes/twilio.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { addNumber, callById, callsOf, fakeEnv, HookSink, inlineAgent, saveAgent, twilioConfig } from './rest-helpers.ts';
+import { addNumber, callById, callsOf, fakeEnv, inlineAgent, saveAgent, twilioConfig } from './rest-helpers.ts';
 import { until } from '../helpers/wait.ts';
+import { startReceiver, type Receiver } from '../helpers/http.ts';
 
 let s: TestServer;
 let twilio: FakeTwilio;
-const hooks = new HookSink();
+let hooks: Receiver;
 
 test.before(async () => {
   twilio = await FakeTwilio.start();
-  await hooks.start();
+  hooks = await startReceiver();
   s = await startTestServer({ temporal: false, env: fakeEnv(twilio) });
 });
 test.after.always(async () => {
   await s?.close();
   await twilio?.close();
-  await hooks.close();
+  await hooks?.close();
 });
 
-const withHook = (extra: Record<string, unknown> = {}) => inlineAgent({ webhook: { url: hooks.url }, ...extra });
-const eventsOf = (callId: string) => hooks.events.filter((e) => e.callId === callId);
+const withHook = (extra: Record<string, unknown> = {}) => inlineAgent({ webhook: { url: `${hooks.url}/hook` }, ...extra });
+const eventsOf = (callId: string) => hooks.bodies().filter((e) => e.callId === callId);
 
 async function setup(o: { balanceUsd?: number; concurrency?: number } = {}) {
   const org = await s.createOrg(o);

@@ -8,9 +8,6 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../activities/worker.ts';
-import { createLogger } from '../../core/logger.ts';
 import { flushTracing, initTracing, tracingEnabled } from '../../core/tracing.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { postCallWorkflowId } from '../../workflows/post-call/messages.ts';
@@ -18,6 +15,7 @@ import { endedRow, TestCaller } from '../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { fakeEngines } from '../fakes/engines.ts';
 import { until } from '../helpers/wait.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const require = createRequire(import.meta.url);
 // the OTLP protobuf messages as generated from opentelemetry-proto by the OpenTelemetry project
@@ -37,7 +35,7 @@ const hex = (b?: Uint8Array) => (b && b.length ? Buffer.from(b).toString('hex') 
 const spans: Got[] = [];
 let receiver: http.Server;
 let s: TestServer;
-let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> };
+let worker: RunningWorker;
 
 const factory: EngineFactory = async () => {
   const e = fakeEngines({ stt: { utterances: ['what are your opening hours'] }, llm: [{ text: 'We are open from nine to five.', firstTokenMs: 20 }] });
@@ -77,9 +75,7 @@ test.before(async () => {
   // before the Temporal client and worker exist: they add their interceptors when tracing is on
   await initTracing({ endpoint, serviceName: 'voice-agent-test' });
   s = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: QUEUE, OPENAI_API_KEY: 'sk-trace-test', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, media: { engines: factory } });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: QUEUE });
-  const run = w.run();
-  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
 });
 
 test.after.always(async () => {
@@ -101,14 +97,7 @@ test('one call: api request → media session (turns, stages) → post-call work
   const callId: string = created.body.callId;
 
   const caller = TestCaller.connect(s.origin, callId, apiKey);
-  await caller.waitOpen();
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?');
-  await caller.waitAgentQuiet();
-  await caller.speak(900);
-  await caller.silence(400);
-  await caller.waitEvent((e) => e.type === 'rtf-bot-text' && /nine to five/.test(e.payload!.text));
-  await caller.waitAgentQuiet();
-  caller.close();
+  await caller.oneTurn(/nine to five/);
   const ended = await endedRow(s.db, callId);
   t.is(ended.logs.latency.length, 1);
   // media hands off to post-call after the row is written: wait for the workflow to exist, then for its end

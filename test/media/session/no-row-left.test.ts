@@ -1,4 +1,4 @@
-// No row left behind (issue 22): a real PostgreSQL outage while a call ends (the test database refuses connections
+// No row left behind: a real PostgreSQL outage while a call ends (the test database refuses connections
 // and every backend is terminated), rows active without a session on this node, rows of a dead node (with the spool
 // recording that node left on disk). Each ends once: row final, slot free, exactly one call.ended and one
 // call.completed, one debit when the call cost something.
@@ -7,8 +7,6 @@ import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import pg from 'pg';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../../activities/worker.ts';
 import { endOrphanedCalls, notifyOrphans } from '../../../core/calls/orphans.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { createLogger } from '../../../core/logger.ts';
@@ -20,12 +18,13 @@ import { spoolRoot } from '../../../media/session/spool.ts';
 import { agentConfig, getCallRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { fakeEngines } from '../../fakes/engines.ts';
-import { startReceiver } from '../../post-call/helpers.ts';
+import { startReceiver } from '../../helpers/http.ts';
 import { until } from '../../helpers/wait.ts';
+import { startTestWorker, type RunningWorker } from '../../helpers/worker.ts';
 
 const QUEUE = 'no-row-left';
 let s: TestServer;
-let worker: { close(): Promise<void> };
+let worker: RunningWorker;
 let org: { orgId: string; apiKey: string };
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
@@ -42,9 +41,7 @@ test.before(async () => {
   receiver = await startReceiver();
   // dead after 4 s: the node reconciles every 2 s
   s = await startTestServer({ env: { TEMPORAL_TASK_QUEUE: QUEUE, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', MEDIA_NODE_DEAD_AFTER_S: '4' }, media: { engines: factory } });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: QUEUE });
-  const run: Promise<void> = w.run();
-  worker = { close: async () => { (w as Worker).shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
   org = await s.createOrg({ concurrency: 5, balanceUsd: 50 });
 });
 test.after.always(async () => {

@@ -13,6 +13,7 @@ import { createMediaService } from '../../../media/server.ts';
 import { createLogger } from '../../../core/logger.ts';
 import type { LlmRequest } from '../../../media/services/types.ts';
 import { until } from '../../helpers/wait.ts';
+import { startReceiver } from '../../helpers/http.ts';
 
 const book = new ScenarioBook();
 let s: TestServer;
@@ -198,17 +199,9 @@ test('transfer on a web call is refused with provider_not_supported and the call
 });
 
 test('call.started and call.ended webhooks: signed for a saved agent with a secret, agent headers, exact body', async (t) => {
-  const got: Array<{ headers: http.IncomingHttpHeaders; raw: string }> = [];
-  const hook = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      got.push({ headers: req.headers, raw });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
-  const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook`;
+  const hook = await startReceiver({ status: 204 });
+  const got = hook.events;
+  const hookUrl = `${hook.url}/hook`;
   try {
     const name = book.add({});
     const config = agentConfig({ name, webhook: { url: hookUrl, headers: { 'X-Custom': 'c1' } } });
@@ -221,7 +214,7 @@ test('call.started and call.ended webhooks: signed for a saved agent with a secr
     await until(() => got.length >= 1, { what: 'call.started', timeoutMs: 10_000 });
     caller.close();
     await until(() => got.length >= 2, { what: 'call.ended', timeoutMs: 15_000 });
-    const [started, ended] = got.map((g) => ({ ...g, body: JSON.parse(g.raw) }));
+    const [started, ended] = got.map((g) => ({ ...g, body: g.json }));
     t.deepEqual(Object.keys(started!.body).sort(), ['agentId', 'callId', 'event', 'startedAt', 'transport']);
     t.like(started!.body, { event: 'call.started', callId, agentId: agent.uuid, transport: 'websocket' });
     t.like(ended!.body, { event: 'call.ended', callId, agentId: agent.uuid, endedReason: 'user_hangup', connectionStatus: 'completed' });
@@ -241,10 +234,10 @@ test('call.started and call.ended webhooks: signed for a saved agent with a secr
     await until(() => got.length >= 1, { what: 'call.started (inline)', timeoutMs: 10_000 });
     c2.close();
     await until(() => got.length >= 2, { what: 'call.ended (inline)', timeoutMs: 15_000 });
-    t.is(JSON.parse(got[0]!.raw).agentId, null);
+    t.is(got[0]!.json.agentId, null);
     t.false('x-service-signature' in got[1]!.headers);
   } finally {
-    hook.close();
+    await hook.close();
   }
 });
 
@@ -259,8 +252,8 @@ test('a call left active by a crashed media process is reconciled to pipeline_er
   await s.db.query(sql.type(z.object({}))`
     UPDATE calls SET status = 'active', started_at = now(), connection_status = 'completed', media_node = 'alive:2:node' WHERE id = ${other}`);
   // a node is dead after MEDIA_NODE_DEAD_AFTER_S; reconciliation waits until the database has been up that long (a
-  // restarted database has not seen the nodes' heartbeats yet): with the default 45 s this test failed when its file
-  // ran within 45 s of the suite's PostgreSQL start (alone, or early)
+  // restarted database has not seen the nodes' heartbeats yet); 10 s rather than the default 45 s, so that a file
+  // that runs soon after the suite's PostgreSQL started waits only a little
   const deadAfterS = 10;
   const upS = async () => Number((await s.db.one(sql.type(z.object({ s: z.coerce.number() }))`SELECT extract(epoch FROM now() - pg_postmaster_start_time()) AS s`)).s);
   const wait = deadAfterS + 1 - (await upS());

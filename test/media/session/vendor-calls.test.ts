@@ -6,10 +6,7 @@
 // the row has the transcript, usage with provider and model per engine, and the cost.
 import test from 'ava';
 import { z } from 'zod';
-import type { Worker } from '@temporalio/worker';
-import { createWorker } from '../../../activities/worker.ts';
 import { sql } from '../../../core/db/pool.ts';
-import { createLogger } from '../../../core/logger.ts';
 import { computeCost } from '../../../core/pricing.ts';
 import { callerSpeech } from '../../helpers/speech.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
@@ -19,6 +16,7 @@ import { FakeElevenLabs } from '../../fakes/tts/elevenlabs.ts';
 import { startDeepgramFake, type DeepgramFake } from '../../fakes/stt/deepgram.ts';
 import { startSonioxFake, type SonioxFake } from '../../fakes/stt/soniox.ts';
 import { until } from '../../helpers/wait.ts';
+import { startTestWorker, type RunningWorker } from '../../helpers/worker.ts';
 
 const QUEUE = 'media-vendor-calls-test';
 const QUESTION = 'what are your opening hours';
@@ -30,7 +28,7 @@ let openai: FakeOpenAi;
 let eleven: FakeElevenLabs;
 let deepgram: DeepgramFake;
 let soniox: SonioxFake;
-let worker: { worker: Worker; close(): Promise<void> };
+let worker: RunningWorker;
 let org: { orgId: string; apiKey: string };
 let question: Int16Array;
 
@@ -52,16 +50,7 @@ test.before(async () => {
       SONIOX_API_KEY: 'sx-vendor-e2e',
     },
   });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: QUEUE });
-  const run = w.run();
-  worker = {
-    worker: w,
-    close: async () => {
-      w.shutdown();
-      await run.catch(() => undefined);
-      await connection.close();
-    },
-  };
+  worker = await startTestWorker(s, QUEUE);
   org = await s.createOrg({ balanceUsd: 20 });
   question = await callerSpeech(QUESTION); // eSpeak at 16 kHz: Silero hears it as speech
 });
