@@ -1,5 +1,5 @@
-// bench/_callers.ts SpeakingCaller's playout judgement (issue 24's "no frame later than its playout time by more than
-// 40 ms"): which frames are late, and where each run of late frames starts (bench/webrtc matches runs to stalls).
+// bench/_callers.ts SpeakingCaller's playout judgement (the target: no frame later than its playout time by more than
+// 40 ms): which frames are late, and where each run of late frames starts (bench/webrtc matches runs to stalls).
 import test from 'ava';
 import { performance } from 'node:perf_hooks';
 import { SpeakingCaller, speakingStats } from '../../bench/_callers.ts';

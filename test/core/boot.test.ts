@@ -1,6 +1,6 @@
 // Start-up while the database is away (core/boot.ts openDatabase): a process that boots during a database restart
-// waits for it instead of exiting (the Temporal worker used to exit with an unhandled ECONNREFUSED when it started in
-// an outage, and post-call then never ran); any other database error fails the start at once. The database here is
+// waits for it instead of exiting (a Temporal worker that exited on ECONNREFUSED in an outage would leave post-call
+// never run); any other database error fails the start at once. The database here is
 // the suite's real PostgreSQL, reached through a TCP relay that starts listening only after the process began to wait.
 import test from 'ava';
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// Fault table (issue 22, item 5): the api process SIGKILLed during the work the worker does — post-call processing
+// The api process SIGKILLed during the work the worker does — post-call processing
 // of 20 calls, a document ingestion — with requests in flight to the api at the kill (POST /files uploads,
 // process-document). Real processes (api/main.ts, activities/worker.ts) on one database and the suite's Temporal.
 // Afterwards: every call processed (one call.completed, one debit each), every document `completed` or `failed`

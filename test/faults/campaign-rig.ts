@@ -1,4 +1,4 @@
-// The campaign column of the fault table (issue 22, item 5): a 200-contact campaign at max_concurrency 10 on the real
+// The campaign fault tests' rig: a 200-contact campaign at max_concurrency 10 on the real
 // processes (api, media, worker as separate processes on one database and the suite's Temporal), with the fake
 // Twilio in the test process playing the carrier the way Twilio does — it dials, fetches the answer TwiML from the
 // api (behind a "load balancer": the public URL maps to whichever api process runs), opens the <Stream> WebSocket to

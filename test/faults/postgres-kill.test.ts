@@ -1,4 +1,4 @@
-// Fault table (issue 22, item 5), row "PostgreSQL SIGKILL + restart": the real processes in the production shape
+// PostgreSQL SIGKILL + restart: the real processes in the production shape
 // (api/main.ts, media/main.ts, activities/worker.ts) on a PostgreSQL cluster of this file's own (so killing it hurts
 // no other test file) and the suite's Temporal, each test on its own database and task queue. In the middle of the
 // work the whole server is SIGKILLed — the postmaster and every backend at the same instant (stopped first so it can
@@ -13,7 +13,7 @@
 //      status callbacks that arrive while it is down get 503, not 500;
 //  (c) post-call processing of 20 calls: every call processed, one debit each, never two call.completed (a
 //      call.completed claimed but not sent is the spec's at-most-once delivery: counted and reported);
-//  (d) a document ingestion: the document ends `completed` (the issue would accept `failed` with a reason; the
+//  (d) a document ingestion: the document ends `completed` (`failed` with a reason would be acceptable; the
 //      retried activity resumes instead), no duplicate chunks; a request while the database is down answers 503.
 import test from 'ava';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Fault table (issue 22, item 5), first rows: real processes in the production shape (api/main.ts, media/main.ts,
+// Process faults: real processes in the production shape (api/main.ts, media/main.ts,
 // activities/worker.ts) on one PostgreSQL and the suite's Temporal, killed with SIGKILL in the middle of work.
 //  - media killed during 10 live calls (no media node left): the api's orphan sweep ends every row (error /
 //    pipeline_error), the slots free, each call gets exactly one call.ended and one call.completed, at most one debit;

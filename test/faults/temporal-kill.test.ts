@@ -1,4 +1,4 @@
-// Fault table (issue 22, item 5), Temporal dev server row: each test starts its OWN Temporal dev server on a
+// Temporal faults: each test starts its OWN Temporal dev server on a
 // persistent --db-filename (as `npm start` runs it), the real processes pointed at it, kills the server with
 // SIGKILL in the middle of work and starts it again on the same db file and port (a production Temporal keeps its
 // state across a crash). The rest of the suite's Temporal is never touched.

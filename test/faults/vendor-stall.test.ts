@@ -1,10 +1,10 @@
-// Vendor faults, part of the README fault table ("Nothing lost, nothing stuck"): a vendor STT stream that hangs —
+// Vendor faults (nothing lost, nothing stuck): a vendor STT stream that hangs —
 // the socket stays open, the vendor reads the audio but never answers again — is detected by the shared socket's
 // stall bound (media/services/stt/ws-session.ts, STT_STALL_MS = 10 s of no vendor message while caller audio goes
 // out), dropped and reopened; the caller's next utterance is recognised on the new connection. Without the bound the
 // caller would never be answered again. The adapter is built as a call builds it (createEngines with
-// DEEPGRAM_API_KEY/DEEPGRAM_BASE_URL pointing at the local Deepgram fake). Figures (stall → reconnect, stall → next
-// turn) are printed for the README, never asserted. The same for a WebSocket TTS (media/services/tts/vendor.ts
+// DEEPGRAM_API_KEY/DEEPGRAM_BASE_URL pointing at the local Deepgram fake). The times (stall → reconnect, stall → next
+// turn) are logged, never asserted. The same for a WebSocket TTS (media/services/tts/vendor.ts
 // VendorSocket, TTS_STALL_MS = 10 s after the last message sent): the hung request fails as transient, the socket is
 // reopened, and the adapter's one retry of a request that produced no audio speaks the reply on the new socket.
 import test from 'ava';

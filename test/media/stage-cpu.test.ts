@@ -1,4 +1,4 @@
-// media/stage-cpu.ts: the opt-in per-stage accounting behind bench/webrtc's "where the CPU goes" (issue 24).
+// media/stage-cpu.ts: the opt-in per-stage accounting behind bench/webrtc's "where the CPU goes".
 import test from 'ava';
 import { performance } from 'node:perf_hooks';
 import { enableStageCpu, stageCpuDelta, stageCpuEnabled, stageCpuSnapshot, stallWatch, timed } from '../../media/stage-cpu.ts';

@@ -1,4 +1,4 @@
-// Outbound phone calls steered like POST /call (issue 24): the dial assigns the call to the least loaded media node
+// Outbound phone calls steered like POST /call: the dial assigns the call to the least loaded media node
 // by weight (calls.assigned_node) and the media stream URL the carrier gets names that node's own address
 // (media_nodes.public_url, MEDIA_PUBLIC_URL) — Twilio's in the answer TwiML, the other carriers' in the dial —
 // else the shared PUBLIC_URL.

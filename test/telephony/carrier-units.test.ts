@@ -110,8 +110,8 @@ test('L16 codec: 24 kHz agent audio → whole 20 ms frames at the carrier rate; 
 });
 
 test('carrier encoders send each 20 ms block of agent audio as one frame at once, not a frame period later', (t) => {
-  // the resampler's look-ahead used to hold back the end of every block, so the first block gave no frame and every
-  // frame after it left one pacer tick (20 ms) late
+  // the resampler's look-ahead must not hold back the end of a block: the first block would give no frame and every
+  // frame after it would leave one pacer tick (20 ms) late
   const block = new Int16Array(480).map((_, i) => Math.round(Math.sin(i / 9) * 8000));
   for (const [name, enc, bytes] of [
     ['µ-law 8 kHz', new MulawEncoder(24000), 160],
@@ -132,8 +132,8 @@ test('carrier encoders send each 20 ms block of agent audio as one frame at once
 });
 
 test('carrier decoders pass each frame of caller audio on whole at once, not its last millisecond with the next frame', (t) => {
-  // the resampler's look-ahead used to keep each frame's last ~1 ms until the next one arrived: an STT vendor that
-  // judges silence in 20 ms steps then saw a turn's end one frame (20 ms) late
+  // the resampler's look-ahead must not keep a frame's last ~1 ms until the next one arrives: an STT vendor that
+  // judges silence in 20 ms steps would see a turn's end one frame (20 ms) late
   const mulaw = new MulawDecoder(16000);
   const l16 = new L16Decoder(8000);
   const frame16 = new Uint8Array(320).map((_, i) => (i * 37) & 0xff);

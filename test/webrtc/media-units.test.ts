@@ -197,7 +197,8 @@ function toneAmp(pcm: Int16Array, hz: number, rate: number, skip: number): numbe
 const dbOf = (amp: number, ref: number) => Math.max(-200, 20 * Math.log10(amp / ref));
 
 test('Opus settings reach libopus (read back through opus_encoder_ctl), for the test caller and the agent encoder', (t) => {
-  // the package's property setters do nothing: before issue 24 these read back complexity 9, bitrate ≈ 72 k, no FEC
+  // the package's property setters do nothing (libopus keeps its defaults: complexity 9, about 72 kbit/s, no FEC), so
+  // the settings are applied through opus_encoder_ctl and read back here
   t.deepEqual(new OpusEncoder48().settings(), { bitrate: 32_000, complexity: 5, fec: true, signal: 'voice', maxBandwidth: 'fullband' });
   t.deepEqual(new OpusEncoder48(AGENT_ENCODER.bitrate, AGENT_ENCODER).settings(), { bitrate: 32_000, complexity: 5, fec: false, signal: 'auto', maxBandwidth: 'fullband' });
   t.deepEqual(new OpusEncoder48(64_000, { complexity: 2, application: 'audio' }).settings(), { bitrate: 64_000, complexity: 2, fec: false, signal: 'auto', maxBandwidth: 'fullband' });

@@ -81,8 +81,8 @@ test.serial('a full call with the peer on the media-plane thread: greeting, call
   t.true(after.received - before.received >= 60, `caller packets counted (${after.received - before.received})`);
 
   // the thread's stall watch (bench/webrtc's): a loop held for 150 ms is one stall, on the epoch clock. The call's
-  // own stalls so far are taken first: on a loaded machine the thread stalls ≥ 40 ms now and then by itself (a CI
-  // run found a 43 ms one from before the hold), and only the stall that covers the hold is the hold's.
+  // own stalls so far are taken first: on a loaded machine the thread stalls ≥ 40 ms now and then by itself,
+  // and only the stall that covers the hold is the hold's.
   await plane.stalls();
   const heldAt = Date.now();
   plane.block(150);

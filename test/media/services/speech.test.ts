@@ -110,11 +110,10 @@ test('local STT, Debian pocketsphinx_continuous fallback: finals with the key wo
 });
 
 // Word accuracy on 20 eSpeak sentences a dental receptionist might hear (none is a sentence of the base
-// corpus verbatim). The figure is logged (60.8 % here, the same on a quiet machine and beside three busy loops); the
-// assertion is a floor below it. Serial: the recogniser pool is shared by the process, and when another test's
-// utterance still being spoken lags more than 0.3 s (a loaded machine), the pool gives new utterances its cheaper
-// decoder by design (pocketsphinx_worker.py). One suite run at 3 files in flight measured 46.9 %; that is the likely
-// cause (not reproduced: 60.8 % beside six busy loops). Alone, the figure is the full decoder's.
+// corpus verbatim). The figure is logged; the assertion is a floor below it. Serial: the recogniser pool is shared by
+// the process, and when another test's utterance still being spoken lags more than 0.3 s (a loaded machine), the pool
+// gives new utterances its cheaper decoder by design (pocketsphinx_worker.py), which recognises fewer words. Alone,
+// the figure is the full decoder's.
 const SENTENCES = [
   'hello i would like to book a teeth cleaning', 'can i see doctor patel on friday morning', 'i need to cancel my appointment for tomorrow',
   'do you accept my insurance', 'how much does whitening cost', 'i think i need a root canal', 'can we move it to next tuesday at three',
