@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { z } from 'zod';
 import { Worker } from '@temporalio/worker';
-import { createWorker, workflowsPath } from '../../activities/worker.ts';
+import { workflowsPath } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
 import { computeCost } from '../../core/pricing.ts';
@@ -25,7 +25,9 @@ import { agentConfig as liveAgentConfig, endedRow, insertPendingCall, TestCaller
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { fakeEngines } from '../fakes/engines.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-sse.ts';
-import { agentConfig, insertEndedCall, startReceiver, USAGE } from './helpers.ts';
+import { agentConfig, insertEndedCall, USAGE } from './helpers.ts';
+import { startReceiver } from '../helpers/http.ts';
+import { startTestWorker, type RunningWorker } from '../helpers/worker.ts';
 
 const QUEUE = 'post-call-analysis';
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'post-call-analysis-history.json');
@@ -49,7 +51,7 @@ const ANSWER = { structuredData: { confirmed: true, day: 'tuesday', wants_callba
 
 let s: TestServer;
 let openai: FakeOpenAi;
-let worker: { worker: Worker; run: Promise<void>; close(): Promise<void> };
+let worker: RunningWorker;
 
 const factory: EngineFactory = async () => {
   const e = fakeEngines({
@@ -68,9 +70,7 @@ test.before(async () => {
     env: { TEMPORAL_TASK_QUEUE: QUEUE, OUTBOUND_ALLOW_HOSTS: '127.0.0.1', OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: 'sk-analysis' },
     media: { engines: factory },
   });
-  const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger: createLogger({ level: 'silent' }), taskQueue: QUEUE });
-  const run = w.run();
-  worker = { worker: w, run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };
+  worker = await startTestWorker(s, QUEUE);
 });
 
 test.after.always(async () => {
