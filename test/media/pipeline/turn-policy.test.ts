@@ -9,7 +9,7 @@ import type { TurnDecision, TurnModel } from '../../../media/services/types.ts';
 import { Pacer } from '../../../media/pipeline/pacer.ts';
 import { FrameClock } from '../../../media/pipeline/clock.ts';
 import { SpeechHandle } from '../../../media/session/speech.ts';
-import { until } from '../../helpers/calls.ts';
+import { until } from '../../helpers/wait.ts';
 
 /** A turn model that answers each decide() when the test says so. */
 class AnsweredModel implements TurnModel {
@@ -72,7 +72,7 @@ test('silence past the cap ends the turn whatever the model said', async (t) => 
   pipeline.push(audio(500));
   pipeline.push({ type: 'userStoppedSpeaking' });
   model.answer(false);
-  await until(() => out.frames.some((f) => f.type === 'userStoppedSpeaking'), 5000, 'the cap');
+  await until(() => out.frames.some((f) => f.type === 'userStoppedSpeaking'), { what: 'the cap', timeoutMs: 5000 });
   t.deepEqual(kinds(out.frames), ['userStartedSpeaking', 'userPaused', 'userStoppedSpeaking']);
 });
 
@@ -107,7 +107,7 @@ test('a model that fails ends that pause like the VAD alone would; a model that 
   pipeline.push(audio(400));
   pipeline.push({ type: 'userStoppedSpeaking' });
   failing.answer(new Error('inference failed'));
-  await until(() => out.frames.some((f) => f.type === 'userStoppedSpeaking'), 5000, 'the VAD-only window');
+  await until(() => out.frames.some((f) => f.type === 'userStoppedSpeaking'), { what: 'the VAD-only window', timeoutMs: 5000 });
   t.is(errors.length, 1);
 
   const unloadable = new AnsweredModel(Promise.reject(new Error('model file missing')));

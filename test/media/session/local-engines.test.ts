@@ -154,7 +154,7 @@ async function pausedSentence(first: string, rest: string, pauseMs: number) {
   await caller.waitOpen();
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Hello, how can I help?', 60_000);
   await caller.waitAgentQuiet(300, 60_000);
-  const [a, b] = await Promise.all([speech(first), speech(rest)]);
+  const [a, b] = await Promise.all([callerSpeech(first), callerSpeech(rest)]);
   await caller.silence(300);
   await send(caller, a);
   await caller.silence(pauseMs);

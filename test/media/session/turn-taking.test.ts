@@ -6,7 +6,8 @@ import test from 'ava';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
-import { agentConfig, endedRow, insertPendingCall, TestCaller, until } from '../../helpers/calls.ts';
+import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../../helpers/calls.ts';
+import { until } from '../../helpers/wait.ts';
 import { fakeEngines, type FakeScenario } from '../../fakes/engines.ts';
 import { tempDir } from '../../helpers/tmp.ts';
 import type { EngineFactory } from '../../../media/deps.ts';
@@ -100,12 +101,12 @@ test('caller sound without words stops the agent, which then plays on from the u
   const name = add({ stt: { utterances: [], deaf: true }, llm: [], tts: { msPerChar: 30 } });
   const before = await falseInterruptions();
   const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [LONG], interruptible: true }, stt: { provider: 'fake', interruptionMinWords: 0 } }));
-  await until(() => caller.audioSeconds > 0.8, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.8, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(250);
   const stopped = caller.audioSeconds;
   // the line stays open (silence flows) while the agent waits for a word that does not come
   const line = caller.silence(3000);
-  await until(() => caller.audioSeconds > stopped + 0.8, 10_000, 'the agent playing on');
+  await until(() => caller.audioSeconds > stopped + 0.8, { what: 'the agent playing on', timeoutMs: 10_000 });
   await line;
   await caller.waitAgentQuiet(400, 20_000);
   caller.close();
@@ -127,7 +128,7 @@ test('words over the held agent make it an interruption: cut where the caller st
   const name = add({ stt: { utterances: ['hold on'] }, llm: [{ text: 'Sure.' }], tts: { msPerChar: 30 } });
   const before = await falseInterruptions();
   const { callId, caller } = await call(agentConfig({ name, greeting: { firstMessages: [LONG], interruptible: true }, stt: { provider: 'fake', interruptionMinWords: 0 } }));
-  await until(() => caller.audioSeconds > 0.8, 10_000, 'greeting audio');
+  await until(() => caller.audioSeconds > 0.8, { what: 'greeting audio', timeoutMs: 10_000 });
   await caller.speak(400);
   await caller.silence(500);
   await caller.waitEvent((e) => e.type === 'rtf-bot-text' && e.payload?.text === 'Sure.', 20_000, 'the reply');
