@@ -18,6 +18,7 @@ import {
 } from '../../core/calls/request.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
+import { parseIsoInstant } from '../../core/iso-date.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
 import { weightOf, type WeightTransport } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
@@ -58,20 +59,15 @@ function checkCsv(
   return values;
 }
 
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
-const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$/i;
-
-/** ISO 8601 date or date-time (UTC when no offset). A date-only `to_date` covers that whole day. */
+/** ISO 8601 date or date-time (UTC when no offset; core/iso-date.ts). A date-only `to_date` covers that whole day. */
 function parseDateParam(items: ValidationItem[], name: string, v: unknown, endOfDay: boolean): string | undefined {
   if (v === undefined || v === '') return undefined;
-  const s = String(v).trim();
-  const ok = (ISO_DATE.test(s) || ISO_DATETIME.test(s)) && !Number.isNaN(Date.parse(/[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) || ISO_DATE.test(s) ? s : `${s}Z`));
-  if (!ok) {
-    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: 'Input should be a valid ISO 8601 date or datetime', input: v });
+  const r = parseIsoInstant(String(v), { endOfDay });
+  if (!r.ok) {
+    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: r.message, input: v });
     return undefined;
   }
-  if (ISO_DATE.test(s)) return endOfDay ? `${s}T23:59:59.999999Z` : `${s}T00:00:00Z`;
-  return /[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) ? s : `${s}Z`;
+  return r.value.text;
 }
 
 const scalarQuery = paginationQuery().extend({

@@ -6,25 +6,20 @@ import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { usageSummary } from '../../core/calls/usage.ts';
 import { HttpError } from '../../core/http-error.ts';
+import { parseIsoInstant } from '../../core/iso-date.ts';
 import { to422, type ValidationItem } from '../../core/validation.ts';
 import type { ApiDeps } from '../deps.ts';
 import { requireOrg } from '../middleware/auth.ts';
 
 const DAY_MS = 86_400_000;
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
-
 function parseInstant(items: ValidationItem[], name: string, v: unknown): Date | undefined {
   if (v === undefined || v === '') return undefined;
-  const s = String(Array.isArray(v) ? v[v.length - 1] : v).trim();
-  let d: Date | undefined;
-  if (DATE_ONLY.test(s)) d = new Date(`${s}T00:00:00Z`);
-  else if (DATE_TIME.test(s)) d = new Date(/(Z|[+-]\d{2}:?\d{2})$/i.test(s) ? s : `${s}Z`);
-  if (!d || Number.isNaN(d.getTime())) {
-    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: 'Input should be a valid ISO 8601 date or datetime', input: v });
+  const r = parseIsoInstant(String(Array.isArray(v) ? v[v.length - 1] : v));
+  if (!r.ok) {
+    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: r.message, input: v });
     return undefined;
   }
-  return d;
+  return r.value.date;
 }
 
 export function usageRoutes(router: Router, { db }: ApiDeps): void {

@@ -152,6 +152,17 @@ test('list is paginated; another organization sees none of it (404 on every rout
   t.false(list.body.items.some((c: { id: number }) => ids.includes(c.id)));
 });
 
+test('GET /campaign/{id}/calls: impossible dates → 422 arrays, never a 500', async (t) => {
+  const r = await create(valid({ name: 'dates' }));
+  t.is(r.status, 200);
+  for (const q of ['from_date=2025-02-30', 'from_date=0000-01-01', 'to_date=2025-13-01', 'to_date=2025-01-01T25:00:00Z']) {
+    const x = await env.s.request('GET', `/campaign/${r.body.id}/calls?${q}`, { key: org.apiKey });
+    t.is(x.status, 422, q);
+    t.deepEqual(x.body.detail.map((d: { loc: string[] }) => d.loc), [['query', q.split('=')[0]]], q);
+  }
+  t.is((await env.s.request('GET', `/campaign/${r.body.id}/calls?from_date=2024-02-29`, { key: org.apiKey })).status, 200);
+});
+
 test('PATCH: fields, validation, concurrency limits; transitions of a created campaign are refused naming the state', async (t) => {
   const c = (await create(valid())).body;
   const r = await env.s.request('PATCH', `/campaign/${c.id}`, { key: org.apiKey, body: { name: 'Renamed', max_concurrency: 2, retry_config: { max_retries: 5 }, circuit_breaker: { window_seconds: 60 }, schedule_config: farSlot(), agent_uuid: 'ignored' } });
