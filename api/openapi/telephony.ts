@@ -87,7 +87,7 @@ registerOpenApiPaths({
   '/organizations/telephony-configs/{config_id}': {
     get: { tags, summary: 'One configuration', parameters: [path('config_id')], responses: { 200: ok(configRecord), 404: err("'Telephony configuration not found'") } },
     put: { tags, summary: 'Partial update (the provider cannot change; new credentials are probed)', parameters: [path('config_id')], requestBody: body({ type: 'object', properties: { name: str, is_default_outbound: bool, config: { type: 'object' } } }), responses: { 200: ok(configRecord), 400: err('Provider change or invalid_credentials'), 404: err("'Telephony configuration not found'"), 409: err('Name taken') } },
-    delete: { tags, summary: 'Delete a configuration and its numbers', parameters: [path('config_id')], responses: { 204: { description: 'Deleted' }, 404: err("'Telephony configuration not found'") } },
+    delete: { tags, summary: 'Delete a configuration and its numbers', parameters: [path('config_id')], responses: { 204: { description: 'Deleted' }, 404: err("'Telephony configuration not found'"), 409: err("Telephony configuration '…' is in use by N live call(s) (…) and N campaign(s) not completed or failed (…); nothing deleted") } },
   },
   '/organizations/telephony-configs/{config_id}/set-default-outbound': {
     post: { tags, summary: 'Make this the default outbound configuration', parameters: [path('config_id')], responses: { 200: ok(configRecord), 404: err("'Telephony configuration not found'") } },

@@ -155,15 +155,19 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       throw err;
     }
 
-    const id = await db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    // The configuration row is key-share locked by the insert: a concurrent DELETE of the configuration either waits
+    // for this campaign (and then refuses, 409) or has removed it first (nothing inserted: its 400).
+    const id = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
       INSERT INTO campaigns (organization_id, name, agent_id, source_type, source_id, source_key, telephony_configuration_id,
                              max_concurrency, retry_config, schedule_config, circuit_breaker, logs)
-      VALUES (${orgId}, ${body.name}, ${agent.id}, ${body.source_type}, ${body.source_id}, ${sourceKey}, ${tconf.id},
-              ${maxConcurrency}, ${JSON.stringify(body.retry_config ?? DEFAULT_RETRY_CONFIG)}::jsonb,
-              ${body.schedule_config ? JSON.stringify(body.schedule_config) : null}::jsonb,
-              ${JSON.stringify(body.circuit_breaker ?? DEFAULT_CIRCUIT_BREAKER)}::jsonb,
-              ${JSON.stringify([{ ts: new Date().toISOString(), level: 'info', event: 'created', message: 'Campaign created', details: { telephony_configuration_id: tconf.id } }])}::jsonb)
+      SELECT ${orgId}, ${body.name}, ${agent.id}, ${body.source_type}, ${body.source_id}, ${sourceKey}, t.id,
+             ${maxConcurrency}, ${JSON.stringify(body.retry_config ?? DEFAULT_RETRY_CONFIG)}::jsonb,
+             ${body.schedule_config ? JSON.stringify(body.schedule_config) : null}::jsonb,
+             ${JSON.stringify(body.circuit_breaker ?? DEFAULT_CIRCUIT_BREAKER)}::jsonb,
+             ${JSON.stringify([{ ts: new Date().toISOString(), level: 'info', event: 'created', message: 'Campaign created', details: { telephony_configuration_id: tconf.id } }])}::jsonb
+      FROM (SELECT id FROM telephony_configs WHERE id = ${tconf.id} AND organization_id = ${orgId} FOR KEY SHARE) t
       RETURNING id`);
+    if (id === null) throw new HttpError(400, TELEPHONY_CONFIG_NOT_FOUND);
     ctx.body = campaignResponse(await load(orgId, id));
   });
 

@@ -12,7 +12,7 @@ import { parseOr422 } from '../../parse.ts';
 import { requireOrg } from '../../middleware/auth.ts';
 import type { CarrierAdapter, Credentials } from '../../../core/telephony/types.ts';
 import { envelope, pageWindow, paginationQuery } from '../../pagination.ts';
-import { adapterOrThrow, CONFIG_NOT_FOUND, configOr404, parseCredentials, probeOrThrow, uniqueViolation } from './carriers.ts';
+import { adapterOrThrow, CONFIG_NOT_FOUND, configInUseMessage, configOr404, configUsage, parseCredentials, probeOrThrow, uniqueViolation } from './carriers.ts';
 
 const configEnvelope = z.object({
   name: z.string().trim().min(1).max(64),
@@ -128,7 +128,16 @@ export function telephonyConfigRoutes(router: Router, deps: ApiDeps): void {
   router.delete('/organizations/telephony-configs/:config_id', async (ctx) => {
     const orgId = requireOrg(ctx);
     const row = await configOr404(db, orgId, ctx.params.config_id);
-    await db.query(sql.unsafe`DELETE FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId}`);
+    await db.transaction(async (tx) => {
+      // The row lock makes new calls on this configuration (their FK takes a key-share lock) and new campaigns
+      // (campaign create locks it the same way) wait for this decision.
+      const locked = await tx.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
+        SELECT id FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId} FOR UPDATE`);
+      if (!locked) throw new HttpError(404, CONFIG_NOT_FOUND);
+      const inUse = await configUsage(tx, orgId, row.id);
+      if (inUse) throw new HttpError(409, configInUseMessage(row.name, inUse));
+      await tx.query(sql.unsafe`DELETE FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId}`);
+    });
     ctx.status = 204;
   });
 
