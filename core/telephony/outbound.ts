@@ -16,7 +16,7 @@ import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ende
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
 import { carrierFor } from './registry.ts';
 import { customIdentifier } from './signing.ts';
-import { getConfig, openCredentials, sealCredentials } from './store.ts';
+import { configUnreadable, getConfig, readCredentials, sealCredentials } from './store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
 import { carrierHookUrl, carrierStreamUrl, smartfloStreamUrl } from './urls.ts';
 
@@ -100,7 +100,10 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     if (!row) throw new OutboundInvalid(400, 'telephony_configuration_not_found', 'missing_credentials');
     adapter = carrierFor(row.provider);
     if (!adapter) throw new OutboundInvalid(501, `Outbound calls with provider '${row.provider}' are not implemented yet`, 'provider_not_supported');
-    creds = openCredentials(config, row.credentials);
+    const opened = readCredentials(config, row.credentials);
+    // a changed TELEPHONY_ENCRYPTION_KEY: refused naming the configuration (campaigns: initiation_failed)
+    if (!opened) throw new OutboundInvalid(409, configUnreadable(row).message, 'missing_credentials');
+    creds = opened;
     configId = row.id;
     amdEnabled = row.amd_enabled;
   } else if (req.inline) {

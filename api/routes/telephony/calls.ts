@@ -13,7 +13,8 @@ import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '.
 import { normalizeAddress, sameNumber } from '../../../core/telephony/numbers.ts';
 import { placeOutboundCall } from '../../../core/telephony/outbound.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
-import { activeNumbersOfProvider, getConfigById, openCredentials, type NumberRow } from '../../../core/telephony/store.ts';
+import { activeNumbersOfProvider, configUnreadable, getConfigById, readCredentials, type NumberRow } from '../../../core/telephony/store.ts';
+import type { SecretUnreadable } from '../../../core/secrets.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../../core/telephony/types.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl, smartfloStreamUrl } from '../../../core/telephony/urls.ts';
 import { toCallDetails, zodToItems, type ValidationItem } from '../../../core/validation.ts';
@@ -85,13 +86,18 @@ async function outbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNum
     // when no inline auth was sent).
     const candidates = await ownedNumber(deps, orgId, adapter.id, phoneNumber);
     let match: NumberRow | undefined;
+    let unreadable: SecretUnreadable | null = null;
     for (const n of candidates) {
       const cfg = await getConfigById(deps.db, n.telephony_config_id);
-      if (cfg && adapter.canDial(openCredentials(deps.config, cfg.credentials))) {
+      if (!cfg) continue;
+      const creds = readCredentials(deps.config, cfg.credentials);
+      if (!creds) unreadable ??= configUnreadable(cfg);
+      else if (adapter.canDial(creds)) {
         match = n;
         break;
       }
     }
+    if (!match && unreadable) return reject('missing_credentials', 409, unreadable.message);
     if (!match) {
       if (adapter.id === 'smartflo' || candidates.length > 0) {
         return reject('missing_credentials', 400, `phone_number_not_configured: ${phoneNumber} is not added and active under a ${adapter.id} configuration of this organization${adapter.id === 'smartflo' ? ' that has a click_to_call_api_key' : ''}`);
@@ -147,7 +153,9 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
     const match = candidates[0];
     if (!match) return reject('inbound_invalid', 400, `phone_number_not_configured: ${phoneNumber} is not added or not active under any of this organization's ${adapter.id} configurations`);
     const cfg = await getConfigById(deps.db, match.telephony_config_id);
-    creds = cfg ? openCredentials(deps.config, cfg.credentials) : {};
+    const opened = cfg ? readCredentials(deps.config, cfg.credentials) : {};
+    if (cfg && !opened) return reject('missing_credentials', 409, configUnreadable(cfg).message);
+    creds = opened ?? {};
     if (!cfg || typeof creds.auth_token !== 'string' || creds.auth_token.length === 0) {
       return reject('missing_credentials', 400, `${adapter.id}_config_missing_token: the configuration owning ${phoneNumber} has no auth token`);
     }

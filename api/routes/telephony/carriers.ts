@@ -84,13 +84,23 @@ export function parseCredentials(adapter: CarrierAdapter, raw: Record<string, un
   const items = [];
   const parsed = adapter.credentialsSchema.safeParse(rest);
   if (!parsed.success) items.push(...zodToItems(parsed.error, rest).map((i) => ({ ...i, path: ['config', ...i.path] })));
-  if (amd !== undefined && (adapter.id !== 'twilio' || typeof amd !== 'boolean')) {
-    items.push(adapter.id !== 'twilio'
-      ? { type: 'extra_forbidden', path: ['config', 'amd_enabled'], msg: 'Extra inputs are not permitted', input: amd }
-      : { type: 'bool_type', path: ['config', 'amd_enabled'], msg: 'Input should be a valid boolean', input: amd });
-  }
+  items.push(...amdItems(adapter, amd));
   if (items.length || !parsed.success) throw new HttpError(422, to422(items, 'body'));
   return { creds: parsed.data, amd: amd as boolean | undefined };
+}
+
+function amdItems(adapter: CarrierAdapter, amd: unknown) {
+  if (amd === undefined || (adapter.id === 'twilio' && typeof amd === 'boolean')) return [];
+  return [adapter.id !== 'twilio'
+    ? { type: 'extra_forbidden', path: ['config', 'amd_enabled'], msg: 'Extra inputs are not permitted', input: amd }
+    : { type: 'bool_type', path: ['config', 'amd_enabled'], msg: 'Input should be a valid boolean', input: amd }];
+}
+
+/** Twilio's amd_enabled of a config body that carries no credentials (422 on shape). */
+export function parseAmd(adapter: CarrierAdapter, amd: unknown): boolean | undefined {
+  const items = amdItems(adapter, amd);
+  if (items.length) throw new HttpError(422, to422(items, 'body'));
+  return amd as boolean | undefined;
 }
 
 /** Probe credentials with the carrier: 400 invalid_credentials when refused, 502 when it cannot answer. */

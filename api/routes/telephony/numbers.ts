@@ -7,7 +7,8 @@ import { sql } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
 import { normalizeAddress } from '../../../core/telephony/numbers.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
-import { getNumber, listNumbers, numberView, openCredentials, type ConfigRow } from '../../../core/telephony/store.ts';
+import { configCredentials, getNumber, listNumbers, numberView, type ConfigRow } from '../../../core/telephony/store.ts';
+import { SecretUnreadable } from '../../../core/secrets.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../../core/telephony/urls.ts';
 import type { ApiDeps } from '../../deps.ts';
 import { parseOr422 } from '../../parse.ts';
@@ -49,7 +50,15 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const adapter = carrierFor(row.provider);
     if (!adapter) return { ok: false, message: `provider '${row.provider}' has no adapter` };
     if (addressType !== 'pstn') return { ok: false, message: 'SIP addresses have no carrier inbound webhook to update' };
-    return adapter.syncInbound(ctxOf(), openCredentials(config, row.credentials), e164, { voiceUrl: carrierVoiceUrl(config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(config, adapter.id) });
+    let creds;
+    try {
+      creds = configCredentials(config, row);
+    } catch (err) {
+      // the attachment is saved; the carrier cannot be updated until the credentials are readable again
+      if (err instanceof SecretUnreadable) return { ok: false, message: err.message };
+      throw err;
+    }
+    return adapter.syncInbound(ctxOf(), creds, e164, { voiceUrl: carrierVoiceUrl(config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(config, adapter.id) });
   }
 
   router.post('/organizations/telephony-configs/:config_id/phone-numbers', async (ctx) => {
@@ -63,7 +72,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
       SELECT id FROM phone_numbers WHERE organization_id = ${orgId} AND address_normalized = ${n.normalized}`);
     if (dup) throw new HttpError(409, NUMBER_EXISTS);
     const adapter = adapterOrThrow(cfg.provider);
-    const ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, openCredentials(config, cfg.credentials), n.normalized) : null;
+    const ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, configCredentials(config, cfg), n.normalized) : null;
     let id: number;
     try {
       id = await db.transaction(async (tx) => {
@@ -120,7 +129,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
           SELECT id FROM phone_numbers WHERE organization_id = ${orgId} AND address_normalized = ${n.normalized} AND id <> ${current.id}`);
         if (dup) throw new HttpError(409, NUMBER_EXISTS);
         const adapter = adapterOrThrow(cfg.provider);
-        ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, openCredentials(config, cfg.credentials), n.normalized) : null;
+        ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, configCredentials(config, cfg), n.normalized) : null;
       }
       normalized = n.normalized;
       type = n.type;

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { sql } from '../../../core/db/pool.ts';
+import { SecretUnreadable } from '../../../core/secrets.ts';
 import { onPhoneCallEnded } from '../../../core/telephony/ended.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { callCarrier } from '../../../core/telephony/store.ts';
@@ -44,7 +45,13 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
   }
 
   const transfer: CarrierTransfer = async ({ destination, timeoutS, recordTransfer }) => {
-    const carrier = await callCarrier(db, config, row.id).catch(() => null);
+    let carrier;
+    try {
+      carrier = await callCarrier(db, config, row.id);
+    } catch (err) {
+      // credentials the current key cannot open: the LLM hears why, the call goes on
+      return { ok: false, error: err instanceof SecretUnreadable ? err.message : 'provider_not_supported: the carrier of this call could not be loaded' };
+    }
     if (!carrier?.carrierCallId) return { ok: false, error: 'provider_not_supported: the carrier call is not known' };
     const transferId = randomUUID();
     await appendLogs({ transfer: { transferId, destination, record: recordTransfer, requestedAt: new Date().toISOString() } });
