@@ -15,6 +15,7 @@ import {
   savedToolRefs,
   recordingRefs,
   validateAgentConfig,
+  webhookRef,
   type AgentRow,
   type ValidateResult,
 } from '../../core/agent-config/index.ts';
@@ -152,7 +153,7 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
       if (!current) throw new HttpError(404, AGENT_NOT_FOUND);
       const merged = mergePatch(current.config, rest);
       // Tools the agent already references stay usable when archived; only newly added ones must be active.
-      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config), referencedRecordings: recordingRefs(current.config) });
+      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config), referencedRecordings: recordingRefs(current.config), referencedWebhook: webhookRef(current.config) });
       if (!r.ok) throw invalidConfig(resultItems(r));
       return trx.one(sql.type(agentRow)`
         UPDATE agents SET config = ${sql.jsonb(r.config as never)}, name = ${r.config.name}, updated_at = now()
@@ -180,7 +181,7 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
     const base = source.config as Record<string, unknown>;
     const name = body.name ?? `${source.name} (copy)`.slice(0, 120);
     // The copy references what its source already references (archived saved tools included).
-    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy, referencedTools: savedToolRefs(base), referencedRecordings: recordingRefs(base) });
+    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy, referencedTools: savedToolRefs(base), referencedRecordings: recordingRefs(base), referencedWebhook: webhookRef(base) });
     if (!r.ok) throw invalidConfig(resultItems(r));
     const row = await db.one(sql.type(agentRow)`
       INSERT INTO agents (organization_id, name, config, webhook_secret)

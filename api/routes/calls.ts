@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
 import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, gateError, type Admission, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
@@ -149,7 +149,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       builtins: liveCallBuiltins({ customerNumber: null, platformNumber: null }),
     });
     // The config was accepted already (saved, or validated moments ago): its saved tools stay usable if archived.
-    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config), referencedRecordings: recordingRefs(config) });
+    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config), referencedRecordings: recordingRefs(config), referencedWebhook: webhookRef(config) });
     if (!checked.ok) {
       return { ok: false as const, items: checked.kind === 'schema' ? checked.items : [{ type: 'value_error', path: checked.path, msg: checked.message, input: null }] };
     }

@@ -4,7 +4,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
-import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { explainRefusal, policyFromConfig } from '../../core/net/ssrf.ts';
 import { to422, type ValidationItem } from '../../core/validation.ts';
 import { checkTemplatedUrl, functionNameFor, isUuid, toolView } from '../../core/agent-config/index.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
@@ -57,7 +57,7 @@ async function checkDefinition(
   const items: ValidationItem[] = [];
   if (def.type === 'function' && def.config.url !== '') {
     const reason = await checkTemplatedUrl(def.config.url, ctx.policy);
-    if (reason) items.push({ type: 'value_error', path: ['definition', 'config', 'url'], msg: `url is not allowed: ${reason}`, input: def.config.url });
+    if (reason) items.push({ type: 'value_error', path: ['definition', 'config', 'url'], msg: `url is not allowed: ${explainRefusal(reason)}`, input: def.config.url });
   }
   if (def.type === 'query') {
     const refs = def.config.groups.flatMap((g, gi) => g.documentIds.map((d, di) => ({ id: d.toLowerCase(), path: ['definition', 'config', 'groups', gi, 'documentIds', di] })));

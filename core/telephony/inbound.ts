@@ -8,7 +8,7 @@
 import { MEDIA_AT_CAPACITY, weightOf } from '../media-nodes.ts';
 import { announceUnconnected, finishUnconnected } from './ended.ts';
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
@@ -209,7 +209,7 @@ async function admitInboundOnce(
   const savedVariables = agent.config.contextVariables ?? {};
   const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: liveCallBuiltins({ customerNumber: customer, platformNumber: platform }) });
   // the saved agent keeps the archived tools and recordings it referenced
-  const kept = { referencedTools: savedToolRefs(agent.config), referencedRecordings: recordingRefs(agent.config) };
+  const kept = { referencedTools: savedToolRefs(agent.config), referencedRecordings: recordingRefs(agent.config), referencedWebhook: webhookRef(agent.config) };
   const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true, ...kept });
   const base = {
     organizationId: route.orgId,

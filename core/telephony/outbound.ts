@@ -3,7 +3,7 @@
 // insert the pending row (exactly once per dialKey), dial the carrier with answer / status / stream URLs built from
 // PUBLIC_URL (the stream's from the assigned media node's own address when it has one), store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
@@ -136,7 +136,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     builtins: liveCallBuiltins({ customerNumber: req.toNumber, platformNumber: req.fromNumber }),
   });
   // a saved agent (or one the api already validated) keeps the archived tools and recordings it referenced
-  const kept = { referencedTools: savedToolRefs(agentConfig), referencedRecordings: recordingRefs(agentConfig) };
+  const kept = { referencedTools: savedToolRefs(agentConfig), referencedRecordings: recordingRefs(agentConfig), referencedWebhook: webhookRef(agentConfig) };
   const checked = await validateAgentConfig(resolved, { db, orgId: req.orgId, policy: policyFromConfig(config), partialModelCheck: true, ...kept });
 
   const base: Omit<NewCall, 'configSnapshot'> = {
