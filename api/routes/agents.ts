@@ -112,12 +112,15 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
   router.post('/agents', async (ctx) => {
     const org = requireOrg(ctx);
     const { rest, secret } = popWebhookSecret(ctx.request.body);
-    const r = await validateAgentConfig(rest, { db, orgId: org, policy });
-    if (!r.ok) throw invalidConfig(resultItems(r));
-    const row = await db.one(sql.type(agentRow)`
-      INSERT INTO agents (organization_id, name, config, webhook_secret)
-      VALUES (${org}, ${r.config.name}, ${sql.jsonb(r.config as never)}, ${secret ?? null})
-      RETURNING ${AGENT_COLUMNS}`);
+    // one transaction: the documents the agent's query tools name stay locked until the agent exists
+    const row = await db.transaction(async (trx) => {
+      const r = await validateAgentConfig(rest, { db: trx, orgId: org, policy });
+      if (!r.ok) throw invalidConfig(resultItems(r));
+      return trx.one(sql.type(agentRow)`
+        INSERT INTO agents (organization_id, name, config, webhook_secret)
+        VALUES (${org}, ${r.config.name}, ${sql.jsonb(r.config as never)}, ${secret ?? null})
+        RETURNING ${AGENT_COLUMNS}`);
+    });
     ctx.status = 201;
     ctx.body = agentEnvelope(row);
   });

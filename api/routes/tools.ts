@@ -65,7 +65,7 @@ async function checkDefinition(
       const found = new Set(
         await ctx.db.anyFirst(sql.type(z.object({ id: z.string() }))`
           SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL
-            AND id = ANY(${sql.array([...new Set(refs.map((r) => r.id))], 'uuid')})`),
+            AND id = ANY(${sql.array([...new Set(refs.map((r) => r.id))], 'uuid')}) FOR KEY SHARE`),
       );
       for (const r of refs) if (!found.has(r.id)) items.push({ type: 'value_error', path: r.path, msg: `Document '${r.id}' not found`, input: r.id });
     }
@@ -119,8 +119,10 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
     const cat = body.category ?? body.definition.type;
     if (cat !== body.definition.type)
       throw new HttpError(400, `Category '${cat}' does not match definition type '${body.definition.type}'`);
-    await checkDefinition(body.definition, { db, orgId: org, policy });
     const row = await db.transaction(async (trx) => {
+      // inside the transaction: the documents and credential it names stay locked (FOR KEY SHARE) until the insert
+      // commits, so a concurrent delete of one waits and then sees this tool
+      await checkDefinition(body.definition, { db: trx, orgId: org, policy });
       const definition = await checkCredential(body.definition, trx, org);
       return trx.one(sql.type(savedToolRow)`
         INSERT INTO tools (organization_id, name, function_name, description, category, icon, icon_color, definition)

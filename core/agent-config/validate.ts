@@ -202,6 +202,8 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
     } else names.set(fn, i);
   });
 
+  // Documents of inline query tools: held FOR KEY SHARE until the caller's transaction ends (agent create/PATCH), so
+  // a concurrent DELETE /files waits and then sees the agent using them (409).
   const docRefs: Array<{ id: string; path: (string | number)[] }> = [];
   const urlChecks: Array<Promise<ValidationItem | null>> = [];
   c.tools.forEach((t, i) => {
@@ -234,7 +236,8 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
     const ids = [...new Set(docRefs.map((d) => d.id))];
     const found = new Set(
       await ctx.db.anyFirst(sql.type(z.object({ id: z.string() }))`
-        SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL AND id = ANY(${sql.array(ids, 'uuid')})`),
+        SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL AND id = ANY(${sql.array(ids, 'uuid')})
+        FOR KEY SHARE`),
     );
     for (const d of docRefs) if (!found.has(d.id)) items.push({ type: 'value_error', path: d.path, msg: `Document '${d.id}' not found`, input: d.id });
   }
