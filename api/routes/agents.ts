@@ -19,6 +19,7 @@ import {
   type AgentRow,
   type ValidateResult,
 } from '../../core/agent-config/index.ts';
+import { agentUseProblems } from '../../core/telephony/fit.ts';
 import { contextVariablesSchema } from '../../core/agent-config/schema.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
 import { requireOrg } from '../middleware/auth.ts';
@@ -158,6 +159,11 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
       // Tools the agent already references stay usable when archived; only newly added ones must be active.
       const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config), referencedRecordings: recordingRefs(current.config), referencedWebhook: webhookRef(current.config) });
       if (!r.ok) throw invalidConfig(resultItems(r));
+      // The carriers the agent meets (numbers and bindings it answers, campaigns dialling with it) must be able to do
+      // what the new config asks of them; what the stored config already asked is not judged again.
+      const before = new Set((await agentUseProblems(trx, org, current, current.config)).map((p) => `${p.msg}|${String(p.input)}`));
+      const problems = (await agentUseProblems(trx, org, current, r.config)).filter((p) => !before.has(`${p.msg}|${String(p.input)}`));
+      if (problems.length) throw invalidConfig(problems.map((p) => ({ type: 'value_error', path: p.path, msg: p.msg, input: p.input })));
       return trx.one(sql.type(agentRow)`
         UPDATE agents SET config = ${sql.jsonb(r.config as never)}, name = ${r.config.name}, updated_at = now()
           ${secret === undefined ? sql.fragment`` : sql.fragment`, webhook_secret = ${secret}`}

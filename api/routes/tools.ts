@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
 import { explainRefusal, policyFromConfig } from '../../core/net/ssrf.ts';
+import { agentCarrierUses } from '../../core/telephony/fit.ts';
 import { to422, type ValidationItem } from '../../core/validation.ts';
 import { checkTemplatedUrl, functionNameFor, isUuid, toolView } from '../../core/agent-config/index.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
@@ -92,6 +93,30 @@ async function checkCredential(def: ToolDefinition, db: CommonQueryMethods, orgI
   return { ...def, config: { ...def.config, credential_uuid: found.uuid } };
 }
 
+/**
+ * A saved transfer tool's new destination must be reachable by every carrier that the agents referencing it meet
+ * (numbers and bindings they answer, unfinished campaigns dialling with them; core/telephony/fit.ts): 400 naming
+ * the carrier, the destination and the agent otherwise.
+ */
+async function checkTransferUsers(db: CommonQueryMethods, orgId: string, tool: { uuid: string; name: string; definition: unknown }, destination: string): Promise<void> {
+  const before = (tool.definition as { config?: { destination?: unknown } }).config?.destination;
+  if (!destination.trim() || destination === before) return;
+  const agents = await db.any(sql.type(z.object({ id: z.number(), uuid: z.string(), name: z.string() }))`
+    SELECT id, uuid::text, name FROM agents
+    WHERE organization_id = ${orgId} AND status = 'active' AND EXISTS (
+      SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(config->'tools') = 'array' THEN config->'tools' ELSE '[]'::jsonb END) e
+      WHERE jsonb_typeof(e) = 'string' AND lower(e #>> '{}') = ${tool.uuid.toLowerCase()})
+    ORDER BY id`);
+  const problems: string[] = [];
+  for (const a of agents) {
+    for (const use of await agentCarrierUses(db, orgId, a)) {
+      const why = use.adapter.transferSupport(destination);
+      if (why) problems.push(`${why} (agent '${a.name}' (${a.uuid}) ${use.where})`);
+    }
+  }
+  if (problems.length) throw new HttpError(400, `Saved tool '${tool.name}' cannot take the destination '${destination.trim()}': ${problems.join('; ')}`);
+}
+
 const listQuery = paginationQuery().extend({
   category: z.enum(TOOL_CATEGORIES).optional(),
   status: z.enum(['active', 'archived', 'all']).default('active'),
@@ -171,6 +196,7 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
         await checkDefinition(body.definition, { db: trx, orgId: org, policy }, current.definition);
       }
       const definition = body.definition ? await checkCredential(body.definition, trx, org) : current.definition;
+      if (body.definition?.type === 'transferCall') await checkTransferUsers(trx, org, current, body.definition.config.destination);
       const name = body.name ?? current.name;
       return trx.one(sql.type(savedToolRow)`
         UPDATE tools SET

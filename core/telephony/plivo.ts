@@ -19,7 +19,7 @@ import { mapCarrierStatus } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest,
 } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { carrierHookUrl, withBase } from './urls.ts';
 
 export const plivoCredentials = z.object({
@@ -96,7 +96,7 @@ export function plivoBusyXml(): string {
 export function plivoTransferXml(req: TransferRequest): string {
   const attrs = [`timeout="${Math.round(req.timeoutS)}"`];
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
-  const to = transferTarget('plivo', req.destination);
+  const to = dialOutTarget('plivo', 'Plivo', req.destination);
   const target = to.kind === 'sip' ? `<User>${xmlEscape(to.uri)}</User>` : `<Number>${xmlEscape(plivoNumber(to.number))}</Number>`;
   // recordTransfer: <Record startOnDialAnswer> before the <Dial> records the bridged (caller-to-destination) legs from
   // the moment the destination answers; Plivo posts RecordUrl / RecordingDuration to callbackUrl when the file is ready
@@ -268,9 +268,13 @@ export const plivo: CarrierAdapter = {
     check(r);
   },
 
+  transferSupport: (destination) => dialOutSupport('Plivo', destination),
+  // <Record recordSession> in the answer XML, <Record startOnDialAnswer> before a transfer's <Dial>
+  recordingSupport: () => null,
+
   async transfer(ctx, c, carrierCallId, req) {
     if (!req.callId) throw new CarrierHttpError('plivo', 400, 'provider_not_supported: the transfer has no call to answer its leg URL');
-    transferTarget('plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
+    dialOutTarget('plivo', 'Plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
     const r = await request(ctx, creds(c), 'POST', `/Call/${encodeURIComponent(carrierCallId)}/`, {
       legs: 'aleg', aleg_url: carrierHookUrl(ctx.config, 'plivo', 'transfer', req.callId), aleg_method: 'POST',
     });

@@ -16,7 +16,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type WebhookRequest } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const telnyxCredentials = z.object({
@@ -219,8 +219,12 @@ export const telnyx: CarrierAdapter = {
     check(r);
   },
 
+  transferSupport: (destination) => dialOutSupport('Telnyx', destination),
+  // record on dial/answer, record on the transfer command
+  recordingSupport: () => null,
+
   async transfer(ctx, c, carrierCallId, req) {
-    const to = transferTarget('telnyx', req.destination);
+    const to = dialOutTarget('telnyx', 'Telnyx', req.destination);
     const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/transfer`, {
       to: to.kind === 'sip' ? to.uri : to.number, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
       // recordTransfer: Telnyx records the bridged legs from the destination's answer and sends the transferred leg's

@@ -10,7 +10,7 @@ import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type CarrierReply, type Credentials, type DialRequest,
   type TransferRequest, type WebhookRequest,
 } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const twilioCredentials = z.object({
@@ -73,7 +73,7 @@ export function transferTwiml(req: TransferRequest): string {
     attrs.push('record="record-from-answer-dual"', `recordingStatusCallback="${xmlEscape(req.recordingCallbackUrl)}"`,
       'recordingStatusCallbackMethod="POST"', 'recordingStatusCallbackEvent="completed absent"');
   }
-  const to = transferTarget('twilio', req.destination);
+  const to = dialOutTarget('twilio', 'Twilio', req.destination);
   const target = to.kind === 'sip' ? `<Sip>${xmlEscape(to.uri)}</Sip>` : `<Number>${xmlEscape(to.number)}</Number>`;
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
@@ -240,6 +240,10 @@ export const twilio: CarrierAdapter = {
     });
     check(r);
   },
+
+  transferSupport: (destination) => dialOutSupport('Twilio', destination),
+  // the dial's Record, the Call Recordings API on inbound calls, <Dial record> on a transfer
+  recordingSupport: () => null,
 
   async transfer(ctx, c, carrierCallId, req) {
     const r = await carrierRequest(ctx.config, 'twilio', accountUrl(ctx.config, creds(c), `/Calls/${encodeURIComponent(carrierCallId)}.json`), {

@@ -17,7 +17,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 const pem = z.string().min(1).max(16384).refine((v) => {
@@ -88,7 +88,7 @@ export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] 
 }
 
 function transferNcco(req: TransferRequest): unknown[] {
-  const to = transferTarget('vonage', req.destination);
+  const to = dialOutTarget('vonage', 'Vonage', req.destination);
   const endpoint = to.kind === 'sip' ? { type: 'sip', uri: to.uri } : { type: 'phone', number: digits(to.number) };
   const connect = { action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] };
   // recordTransfer: an asynchronous `record` before the `connect` records the conversation the caller has with the
@@ -235,6 +235,10 @@ export const vonage: CarrierAdapter = {
     if (r.status === 404) return;
     check(r);
   },
+
+  transferSupport: (destination) => dialOutSupport('Vonage', destination),
+  // an NCCO record action on dial/answer and before a transfer's connect
+  recordingSupport: () => null,
 
   async transfer(ctx, c, carrierCallId, req) {
     const r = await voice(ctx, creds(c), 'PUT', `/v1/calls/${encodeURIComponent(carrierCallId)}`, {

@@ -46,7 +46,7 @@ export interface RunOptions {
   /** Extra session options (e.g. hooks a carrier needs); merged over the runner's. */
   session?: Partial<Pick<SessionOptions, 'holdMusicMs' | 'observers'>> & Record<string, unknown>;
   /** Extra tool capabilities of this transport (carrier transfer). */
-  tools?: Pick<ToolRunContext, 'transfer'>;
+  tools?: Pick<ToolRunContext, 'transfer' | 'transferSupport'>;
   /** Why the call ended when the far end goes away (default user_hangup; a carrier stream stops after a transfer). */
   hangupReason?(): EndedReason;
   /** Called after the row is finished and before call.ended is sent (carrier hang-up, …). */

@@ -9,6 +9,7 @@ import type { CallAgentRef } from '../../../core/calls/rows.ts';
 import { gateError, type GateRejection } from '../../../core/calls/gates.ts';
 import { HttpError, type ErrorDetail } from '../../../core/http-error.ts';
 import { bakeBindingSnapshot, upsertBinding } from '../../../core/telephony/bindings.ts';
+import { agentCarrierProblems } from '../../../core/telephony/fit.ts';
 import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '../../../core/telephony/errors.ts';
 import { normalizeAddress, sameNumber } from '../../../core/telephony/numbers.ts';
 import { placeOutboundCall } from '../../../core/telephony/outbound.ts';
@@ -51,6 +52,13 @@ export async function telephonyCall(i: TelephonyCallInput): Promise<void> {
   }
   if (!cc.phoneNumber) {
     return reject('schema_validation', 400, validationError([{ type: 'missing', path: ['callConfig', 'phoneNumber'], msg: 'Field required', input: undefined }]));
+  }
+  // what this carrier cannot do for the agent (a transfer it cannot make, a recording it cannot ask for): nothing dialled or registered
+  const direction = body.type === 'outbound' ? 'outbound' : 'inbound';
+  const problems = await agentCarrierProblems(i.deps.db, i.orgId, adapter, direction, i.agentConfig);
+  if (problems.length) {
+    const prefix = body.agent !== undefined ? ['agent'] : [];
+    return reject('provider_not_supported', 400, validationError(problems.map((p) => ({ type: 'value_error', path: [...prefix, ...p.path], msg: p.msg, input: p.input }))));
   }
   return body.type === 'outbound' ? outbound(i, adapter, cc.phoneNumber) : inbound(i, adapter, cc.phoneNumber);
 }

@@ -2,9 +2,10 @@
 // agent attachment, synced to the carrier's per-number webhook where it has one.
 import type Router from '@koa/router';
 import { z } from 'zod';
-import { isUuid, loadAgent } from '../../../core/agent-config/index.ts';
+import { isUuid, loadAgent, type LoadedAgent } from '../../../core/agent-config/index.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
+import { agentCarrierProblems, problemsText } from '../../../core/telephony/fit.ts';
 import { normalizeAddress } from '../../../core/telephony/numbers.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { configCredentials, getNumber, listNumbers, numberView, type ConfigRow } from '../../../core/telephony/store.ts';
@@ -14,7 +15,7 @@ import type { ApiDeps } from '../../deps.ts';
 import { parseOr422 } from '../../parse.ts';
 import { requireOrg } from '../../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../../pagination.ts';
-import { adapterOrThrow, configOr404, idOf, NUMBER_EXISTS, NUMBER_NOT_FOUND, ownershipOrThrow, uniqueViolation } from './carriers.ts';
+import { adapterOrThrow, carrierName, configOr404, idOf, NUMBER_EXISTS, NUMBER_NOT_FOUND, ownershipOrThrow, uniqueViolation } from './carriers.ts';
 
 const agentUuid = z.string().refine(isUuid, { message: 'Input should be a valid UUID (the public agent uuid)' });
 const numberCreate = z.object({
@@ -40,6 +41,16 @@ function normalizedOrThrow(address: string, countryCode: string | null | undefin
   const n = normalizeAddress(address, countryCode);
   if (!n.ok) throw new HttpError(400, n.message);
   return n;
+}
+
+/** An agent attached to a number answers that carrier's inbound calls: what the carrier cannot do for it is a 400. */
+async function checkInboundFit(deps: ApiDeps, orgId: string, provider: string, agent: LoadedAgent): Promise<void> {
+  const adapter = carrierFor(provider);
+  if (!adapter) return;
+  const problems = await agentCarrierProblems(deps.db, orgId, adapter, 'inbound', agent.config);
+  if (problems.length) {
+    throw new HttpError(400, `Agent '${agent.name}' (${agent.uuid}) cannot answer ${carrierName(provider)} calls: ${problemsText(problems)}`);
+  }
 }
 
 export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
@@ -68,6 +79,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const n = normalizedOrThrow(body.address, body.country_code);
     const agent = body.inbound_agent_uuid ? await loadAgent(db, orgId, body.inbound_agent_uuid.toLowerCase()) : null;
     if (body.inbound_agent_uuid && !agent) throw new HttpError(404, 'Agent not found');
+    if (agent) await checkInboundFit(deps, orgId, cfg.provider, agent);
     const dup = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
       SELECT id FROM phone_numbers WHERE organization_id = ${orgId} AND address_normalized = ${n.normalized}`);
     if (dup) throw new HttpError(409, NUMBER_EXISTS);
@@ -137,6 +149,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const agentGiven = Object.hasOwn(raw, 'inbound_agent_uuid');
     const agent = body.inbound_agent_uuid ? await loadAgent(db, orgId, body.inbound_agent_uuid.toLowerCase()) : null;
     if (body.inbound_agent_uuid && !agent) throw new HttpError(404, 'Agent not found');
+    if (agent) await checkInboundFit(deps, orgId, cfg.provider, agent);
     try {
       await db.transaction(async (tx) => {
         if (body.is_default_caller_id) {
