@@ -15,7 +15,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus } from './status.ts';
+import { mapCarrierStatus, withReason } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest,
 } from './types.ts';
@@ -158,10 +158,8 @@ export function verifyPlivoSignature(authToken: string, req: WebhookRequest): bo
 const TERMINAL = new Set(['completed', 'busy', 'failed', 'timeout', 'no-answer', 'cancel']);
 
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  if (s === 'timeout') return 'no_answer'; // the ring timeout ran out
-  if (s === 'cancel') return 'cancelled';
-  return mapCarrierStatus(s);
+  // `timeout`: the ring timeout ran out; a failed call's HangupCauseName (`failed:destination_out_of_order`) says why
+  return mapCarrierStatus(raw, (s) => (s === 'timeout' ? 'no_answer' : s === 'cancel' ? 'cancelled' : undefined));
 }
 
 function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
@@ -188,7 +186,8 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
       const raw = (p.CallStatus ?? '').toLowerCase();
       if (!raw) return [];
       const duration = p.Duration !== undefined && p.Duration !== '' ? Number(p.Duration) : null;
-      return [{ type: 'status', raw, terminal: TERMINAL.has(raw), carrierCallId: uuid, durationS: Number.isFinite(duration) ? duration : null }];
+      const reason = raw === 'failed' ? p.HangupCauseName : undefined;
+      return [{ type: 'status', raw: withReason(raw, reason), terminal: TERMINAL.has(raw), carrierCallId: uuid, durationS: Number.isFinite(duration) ? duration : null }];
     }
     default:
       return [];

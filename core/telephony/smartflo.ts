@@ -137,5 +137,5 @@ export const smartflo: CarrierAdapter = {
   },
 
   verifyWebhook: () => false,
-  mapStatus: mapCarrierStatus,
+  mapStatus: (raw) => mapCarrierStatus(raw),
 };

@@ -100,8 +100,8 @@ const HANGUP_CAUSES: Record<string, string> = {
 
 /** A `call.hangup` cause → connectionStatus (unknown causes pass through as telephony_<cause>). */
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  return HANGUP_CAUSES[s] ?? mapCarrierStatus(s);
+  // the causes not listed here (destination_out_of_order, normal_temporary_failure, …) are status.ts's common reasons
+  return mapCarrierStatus(raw, (s) => HANGUP_CAUSES[s]);
 }
 
 const AMD: Record<string, string> = { human: 'human', machine: 'machine_start', not_sure: 'unknown', fax_detected: 'fax', silence: 'unknown' };

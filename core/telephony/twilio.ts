@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus, TERMINAL_STATUSES } from './status.ts';
+import { mapCarrierStatus, TERMINAL_STATUSES, withReason } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type CarrierReply, type Credentials, type DialRequest,
   type TransferRequest, type WebhookRequest,
@@ -123,7 +123,9 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
     case 'voice-status': {
       const raw = (p.CallStatus ?? '').toLowerCase();
       const durationS = p.CallDuration !== undefined && /^\d+$/.test(p.CallDuration) ? Number(p.CallDuration) : null;
-      return raw ? [{ type: 'status', raw, terminal: TERMINAL_STATUSES.has(raw), carrierCallId, durationS }] : [];
+      // a failed dial's SIP response code says why (503: unreachable, 404: no such number): `failed:sip_503`
+      const sip = raw === 'failed' && /^\d{3}$/.test(p.SipResponseCode ?? '') ? `sip_${p.SipResponseCode}` : null;
+      return raw ? [{ type: 'status', raw: withReason(raw, sip), terminal: TERMINAL_STATUSES.has(raw), carrierCallId, durationS }] : [];
     }
     case 'amd': {
       const answeredBy = (p.AnsweredBy ?? '').toLowerCase();
@@ -256,7 +258,7 @@ export const twilio: CarrierAdapter = {
     return verifyTwilioSignature(creds(c).auth_token, req);
   },
 
-  mapStatus: mapCarrierStatus,
+  mapStatus: (raw) => mapCarrierStatus(raw),
   carrierAmd: true,
   accountRef: (c) => creds(c).account_sid,
   accountOf: (req) => req.params.AccountSid ?? null,

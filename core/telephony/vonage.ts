@@ -15,7 +15,7 @@ import { createHash, createHmac, createPrivateKey, randomUUID, sign as signData,
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus } from './status.ts';
+import { mapCarrierStatus, withReason } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest } from './types.ts';
 import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
@@ -128,10 +128,8 @@ export function verifyVonageSignature(signatureSecret: string, req: WebhookReque
 const TERMINAL = new Set(['busy', 'cancelled', 'failed', 'rejected', 'timeout', 'unanswered', 'completed']);
 
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  if (s === 'timeout' || s === 'unanswered') return 'no_answer';
-  if (s === 'rejected') return 'rejected';
-  return mapCarrierStatus(s);
+  // a failed or rejected call's `detail` (`failed:cannot_route`, `rejected:unavailable`) says why
+  return mapCarrierStatus(raw, (s) => (s === 'timeout' || s === 'unanswered' ? 'no_answer' : s === 'rejected' ? 'rejected' : undefined));
 }
 
 function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
@@ -155,7 +153,8 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
     return [{ type: 'amd', answeredBy: status === 'human' ? 'human' : str(b.sub_state) === 'beep_start' ? 'machine_end_beep' : 'machine_start', carrierCallId: uuid }];
   }
   const duration = b.duration !== undefined ? Number(b.duration) : null;
-  return [{ type: 'status', raw: status, terminal: TERMINAL.has(status), carrierCallId: uuid, durationS: duration !== null && Number.isFinite(duration) ? duration : null }];
+  const reason = status === 'failed' || status === 'rejected' ? str(b.detail) : '';
+  return [{ type: 'status', raw: withReason(status, reason), terminal: TERMINAL.has(status), carrierCallId: uuid, durationS: duration !== null && Number.isFinite(duration) ? duration : null }];
 }
 
 const ncco = (body: unknown) => ({ status: 200, contentType: 'application/json', body: JSON.stringify(body) });

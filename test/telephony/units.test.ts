@@ -32,7 +32,13 @@ test('carrier status → connectionStatus (spec values; unknown ones pass throug
   t.is(mapCarrierStatus('failed'), 'connection_failed');
   t.is(mapCarrierStatus('canceled'), 'cancelled');
   t.is(mapCarrierStatus('completed'), 'completed');
-  t.is(mapCarrierStatus('Network Congestion!'), 'telephony_network_congestion');
+  t.is(mapCarrierStatus('failed:sip_503'), 'unreachable');
+  t.is(mapCarrierStatus('failed:congestion'), 'unreachable');
+  t.is(mapCarrierStatus('failed:sip_404'), 'invalid_number');
+  t.is(mapCarrierStatus('failed:sip_599'), 'connection_failed', 'an unknown reason falls back to the status');
+  t.is(mapCarrierStatus('weird:unknown_reason'), 'telephony_weird');
+  t.is(mapCarrierStatus('Network Congestion!'), 'unreachable', 'congestion is the spec\'s unreachable');
+  t.is(mapCarrierStatus('Line Glitch!'), 'telephony_line_glitch');
 });
 
 test('addresses: E.164, country_code for bare digits, SIP kept, format-tolerant matching', (t) => {
