@@ -271,7 +271,9 @@ test('gates over HTTP: wallet 402 object, quota 402 string, both persisted as re
   t.is((await s.request('POST', '/call', { key: counted.apiKey, body: { agent: inline() } })).status, 200);
   const over = await s.request('POST', '/call', { key: counted.apiKey, body: { agent: inline() } });
   t.deepEqual([over.status, over.body.detail], [402, 'The organization has exceeded its monthly calls quota (1 of 1 calls started this month)']);
-  t.like(await onlyRejected(counted.orgId), { connection_status: 'insufficient_balance' });
+  const countedRows = await rowsOf(s.db, counted.orgId);
+  t.deepEqual(countedRows.filter((r) => r.tags.includes('rejected')).map((r) => r.connection_status), ['insufficient_balance']);
+  t.is(countedRows.length, 2);
 
   // another wallet reason: 403 with the 402's object shape, its code as connectionStatus (POST /call and the test call)
   const { setWalletStatus } = await import('../../core/orgs.ts');
