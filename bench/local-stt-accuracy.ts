@@ -3,6 +3,12 @@
 // (finalize) to the final transcript. 32 clips: 20 eSpeak en-us, 6 en-us+klatt, 6 en-gb, each with 200 ms of
 // silence around it, streamed in 20 ms frames as fast as they are written. Accuracy does not depend on machine
 // load; the latency figures do (report them with the load average printed at the end).
+// The paused set: the same sentences with a pause of 0.8–2 s after the middle word (inserted into the sentence
+// said as one utterance), run two ways: one final for the whole turn (finalize at its end: the turn model keeps the pause
+// inside the turn) and a final at each pause as well (finalize 600 ms into the pause: VAD silence alone ends the
+// turn there; the finals joined, as the turn manager joins them). Besides accuracy it counts insertions (words the
+// recogniser added) and, of those, repeated runs (words that repeat a run of three or more words said just before:
+// the decoder's loop). PAUSED=0 skips the paused set.
 //   node_modules/.bin/node --import tsx bench/local-stt-accuracy.ts [pocketsphinx|whisper-tiny.en ...]
 import os from 'node:os';
 import { createLocalStt, closeLocalStt } from '../media/services/stt/local.ts';
@@ -45,12 +51,41 @@ export function words(text: string): string[] {
     .flatMap((w) => (CONTRACTIONS[w] ?? TENS[w] ?? (/^\d+$/.test(w) ? [...w].map((d) => DIGITS[Number(d)]!).join(' ') : w)).split(' '));
 }
 
-function wordErrors(ref: string[], hyp: string[]): number {
+/** Word errors (edit distance) and, of them, insertions (hypothesis words aligned to nothing). */
+function wordErrors(ref: string[], hyp: string[]): { errors: number; insertions: number } {
   const d = Array.from({ length: ref.length + 1 }, (_, i) => [i, ...new Array<number>(hyp.length).fill(0)]);
   for (let j = 1; j <= hyp.length; j++) d[0]![j] = j;
   for (let i = 1; i <= ref.length; i++)
     for (let j = 1; j <= hyp.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (ref[i - 1] === hyp[j - 1] ? 0 : 1));
-  return d[ref.length]![hyp.length]!;
+  let insertions = 0;
+  for (let i = ref.length, j = hyp.length; i > 0 || j > 0; ) {
+    if (i > 0 && j > 0 && d[i]![j] === d[i - 1]![j - 1]! + (ref[i - 1] === hyp[j - 1] ? 0 : 1)) {
+      i--;
+      j--;
+    } else if (j > 0 && d[i]![j] === d[i]![j - 1]! + 1) {
+      insertions++;
+      j--;
+    } else i--;
+  }
+  return { errors: d[ref.length]![hyp.length]!, insertions };
+}
+
+/** Words that repeat a run of three or more words said right before them (a decoder loop's insertions). */
+function repeatedRunWords(hyp: string[]): number {
+  let n = 0;
+  for (let i = 0; i < hyp.length; ) {
+    let best = 0;
+    for (let len = 3; i - len >= 0 && i + len <= hyp.length; len++) {
+      let same = true;
+      for (let k = 0; k < len && same; k++) same = hyp[i - len + k] === hyp[i + k];
+      if (same) best = len;
+    }
+    if (best) {
+      n += best;
+      i += best;
+    } else i++;
+  }
+  return n;
 }
 
 async function synth(text: string, voice: string): Promise<Int16Array> {
@@ -60,7 +95,13 @@ async function synth(text: string, voice: string): Promise<Int16Array> {
   return resample(concatInt16(parts), 24000, 16000);
 }
 
-async function run(model: string, clips: Int16Array[]): Promise<{ accuracy: number; p50: number; p95: number; finals: string[] }> {
+/** A clip and where the call finalizes it (sample offsets; the last one is the end of the clip). */
+interface Clip {
+  pcm: Int16Array;
+  finalizeAt: number[];
+}
+
+async function run(model: string, clips: Clip[], refs: string[]): Promise<{ accuracy: number; insertions: number; repeated: number; words: number; p50: number; p95: number; finals: string[] }> {
   const stt = createLocalStt(model, { corpus: [PROMPT, GREETING], greeting: GREETING });
   const finals: string[] = [];
   const lat: number[] = [];
@@ -68,38 +109,101 @@ async function run(model: string, clips: Int16Array[]): Promise<{ accuracy: numb
   const stream = await stt.open({ languages: ['en'], keyterms: TERMS, onEvent: (e: SttEvent) => e.type === 'final' && resolve?.(e.text) });
   if (stt.model !== model) throw new Error(`${model} did not load (${stt.model} ran instead)`);
   for (const clip of clips) {
-    const all = concatInt16([new Int16Array(3200), clip, new Int16Array(3200)]);
-    const got = new Promise<string>((ok) => {
-      resolve = ok;
-      setTimeout(() => ok(''), 30_000);
-    });
-    for (let o = 0; o < all.length; o += 320) stream.write(all.subarray(o, o + 320));
-    const t0 = performance.now();
-    stream.finalize();
-    finals.push(await got);
-    lat.push(performance.now() - t0);
+    const parts: string[] = [];
+    let from = 0;
+    for (const [k, at] of clip.finalizeAt.entries()) {
+      const last = k === clip.finalizeAt.length - 1;
+      const got = new Promise<string>((ok) => {
+        resolve = ok;
+        setTimeout(() => ok(''), last ? 120_000 : 60_000);
+      });
+      for (let o = from; o < at; o += 320) stream.write(clip.pcm.subarray(o, Math.min(at, o + 320)));
+      from = at;
+      const t0 = performance.now();
+      stream.finalize();
+      parts.push(await got);
+      if (last) lat.push(performance.now() - t0);
+    }
+    finals.push(parts.filter(Boolean).join(' '));
   }
   await stream.close();
   let errors = 0;
+  let insertions = 0;
+  let repeated = 0;
   let total = 0;
-  SENTENCES.forEach((s, i) => {
+  refs.forEach((s, i) => {
     const ref = words(s);
-    errors += wordErrors(ref, words(finals[i] ?? ''));
+    const hyp = words(finals[i] ?? '');
+    const e = wordErrors(ref, hyp);
+    errors += e.errors;
+    insertions += e.insertions;
+    repeated += repeatedRunWords(hyp);
     total += ref.length;
   });
   lat.sort((a, b) => a - b);
-  return { accuracy: 1 - errors / total, p50: pct(lat, 50), p95: pct(lat, 95), finals };
+  return { accuracy: 1 - errors / total, insertions, repeated, words: total, p50: pct(lat, 50), p95: pct(lat, 95), finals };
+}
+
+const PAUSES_MS = [800, 1200, 1500, 2000];
+/** Speech of a synthesized part, without the silence the synthesizer put around it. */
+function trim(pcm: Int16Array): Int16Array {
+  const thr = 32768 * 0.01;
+  let a = 0;
+  let b = pcm.length;
+  while (a < b && Math.abs(pcm[a]!) < thr) a++;
+  while (b > a && Math.abs(pcm[b - 1]!) < thr) b--;
+  return pcm.subarray(Math.max(0, a - 160), Math.min(pcm.length, b + 160));
 }
 
 const models = process.argv.slice(2).length ? process.argv.slice(2) : ['pocketsphinx', 'whisper-tiny.en'];
+const pad = (pcm: Int16Array) => concatInt16([new Int16Array(3200), pcm, new Int16Array(3200)]);
+const whole = (pcm: Int16Array): Clip => ({ pcm, finalizeAt: [pcm.length] });
 const clean = await Promise.all(SENTENCES.map((s, i) => synth(s, VOICES[i]!)));
-const phone = clean.map((c) => phoneLine(c, 16000));
+const sets: Array<{ name: string; line: string; clips: Clip[] }> = [
+  { name: 'whole sentences', line: '16 kHz', clips: clean.map((c) => whole(pad(c))) },
+  { name: 'whole sentences', line: '8 kHz phone line', clips: clean.map((c) => whole(pad(phoneLine(c, 16000)))) },
+];
+if (process.env.PAUSED !== '0') {
+  // each sentence with 0.8–2 s of silence after its middle word: inside the sentence said as one utterance, at the
+  // quietest 10 ms near where its first half, said alone, ends
+  const halves = await Promise.all(
+    SENTENCES.map(async (s, i) => {
+      const w = s.split(' ');
+      const first = trim(await synth(w.slice(0, Math.max(1, Math.floor(w.length / 2))).join(' '), VOICES[i]!));
+      const whole = trim(clean[i]!);
+      const near = first.length;
+      let cut = near;
+      let quietest = Infinity;
+      for (let o = Math.max(0, near - 2400); o + 160 <= Math.min(whole.length, near + 2400); o += 160) {
+        let e = 0;
+        for (let k = o; k < o + 160; k++) e += whole[k]! * whole[k]!;
+        if (e < quietest) {
+          quietest = e;
+          cut = o + 80;
+        }
+      }
+      return { a: whole.subarray(0, cut), b: whole.subarray(cut), pause: PAUSES_MS[i % PAUSES_MS.length]! };
+    }),
+  );
+  for (const line of ['16 kHz', '8 kHz phone line'] as const) {
+    const pcms = halves.map((h) => {
+      const lead = 3200;
+      const pcm = concatInt16([new Int16Array(lead), h.a, new Int16Array((h.pause / 1000) * 16000), h.b, new Int16Array(3200)]);
+      return { pcm: line === '16 kHz' ? pcm : phoneLine(pcm, 16000), pauseAt: lead + h.a.length };
+    });
+    sets.push({ name: 'paused, one final per turn', line, clips: pcms.map((p) => whole(p.pcm)) });
+    sets.push({ name: 'paused, a final at the pause too', line, clips: pcms.map((p) => ({ pcm: p.pcm, finalizeAt: [p.pauseAt + 0.6 * 16000, p.pcm.length] })) });
+  }
+}
 const seconds = clean.reduce((a, c) => a + c.length, 0) / 16000;
 console.log(`${SENTENCES.length} clips, ${seconds.toFixed(1)} s of speech; ${os.availableParallelism()} cores`);
 for (const model of models) {
-  for (const [line, clips] of ([['16 kHz', clean], ['8 kHz phone line', phone]] as const).filter(([l]) => !process.env.LINE || l.startsWith(process.env.LINE))) {
-    const r = await run(model, clips);
-    console.log(`${model.padEnd(16)} ${line.padEnd(17)} word accuracy ${(r.accuracy * 100).toFixed(1)} %  end of speech → final p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms`);
+  // LINE=16|8 keeps one line, SETS=whole|paused one kind of set
+  for (const set of sets.filter((x) => (!process.env.LINE || x.line.startsWith(process.env.LINE)) && (!process.env.SETS || x.name.startsWith(process.env.SETS)))) {
+    const r = await run(model, set.clips, SENTENCES);
+    console.log(
+      `${model.padEnd(16)} ${set.line.padEnd(17)} ${set.name.padEnd(33)} word accuracy ${(r.accuracy * 100).toFixed(1)} %, insertions ${r.insertions} (${r.repeated} in repeated runs) of ${r.words} words  end of speech → final p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms`,
+    );
     if (process.env.SHOW) r.finals.forEach((f, i) => console.log(`   ${SENTENCES[i]} → ${f}`));
   }
 }

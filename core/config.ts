@@ -131,6 +131,8 @@ export const configSchema = z.object({
   LOCAL_STT_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /** eSpeak NG synthesizer processes of the local TTS per media process (default: one per core). */
   LOCAL_TTS_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
+  /** Smart Turn (end-of-turn model) inference processes per media process (default: one per core). */
+  LOCAL_TURN_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /** Rendered greeting / idle-prompt audio kept per media process (MB; 0 disables; default 64, 0 under NODE_ENV=test). */
   MEDIA_TTS_CACHE_MB: z.coerce.number().min(0).max(4096).optional(),
 });

@@ -1,5 +1,5 @@
 // Installs the local engines' model files (media/services/model-files.ts) into .data/models: by default the STT
-// (Whisper tiny.en) and TTS (Piper voice) models; `--llm` adds the opt-in 491 MB language model (Qwen2.5 0.5B);
+// (Whisper tiny.en), TTS (Piper voice) and end-of-turn (Smart Turn v3.2) models; `--llm` adds the opt-in 491 MB language model (Qwen2.5 0.5B);
 // `--only-llm` installs just that. Run by scripts/setup.sh (`npm run setup:llm` for --llm) or directly:
 //   node_modules/.bin/node --import tsx scripts/install-models.ts [--llm | --only-llm]
 // Prints what it installed, the MB and the time it took. Exit code 1 when a model could not be installed.

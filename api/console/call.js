@@ -267,7 +267,8 @@ function toolsSection(entries, player) {
 
 // ── latency ─────────────────────────────────────────────────────────────────────────────────────────────
 const STAGES = [
-  ['stt', 'End of speech → STT final', '#6366f1'],
+  ['turn_model', 'End of speech → the turn model ends the turn', '#ec4899'],
+  ['stt', 'End of turn → STT final', '#6366f1'],
   ['llm', 'STT final → LLM first token', '#f59e0b'],
   ['tts', 'LLM first token → TTS first audio', '#10b981'],
   ['send', 'TTS first audio → first frame sent', '#64748b'],
@@ -276,7 +277,8 @@ const STAGES = [
 /** Stage durations of one logs.latency entry, from its marks relative to the end of the caller's speech. */
 export function turnStages(l) {
   const d = l.detail || {};
-  const marks = [0, d.sttFinal_ms, d.llmFirstToken_ms, d.ttsFirstByte_ms, d.firstFrame_ms];
+  // a turn without a turn model has no turnEnd_ms: its turn_model bar is absent and the STT bar starts at 0
+  const marks = [0, d.turnEnd_ms, d.sttFinal_ms, d.llmFirstToken_ms, d.ttsFirstByte_ms, d.firstFrame_ms];
   const out = [];
   let prev = 0;
   STAGES.forEach(([key], k) => {
@@ -310,8 +312,8 @@ function latencySection(latency) {
   const axis = turns.length * rowH + 18;
   chart.append(svg('text', { x: labelW, y: axis, class: 'svg-axis' }, '0'), svg('text', { x: labelW + barW, y: axis, class: 'svg-axis', 'text-anchor': 'end' }, `${Math.round(max)} ms`));
   const legend = h('div', { class: 'legend' }, STAGES.map(([, label, color]) => [h('span', { class: 'swatch', style: { background: color } }), label]));
-  const numbers = table(['Turn', 'STT', 'LLM (request → first token)', 'TTS (text → first audio)', 'End of speech → first frame'], latency.map((l) => h('tr', null,
-    h('td', null, String(l.turn)), h('td', { class: 'num' }, ms(l.stt_ms)), h('td', { class: 'num' }, ms(l.llm_ms)), h('td', { class: 'num' }, ms(l.tts_ms)), h('td', { class: 'num' }, ms(l.total_ms)))), { class: 'compact' });
+  const numbers = table(['Turn', 'Turn model', 'STT', 'LLM (request → first token)', 'TTS (text → first audio)', 'End of speech → first frame'], latency.map((l) => h('tr', null,
+    h('td', null, String(l.turn)), h('td', { class: 'num' }, ms(l.turn_model_ms)), h('td', { class: 'num' }, ms(l.stt_ms)), h('td', { class: 'num' }, ms(l.llm_ms)), h('td', { class: 'num' }, ms(l.tts_ms)), h('td', { class: 'num' }, ms(l.total_ms)))), { class: 'compact' });
   return section('Turn latency', legend, chart, h('details', null, h('summary', null, 'Numbers (ms, as measured by the media pipeline)'), numbers));
 }
 

@@ -7,6 +7,7 @@ const ms = (description: string) => ({ ...nullable(num), description });
 /** The stage events of a turn, in pipeline order, as `detail` keys (ms from the turn's origin). */
 export const turnStageEvents = {
   userStopped_ms: 'the caller stopped speaking (VAD end of speech, or the STT end of turn); 0 when it is the origin',
+  turnEnd_ms: 'the turn model decided the caller\'s turn was over (or its longest pause passed); absent without a turn model',
   sttFinal_ms: 'the STT final transcript of the turn arrived',
   llmRequest_ms: 'the LLM request was sent (a speculative request sent before the final counts from when it was sent)',
   llmFirstToken_ms: 'the LLM streamed its first token',
@@ -21,11 +22,12 @@ export const turnLatencySchema = {
     'One agent reply (turn) of the call: when each pipeline stage happened and how long the vendor stages took. Written when the reply\'s first audio frame is sent; a turn cut short before any audio has no entry. Durations are milliseconds with one decimal, measured on a monotonic clock inside the media process.',
   properties: {
     turn: { ...int, description: 'Caller turn number (1 = the first thing the caller said); the greeting counts as turn 1 when the LLM improvises it' },
-    stt_ms: ms('End of speech → STT final (null when the turn has no caller speech, e.g. an improvised greeting)'),
+    turn_model_ms: ms('End of speech → the turn model ended the turn (null where the STT vendor decides the end of turn itself, or without the model)'),
+    stt_ms: ms('End of the turn (end of speech, or the turn model\'s decision) → STT final (null when the turn has no caller speech, e.g. an improvised greeting)'),
     llm_ms: ms('LLM request → first token (null for fixed texts: greetings, idle prompts)'),
     tts_ms: ms('First text to TTS → first audio from the TTS'),
     total_ms: ms('Origin → first audio frame sent: what the caller waited'),
-    overhead_ms: ms('total_ms minus stt_ms, llm_ms and tts_ms: time not spent waiting on a vendor (turn detection windows, queueing, pacing)'),
+    overhead_ms: ms('total_ms minus turn_model_ms, stt_ms, llm_ms and tts_ms: time not spent waiting on a model or vendor (turn detection windows, queueing, pacing)'),
     detail: {
       type: 'object',
       description: 'Each stage event that happened, in ms from the origin (absent when the stage did not happen)',
@@ -37,8 +39,8 @@ export const turnLatencySchema = {
     started_at: { ...nullable(ts), description: 'The origin as wall-clock time' },
     providers: {
       type: 'object',
-      description: 'The provider of each stage (the call\'s engines; the histogram\'s provider label)',
-      properties: { stt: str, llm: str, tts: str },
+      description: 'The provider of each stage (the call\'s engines; the histogram\'s provider label); turn_model only when the turn model ended the turn',
+      properties: { stt: str, llm: str, tts: str, turn_model: str },
       required: ['stt', 'llm', 'tts'],
     },
   },

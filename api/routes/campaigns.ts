@@ -290,10 +290,12 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     const contacts = await db.any(sql.type(z.object({
       row_number: z.number(), phone_number: z.string(), status: z.string(), attempts: z.number(), last_status: z.string().nullable(),
       last_ended_reason: z.string().nullable(), last_duration_seconds: z.number().nullable(), last_call_id: z.string().nullable(),
-      next_attempt_at: z.string().nullable(), analysis: z.unknown(), analysis_success: z.boolean().nullable(), schema_properties: z.unknown(),
+      next_attempt_at: z.string().nullable(), voicemail_left: z.boolean().nullable(), analysis: z.unknown(), analysis_success: z.boolean().nullable(),
+      schema_properties: z.unknown(),
     }))`
       SELECT cc.row_number, cc.phone_number, cc.status, cc.attempts, cc.last_status, cc.last_ended_reason, cc.last_duration_seconds,
-             cc.last_call_id::text, cc.next_attempt_at, cl.analysis, cl.analysis_success,
+             cc.last_call_id::text, cc.next_attempt_at,
+             CASE WHEN cl.id IS NULL THEN NULL ELSE 'voicemail_left' = ANY(cl.tags) END AS voicemail_left, cl.analysis, cl.analysis_success,
              cl.config_snapshot #> '{analysis,structuredData,schema,properties}' AS schema_properties
       FROM campaign_contacts cc
       LEFT JOIN calls cl ON cl.id = cc.last_call_id AND cl.organization_id = ${orgId}
@@ -306,7 +308,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     }
     properties.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
     const fixed = ['row_number', 'phone_number', 'contact_status', 'attempts', 'last_status', 'ended_reason', 'duration_seconds', 'last_call_id', 'next_attempt_at',
-      'analysis_status', 'success', 'success_score', 'success_reason'];
+      'voicemail_left', 'analysis_status', 'success', 'success_score', 'success_reason'];
     const header = [...fixed, ...properties.map((p) => (fixed.includes(p) ? `data.${p}` : p))];
     const lines = [header.map(csvCell).join(',')];
     const cellOf = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : v);
@@ -314,7 +316,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       const a = (c.analysis && typeof c.analysis === 'object' ? c.analysis : {}) as { status?: string; structuredData?: unknown; successEvaluation?: { score?: unknown; reason?: unknown } | null };
       const data = (a.structuredData && typeof a.structuredData === 'object' ? a.structuredData : {}) as Record<string, unknown>;
       lines.push([c.row_number, c.phone_number, c.status, c.attempts, c.last_status, c.last_ended_reason, c.last_duration_seconds,
-        c.last_call_id, c.next_attempt_at ? new Date(c.next_attempt_at).toISOString() : null,
+        c.last_call_id, c.next_attempt_at ? new Date(c.next_attempt_at).toISOString() : null, c.voicemail_left,
         a.status ?? null, c.analysis_success, a.successEvaluation?.score ?? null, a.successEvaluation?.reason ?? null,
         ...properties.map((p) => cellOf(data[p]))].map(csvCell).join(','));
     }

@@ -327,8 +327,19 @@ export const inlineTestTool = z.strictObject({
   }),
 });
 
-export const INLINE_TOOL_TYPES = ['function', 'endCall', 'transferCall', 'query', 'testTool'] as const;
-export const inlineToolSchema = z.discriminatedUnion('type', [inlineFunctionTool, inlineEndCallTool, inlineTransferCallTool, inlineQueryTool, inlineTestTool]);
+/** Keys on the phone keypad for the LLM to press (media/tools/dtmf.ts): one function whose `digits` it fills in. */
+export const SEND_DTMF_DESCRIPTION =
+  'Press keys on the phone keypad, e.g. to choose an option of an automated phone menu. digits: 0-9, * and #; w waits half a ' +
+  'second. While a menu is still reading its options or you are on hold, you may answer with no text at all to keep listening.';
+export const inlineSendDtmfTool = z.strictObject({
+  type: z.literal('sendDtmf'),
+  name: toolName.default('send_dtmf'),
+  description: z.string().max(2000).default(SEND_DTMF_DESCRIPTION),
+  config: z.strictObject({}),
+});
+
+export const INLINE_TOOL_TYPES = ['function', 'endCall', 'transferCall', 'query', 'testTool', 'sendDtmf'] as const;
+export const inlineToolSchema = z.discriminatedUnion('type', [inlineFunctionTool, inlineEndCallTool, inlineTransferCallTool, inlineQueryTool, inlineTestTool, inlineSendDtmfTool]);
 export type InlineTool = z.output<typeof inlineToolSchema>;
 
 /** A saved tool reference: its UUID (normalised to lower case). */
@@ -409,6 +420,14 @@ export const agentConfigSchema = z
     userIdleMaxRetries: int(1, 5).default(2),
     tools: toolsSchema.default(() => []),
     voicemailDetection: z.boolean().default(true),
+    /** Left after the beep when voicemailDetection finds a machine (docs/agents.md); null: hang up as before. */
+    voicemailMessage: z
+      .string()
+      .min(1)
+      .max(1000)
+      .refine((s) => s.trim().length > 0, { message: 'voicemailMessage must not be blank' })
+      .nullable()
+      .default(null),
     webhook: webhookSchema.default(null),
     enableSummarization: z.boolean().default(false),
     analysis: analysisSchema.nullable().default(null),

@@ -75,12 +75,14 @@ function substituteTool(tool: ToolEntry, vars: Record<string, string>): ToolEntr
       return { ...tool, config: { ...tool.config, messages: messages(tool.config.messages) } };
     case 'testTool':
       return { ...tool, config: { ...tool.config, responseText: s(tool.config.responseText), messages: messages(tool.config.messages) } };
+    case 'sendDtmf':
+      return tool;
   }
 }
 
 /**
  * The config a call runs with: contextVariables = saved defaults overlaid with call-time non-blank values, and
- * placeholders substituted in systemPrompt, greeting.firstMessages, userIdleMessages and tools (function
+ * placeholders substituted in systemPrompt, greeting.firstMessages, userIdleMessages, voicemailMessage and tools (function
  * url/headers/messages, endCall messages, transfer message, query/test messages and responseText).
  * Unknown placeholders stay literal.
  */
@@ -92,6 +94,7 @@ export function resolveSnapshot(config: AgentConfig, opts: SnapshotOptions): Age
     systemPrompt: s(config.systemPrompt),
     greeting: { ...config.greeting, firstMessages: config.greeting.firstMessages.map(s) },
     userIdleMessages: config.userIdleMessages.map(s),
+    voicemailMessage: config.voicemailMessage === null ? null : s(config.voicemailMessage),
     tools: config.tools.map((t) => substituteTool(t, all)),
     contextVariables: merged,
   };

@@ -261,6 +261,11 @@ export const plivo: CarrierAdapter = {
     return { carrierCallId: null };
   },
 
+  // Plivo's Send Digits API plays the keys on the call (leg aleg: the callee's leg); the stream goes on
+  async sendDtmf(ctx, c, carrierCallId, digits) {
+    check(await request(ctx, creds(c), 'POST', `/Call/${encodeURIComponent(carrierCallId)}/DTMF/`, { digits, leg: 'aleg' }));
+  },
+
   async hangup(ctx, c, carrierCallId) {
     const r = await request(ctx, creds(c), 'DELETE', `/Call/${encodeURIComponent(carrierCallId)}/`);
     if (r.status === 404) return; // already gone

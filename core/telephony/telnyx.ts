@@ -9,7 +9,9 @@
 // key: `telnyx-signature-ed25519` = base64 signature of "{telnyx-timestamp}|{raw body}", verified with the public
 // key shown in the portal. Call Control has no answer document: an inbound `call.initiated` is answered with the
 // `answer` command carrying the stream settings; an outbound call streams once answered. AMD:
-// `answering_machine_detection: "detect"` → `call.machine.detection.ended {result: human|machine|not_sure}`.
+// `answering_machine_detection: "greeting_end"` → `call.machine.detection.ended {result: human|machine|not_sure}`,
+// then on a machine `call.machine.greeting.ended {result: beep_detected|ended|not_sure}` once its greeting is over
+// (a beep or the silence after it). DTMF: `actions/send_dtmf {digits}` plays keys into the call; the stream goes on.
 import { createPublicKey, verify as verifySignature } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -105,6 +107,8 @@ function mapStatus(raw: string): string {
 }
 
 const AMD: Record<string, string> = { human: 'human', machine: 'machine_start', not_sure: 'unknown', fax_detected: 'fax', silence: 'unknown' };
+/** call.machine.greeting.ended results (and premium's) in Twilio's end-of-message words */
+const GREETING_END: Record<string, string> = { beep_detected: 'machine_end_beep', ended: 'machine_end_silence', not_sure: 'machine_end_other', no_beep_detected: 'machine_end_other' };
 
 function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
   const data = (req.json as { data?: { event_type?: unknown; payload?: Record<string, unknown> } } | null)?.data;
@@ -140,6 +144,9 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
     case 'call.machine.detection.ended':
     case 'call.machine.premium.detection.ended':
       return [{ type: 'amd', answeredBy: AMD[str(p.result)] ?? 'unknown', carrierCallId: id }];
+    case 'call.machine.greeting.ended':
+    case 'call.machine.premium.greeting.ended':
+      return [{ type: 'amd', answeredBy: GREETING_END[str(p.result)] ?? 'machine_end_other', carrierCallId: id }];
     default:
       return [];
   }
@@ -153,6 +160,7 @@ export const telnyx: CarrierAdapter = {
   canDial: () => true,
   apiBase,
   carrierAmd: true,
+  amdMessageEnd: true,
   accountRef: (c) => creds(c).connection_id,
   accountOf: (req) => {
     const id = (req.json as { data?: { payload?: { connection_id?: unknown } } } | null)?.data?.payload?.connection_id;
@@ -204,13 +212,18 @@ export const telnyx: CarrierAdapter = {
       webhook_url_method: 'POST',
       timeout_secs: Math.round(req.timeoutS),
       ...streamSettings(req.streamUrl),
-      ...(req.amd ? { answering_machine_detection: 'detect' } : {}),
+      // greeting_end: a machine's end of greeting is reported too (where a voicemail message goes)
+      ...(req.amd ? { answering_machine_detection: 'greeting_end' } : {}),
       // recordInProviderConsole: Telnyx records the call from the answer (kept on the Telnyx account)
       ...(req.record ? { record: 'record-from-answer', record_channels: 'dual', record_format: 'mp3' } : {}),
     });
     check(r);
     const id = (r.body as { data?: { call_control_id?: unknown } } | null)?.data?.call_control_id;
     return { carrierCallId: typeof id === 'string' ? id : null };
+  },
+
+  async sendDtmf(ctx, c, carrierCallId, digits) {
+    check(await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/send_dtmf`, { digits }));
   },
 
   async hangup(ctx, c, carrierCallId) {

@@ -260,6 +260,7 @@ export const twilio: CarrierAdapter = {
 
   mapStatus: (raw) => mapCarrierStatus(raw),
   carrierAmd: true,
+  amdMessageEnd: true,
   accountRef: (c) => creds(c).account_sid,
   accountOf: (req) => req.params.AccountSid ?? null,
 

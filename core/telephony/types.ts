@@ -101,8 +101,10 @@ export interface WebhookRequest {
 
 /**
  * What a carrier webhook said, in carrier-neutral terms (api/routes/telephony/webhooks.ts).
- * `answeredBy` uses Twilio's AMD vocabulary (`human`, `machine_start`, `machine_end_beep`, `fax`, `unknown`): the
- * media side treats `machine_*`/`fax` as voicemail.
+ * `answeredBy` uses Twilio's AMD vocabulary (`human`, `machine_start`, `machine_end_beep`, `machine_end_silence`,
+ * `machine_end_other`, `fax`, `unknown`): the media side treats `machine_*`/`fax` as a machine, and `machine_end_*`
+ * as the end of its greeting (beep, silence after it, or the carrier's detection gave up) — where a voicemail
+ * message goes.
  */
 export type CarrierEvent =
   | { type: 'answer'; carrierCallId: string | null }
@@ -191,6 +193,12 @@ export interface CarrierAdapter {
   recordingSupport(what: CarrierRecording): string | null;
   /** Move the live call to `destination` (Twilio: call update with <Dial> TwiML). The media stream then stops. */
   transfer(ctx: CarrierContext, creds: Credentials, carrierCallId: string, req: TransferRequest): Promise<void>;
+  /**
+   * Press keys on the live call through the carrier's DTMF API, without disturbing its media stream (Telnyx
+   * send_dtmf, Plivo Call DTMF, Vonage dtmf). `digits` holds keys only (`0-9 * #`); pauses are the caller's. Absent:
+   * the keys go in-band, as tones in the stream (Twilio has no DTMF request short of new TwiML, which ends the stream).
+   */
+  sendDtmf?(ctx: CarrierContext, creds: Credentials, carrierCallId: string, digits: string): Promise<void>;
   /** Webhook authenticity (Twilio X-Twilio-Signature). Carriers without signed webhooks return false. */
   verifyWebhook(creds: Credentials, req: WebhookRequest): boolean;
   /** Raw carrier call status → the spec's connectionStatus (busy, no_answer, connection_failed, cancelled, completed, telephony_<raw>). */
@@ -199,6 +207,8 @@ export interface CarrierAdapter {
   apiBase(config: Config): string;
   /** The carrier runs answering-machine detection when asked at dial time (results: `amd` webhook events). */
   readonly carrierAmd?: boolean;
+  /** Its AMD also reports the end of a machine's greeting (`machine_end_*`: Twilio, Telnyx, Vonage; not Plivo). */
+  readonly amdMessageEnd?: boolean;
   /**
    * The carrier signs no webhooks (Exotel): every callback URL we hand it carries our own signed per-call token,
    * checked by the webhook routes instead of `verifyWebhook`.

@@ -150,7 +150,10 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
   if (hook === 'voice' && !status && str(b.to)) return [{ type: 'inbound', from: str(b.from), to: str(b.to), carrierCallId: uuid }];
   if (!status) return [];
   if (status === 'machine' || status === 'human') {
-    return [{ type: 'amd', answeredBy: status === 'human' ? 'human' : str(b.sub_state) === 'beep_start' ? 'machine_end_beep' : 'machine_start', carrierCallId: uuid }];
+    // mode default: `machine`, then `machine` with sub_state beep_start (the beep) or beep_timeout (no beep came)
+    const sub = str(b.sub_state);
+    const answeredBy = status === 'human' ? 'human' : sub === 'beep_start' ? 'machine_end_beep' : sub === 'beep_timeout' ? 'machine_end_other' : 'machine_start';
+    return [{ type: 'amd', answeredBy, carrierCallId: uuid }];
   }
   const duration = b.duration !== undefined ? Number(b.duration) : null;
   const reason = status === 'failed' || status === 'rejected' ? str(b.detail) : '';
@@ -167,6 +170,7 @@ export const vonage: CarrierAdapter = {
   canDial: () => true,
   apiBase,
   carrierAmd: true,
+  amdMessageEnd: true,
   accountRef: (c) => creds(c).application_id,
 
   async probeCredentials(ctx, c) {
@@ -222,11 +226,17 @@ export const vonage: CarrierAdapter = {
       event_url: [req.statusCallbackUrl],
       event_method: 'POST',
       ringing_timer: Math.min(120, Math.max(1, Math.round(req.timeoutS))),
-      ...(req.amd ? { advanced_machine_detection: { behavior: 'continue', mode: 'detect' } } : {}),
+      // mode default: asynchronous detection with beep detection (the beep is where a voicemail message goes)
+      ...(req.amd ? { advanced_machine_detection: { behavior: 'continue', mode: 'default', beep_timeout: 45 } } : {}),
     });
     check(r);
     const uuid = (r.body as { uuid?: unknown } | null)?.uuid;
     return { carrierCallId: typeof uuid === 'string' ? uuid : null };
+  },
+
+  // Play DTMF into the call (PUT /v1/calls/{uuid}/dtmf); the WebSocket leg goes on
+  async sendDtmf(ctx, c, carrierCallId, digits) {
+    check(await voice(ctx, creds(c), 'PUT', `/v1/calls/${encodeURIComponent(carrierCallId)}/dtmf`, { digits }));
   },
 
   async hangup(ctx, c, carrierCallId) {

@@ -10,7 +10,15 @@ export type SystemFrame =
   | { type: 'start' }
   | { type: 'end'; reason: string }
   | { type: 'userStartedSpeaking' }
-  | { type: 'userStoppedSpeaking' }
+  /**
+   * The caller's speech is over. Where a turn model decides (media/pipeline/turn/policy.ts) this comes when it ended
+   * the turn, `turnModel` saying how long after the VAD's end of speech that was.
+   */
+  | { type: 'userStoppedSpeaking'; turnModel?: { model: string; heldMs: number } }
+  /** The VAD heard the caller fall silent, but the turn model keeps the turn open (it may go on). */
+  | { type: 'userPaused' }
+  /** The caller went on speaking within the turn after a userPaused. */
+  | { type: 'userResumed' }
   | { type: 'interrupt'; by: 'user' | 'agent' }
   | { type: 'error'; message: string; fatal: boolean }
   | { type: 'metrics'; name: string; valueMs: number };
@@ -46,7 +54,7 @@ export type ControlFrame =
 
 export type Frame = SystemFrame | DataFrame | ControlFrame;
 
-const SYSTEM = new Set<Frame['type']>(['start', 'end', 'userStartedSpeaking', 'userStoppedSpeaking', 'interrupt', 'error', 'metrics']);
+const SYSTEM = new Set<Frame['type']>(['start', 'end', 'userStartedSpeaking', 'userStoppedSpeaking', 'userPaused', 'userResumed', 'interrupt', 'error', 'metrics']);
 const CONTROL = new Set<Frame['type']>(['flush', 'turnEnd', 'eagerTurnEnd', 'turnResumed', 'speakNow', 'speakAudio']);
 
 export function isSystemFrame(f: Frame): f is SystemFrame {

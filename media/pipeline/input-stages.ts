@@ -1,4 +1,5 @@
-// Caller-side processors: noise gate (RNNoise via media/noise) → VAD → STT → turn manager.
+// Caller-side processors: noise gate (RNNoise via media/noise) → VAD → STT; the turn model's policy and the turn
+// manager that follow them are in media/pipeline/turn/.
 import type { Frame } from './frames.ts';
 import { Processor } from './processor.ts';
 import type { SttEvent, SttStream } from '../services/types.ts';
@@ -15,6 +16,8 @@ export interface Vad {
   process(frame16k: Int16Array): Promise<VadResult>;
   /** In order, without a promise per frame: `done` at once when no inference was needed (media/vad feed()). */
   feed?(frame16k: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void;
+  /** change the stop window (ms of silence that end speech); a VAD without it keeps its own */
+  setRedemptionMs?(ms: number): void;
   close?(): void | Promise<void>;
 }
 
@@ -180,85 +183,4 @@ export class SttStage extends Processor {
     this.stream = null;
     await s?.close().catch(() => {});
   }
-}
-
-export interface TurnManagerOptions {
-  /** STT has its own end-of-turn (then VAD silence does not end turns) */
-  sttTurnDetection: boolean;
-  /** after VAD stop with text already final: wait this long for a trailing final */
-  trailingFinalMs: number;
-  /** after VAD stop with no final yet: give up waiting for one after this long (uses the last interim) */
-  finalTimeoutMs: number;
-}
-
-/**
- * Decides when the caller's turn ends: the STT's own end-of-turn where it has one, else VAD silence plus a final
- * transcript. Emits `turnEnd{text}`; passes speaking and transcript frames on for barge-in and the client events.
- */
-export class TurnManager extends Processor {
-  readonly name = 'turns';
-  private text = '';
-  private interim = '';
-  private speaking = false;
-  private waiting: NodeJS.Timeout | null = null;
-  constructor(private readonly opts: TurnManagerOptions) {
-    super();
-  }
-  protected override process(frame: Frame): void {
-    switch (frame.type) {
-      case 'userStartedSpeaking':
-        this.speaking = true;
-        this.clearWait();
-        this.push(frame);
-        return;
-      case 'userStoppedSpeaking':
-        this.speaking = false;
-        this.push(frame);
-        if (!this.opts.sttTurnDetection) this.arm(this.text ? this.opts.trailingFinalMs : this.opts.finalTimeoutMs);
-        return;
-      case 'transcript':
-        this.push(frame);
-        if (frame.final) {
-          this.text = join(this.text, frame.text);
-          this.interim = '';
-          if (!this.speaking && !this.opts.sttTurnDetection) this.endTurn();
-        } else this.interim = frame.text;
-        return;
-      case 'turnEnd':
-        this.clearWait();
-        this.text = join(this.text, '') || frame.text || this.interim;
-        this.endTurn();
-        return;
-      default:
-        this.push(frame);
-    }
-  }
-  private arm(ms: number): void {
-    this.clearWait();
-    this.waiting = setTimeout(() => {
-      this.waiting = null;
-      if (!this.speaking) {
-        if (!this.text && this.interim) this.text = this.interim;
-        this.endTurn();
-      }
-    }, ms);
-  }
-  private clearWait(): void {
-    if (this.waiting) clearTimeout(this.waiting);
-    this.waiting = null;
-  }
-  private endTurn(): void {
-    this.clearWait();
-    const text = this.text.trim();
-    this.text = '';
-    this.interim = '';
-    if (text) this.push({ type: 'turnEnd', text });
-  }
-  override close(): void {
-    this.clearWait();
-  }
-}
-
-function join(a: string, b: string): string {
-  return [a.trim(), b.trim()].filter(Boolean).join(' ');
 }

@@ -37,7 +37,8 @@ export class Pacer extends Processor implements Tickable {
   private readonly queue: Item[] = [];
   private playhead = 0;
   /** sent frames not yet counted as played */
-  private readonly inFlight: Array<{ at: number; end: number; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> }> = [];
+  /** `pcm`: the frame's speech audio before the mixer (what goes back to the queue when its utterance is paused) */
+  private readonly inFlight: Array<{ at: number; end: number; pcm: Int16Array; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> }> = [];
   /** ms of audio handed to `send` so far (the coordinate of opts.playedMs) */
   private sentMs = 0;
   private readonly ends: Array<{ speech: SpeechHandle; at: number }> = [];
@@ -111,6 +112,42 @@ export class Pacer extends Processor implements Tickable {
   }
 
   /**
+   * Stop playing an utterance without dropping it (caller sound that may not be an interruption): what was heard
+   * stays played; its audio sent but not yet heard goes back to the head of the queue, so resume() plays on from
+   * exactly where the caller stopped hearing it. Nothing else of it is sent meanwhile (what queues behind it waits).
+   */
+  pause(speech: SpeechHandle): void {
+    const now = this.opts.clock.now();
+    this.settle(now, false);
+    const back: Item[] = [];
+    for (let i = 0; i < this.inFlight.length; ) {
+      const f = this.inFlight[i]!;
+      if (f.parts[0]!.speech !== speech) {
+        i++;
+        continue;
+      }
+      this.inFlight.splice(i, 1);
+      let off = 0;
+      for (const p of f.parts) {
+        back.push({ kind: 'audio', pcm: f.pcm.subarray(off, off + p.n), off: 0, speech, chunk: p.chunk });
+        off += p.n;
+      }
+    }
+    for (let i = this.ends.length - 1; i >= 0; i--) {
+      if (this.ends[i]!.speech !== speech) continue;
+      this.ends.splice(i, 1);
+      back.push({ kind: 'end', speech });
+    }
+    this.queue.unshift(...back);
+    if (this.lastSpeech === speech) this.lastSpeech = null; // the gap of a pause is not an underrun
+  }
+
+  /** Play a paused utterance on. */
+  resume(_speech: SpeechHandle): void {
+    this.pump(this.arrivalTime());
+  }
+
+  /**
    * The time to pump at when audio arrives between ticks. Idle or behind real time: now, so the first audio of a
    * reply (or audio that ends an underrun) leaves at once. Playing, i.e. ahead of real time: the time the lead was
    * last filled for (the latest tick), so arriving audio only fills what that tick would have sent had the audio been
@@ -157,7 +194,7 @@ export class Pacer extends Processor implements Tickable {
         }
       }
       this.sentMs += (pcm.length / this.opts.sampleRate) * 1000;
-      if (taken) this.inFlight.push({ at, end: this.sentMs, parts: taken.parts });
+      if (taken) this.inFlight.push({ at, end: this.sentMs, pcm: taken.pcm, parts: taken.parts });
       this.opts.send(pcm, at);
       this.playhead += frameMs;
     }
@@ -196,6 +233,7 @@ export class Pacer extends Processor implements Tickable {
   private take(): { pcm: Int16Array; parts: Array<{ speech: SpeechHandle; chunk: number; n: number }> } | null | 'wait' {
     const q = this.queue;
     while (q.length && q[0]!.speech.finished) q.shift();
+    if (q.length && q[0]!.speech.paused) return 'wait';
     // an utterance whose audio is all sent: it ends when the last sent frame has played
     while (q.length && q[0]!.kind === 'end') this.ends.push({ speech: q.shift()!.speech, at: this.playhead });
     if (!q.length) return null;

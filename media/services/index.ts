@@ -7,7 +7,8 @@
 // STT local (Whisper, else PocketSphinx 5), soniox, deepgram (Flux), assemblyai (v3 streaming), sarvam (saaras),
 // cartesia (Ink turns), the vendors over one WebSocket per call (stt/ws-session.ts); TTS local (Piper, else eSpeak
 // NG), elevenlabs (multi-stream-input contexts; eleven_v3 over HTTP streaming), cartesia, inworld (contexts per
-// reply), xai, sarvam (one generation at a time), openai (HTTP speech endpoint), each in tts/<id>.ts.
+// reply), xai, sarvam (one generation at a time), openai (HTTP speech endpoint), each in tts/<id>.ts. Turn model:
+// Smart Turn v3.2 (turn/smart-turn.ts) for the STTs without an end of turn of their own.
 import type { Config } from '../../core/config.ts';
 import type { Engines, LlmService, SttService, TtsService } from './types.ts';
 import { ttsEntry } from '../../core/catalog.ts';
@@ -26,6 +27,7 @@ import { InworldTts } from './tts/inworld.ts';
 import { XaiTts } from './tts/xai.ts';
 import { SarvamTts } from './tts/sarvam.ts';
 import { OpenAiTts } from './tts/openai.ts';
+import { createSmartTurn } from './turn/smart-turn.ts';
 
 /** The parts of an agent's config the engines need (a CallConfig / AgentConfig snapshot fits). */
 export interface EngineAgentConfig {
@@ -135,7 +137,10 @@ export const defaultFactories: EngineFactories = {
   },
 };
 
-/** Build one call's engines. Throws EngineUnavailableError for a provider without an adapter. */
+/**
+ * Build one call's engines. Throws EngineUnavailableError for a provider without an adapter. An STT without an end
+ * of turn of its own (`local`, `sarvam`) gets the Smart Turn model to decide when the caller's turn is over.
+ */
 export function createEngines(config: Config, agent: EngineAgentConfig, overrides?: Partial<EngineFactories>): Engines {
   const ctx: EngineContext = { config, agent };
   const pick = <F extends 'llm' | 'stt' | 'tts'>(family: F, id: string): EngineFactories[F][string] => {
@@ -146,5 +151,6 @@ export function createEngines(config: Config, agent: EngineAgentConfig, override
   const llm = pick('llm', agent.llm.provider)(ctx);
   const stt = pick('stt', agent.stt.provider)(ctx);
   const tts = pick('tts', agent.tts.provider)(ctx);
-  return { llm, stt, tts };
+  if (stt.hasTurnDetection) return { llm, stt, tts };
+  return { llm, stt, tts, turn: createSmartTurn(config.LOCAL_TURN_WORKERS ? { workers: config.LOCAL_TURN_WORKERS } : {}) };
 }

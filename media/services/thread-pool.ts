@@ -192,6 +192,44 @@ export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req
   });
 }
 
+/**
+ * In a pool helper: like serveThread, but the requests that arrived while the last batch ran are answered as one
+ * batch (at most `maxBatch`): a model with a batch dimension runs them in one inference.
+ */
+export async function serveBatches<Q, R>(port: PoolPort, load: () => Promise<(reqs: Q[]) => Promise<R[]>>, maxBatch = 16): Promise<void> {
+  process.on('disconnect', () => process.exit(0));
+  resetHelperPriority();
+  let handle: (reqs: Q[]) => Promise<R[]>;
+  try {
+    handle = await load();
+  } catch (err) {
+    port.postMessage({ loadError: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  port.postMessage({ loaded: true });
+  const queue: Array<Q & { id: number }> = [];
+  let running = false;
+  const drain = async () => {
+    running = true;
+    while (queue.length) {
+      const batch = queue.splice(0, maxBatch);
+      try {
+        const results = await handle(batch);
+        batch.forEach((req, i) => port.postMessage({ id: req.id, result: results[i] }));
+      } catch (err) {
+        for (const req of batch) port.postMessage({ id: req.id, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    running = false;
+  };
+  port.on('message', (req: Q & { id: number }) => {
+    queue.push(req);
+    // the current turn of the helper's event loop may bring more requests: they join this batch
+    if (!running) setImmediate(() => void drain());
+    running = true;
+  });
+}
+
 /** A pool size: `workers`, else the environment variable's whole number, else one per core (at most 64). */
 export function poolSize(envVar: string, workers?: number): number {
   const n = workers ?? Number(process.env[envVar]);

@@ -40,6 +40,11 @@ export interface SttService {
   readonly model: string;
   /** true when the engine emits turn_end itself (then the VAD stop window is not used to end turns). */
   readonly hasTurnDetection: boolean;
+  /**
+   * How long a final may take after finalize() (ms) before the turn ends with the last interim instead. Engines that
+   * decode on this machine set it high: their final always comes, later under load. Default 1500.
+   */
+  readonly finalWaitMs?: number;
   open(opts: SttOptions): Promise<SttStream>;
 }
 
@@ -181,8 +186,34 @@ export interface TtsService {
   close?(): Promise<void>;
 }
 
+// ── turn model ──────────────────────────────────────────────────────────────────────────────────────────
+/** One decision of a turn model on the caller's turn so far. */
+export interface TurnDecision {
+  /** the model says the caller has finished their turn */
+  complete: boolean;
+  /** its probability of "complete" (0..1) */
+  probability: number;
+  /** CPU the decision took (features and inference, ms) */
+  cpuMs: number;
+}
+
+/**
+ * A semantic end-of-turn model (media/services/turn): asked when the caller falls silent, it says whether what they
+ * said so far sounds finished. Used for STT engines without an end of turn of their own.
+ */
+export interface TurnModel {
+  /** model id, the `provider` label of its latency stage (e.g. smart-turn-v3.2) */
+  readonly id: string;
+  /** Loaded and ready; rejects (ModelFileError for a missing or altered file) when it cannot run here. */
+  ready(): Promise<void>;
+  /** Decide on the caller's turn: 16 kHz mono s16le audio from (just before) its start to now. */
+  decide(pcm16k: Int16Array): Promise<TurnDecision>;
+}
+
 export interface Engines {
   llm: LlmService;
   stt: SttService;
   tts: TtsService;
+  /** the end-of-turn model, for an STT without its own turn detection (absent: VAD silence ends turns) */
+  turn?: TurnModel;
 }

@@ -6,7 +6,9 @@ import type { Logger } from '../../core/logger.ts';
 import type { Engines, LlmChunk, LlmService, LlmUsage, ToolCall } from '../services/types.ts';
 import type { Frame } from '../pipeline/frames.ts';
 import { Collector, Pipeline, type Processor } from '../pipeline/processor.ts';
-import { NoiseGateStage, SttStage, TurnManager, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { NoiseGateStage, SttStage, VadStage, type AsyncDenoiser, type Denoiser, type Vad } from '../pipeline/input-stages.ts';
+import { TurnManager } from '../pipeline/turn/manager.ts';
+import { turnPolicyFor, type TurnPolicyStage } from '../pipeline/turn/policy.ts';
 import { SentenceChunker } from '../pipeline/chunker.ts';
 import { TtsStage } from '../pipeline/tts-stage.ts';
 import { Pacer } from '../pipeline/pacer.ts';
@@ -17,9 +19,12 @@ import { MemorySink, Recorder, type RecordingSink } from '../pipeline/recorder.t
 import { ConversationContext, type AssistantMsg } from '../pipeline/context.ts';
 import { interruptionsTotal, observeTurn, summarizeTurn, type TurnLatency, type TurnTimes } from '../pipeline/metrics.ts';
 import { SpeechHandle, type SpeechSource } from './speech.ts';
+import { FalseInterruptionGuard } from './false-interruption.ts';
 import { DEFAULT_IDLE_MESSAGE, wordList, type CallConfig } from './config.ts';
 import type { ToolSet, ToolStatus } from '../tools/runtime.ts';
 import { recordingLabel, type Spoken } from '../tools/spoken.ts';
+import { substitute } from '../../core/agent-config/snapshot.ts';
+import { DTMF_PAUSE_MS, dtmfTones } from '../audio/dtmf.ts';
 
 export type EndedReason =
   | 'user_hangup'
@@ -48,13 +53,22 @@ export interface DtmfPress {
   t_ms: number;
   timestamp: string;
 }
+/** Keys the agent pressed (sendDtmf): kept on the call's `logs.dtmf_sent`. */
+export interface KeysSent {
+  digits: string;
+  via: 'in-band' | 'carrier';
+  t_ms: number;
+  timestamp: string;
+}
 /** Keys typed within this pause of each other are one entry for the LLM; `#` ends an entry at once. */
 export const DTMF_ENTRY_PAUSE_MS = 1500;
 
-/** Collaborators that watch a call (voicemail detection, …) without living inside the session. */
+/** Collaborators that watch a call (answer supervision, …) without living inside the session. */
 export interface SessionObserver {
   /** the pipeline is running */
   started?(session: CallSession): void;
+  /** caller audio as it arrives (16 kHz mono), before the noise gate */
+  callerAudio?(pcm16k: Int16Array): void;
   /** VAD: the caller started (true) / stopped (false) speaking */
   userSpeech?(speaking: boolean): void;
   /** a completed caller turn (final transcript) */
@@ -79,6 +93,8 @@ export interface SessionResult {
   timelineStartedAt?: string;
   /** keypad presses, in order (logs.dtmf) */
   dtmf: DtmfPress[];
+  /** keys the agent pressed, in order (logs.dtmf_sent) */
+  keysSent?: KeysSent[];
 }
 
 export interface SessionOptions {
@@ -104,6 +120,8 @@ export interface SessionOptions {
    */
   holdMusicMs?: number;
   observers?: SessionObserver[];
+  /** the call's context variables (built-ins included): what resolve() substitutes */
+  contextVariables?: Record<string, string>;
   /** called once when the session has ended (row writes, webhooks, closing the transport) */
   onEnd(result: SessionResult): Promise<void>;
 }
@@ -139,6 +157,7 @@ export class CallSession {
   readonly ctx: ConversationContext;
   readonly transcript: TranscriptEntry[] = [];
   private readonly dtmf: DtmfPress[] = [];
+  private readonly keysSent: KeysSent[] = [];
   private keypad = '';
   private keypadTimer: NodeJS.Timeout | null = null;
   readonly latency: TurnLatency[] = [];
@@ -152,9 +171,13 @@ export class CallSession {
   private readonly input: Pipeline;
   private readonly output: Pipeline;
   private readonly stt: SttStage;
+  /** the turn model's policy (an STT without its own end of turn, with a turn model): null for VAD silence alone */
+  private readonly turnPolicy: TurnPolicyStage | null;
   private readonly pacer: Pacer;
   private readonly mixer: Mixer;
   private readonly speeches = new Set<SpeechHandle>();
+  /** barge-in on caller sound holds the agent's utterances until a word proves it an interruption */
+  private readonly hold: FalseInterruptionGuard;
   private readonly entries = new Map<SpeechHandle, Extract<TranscriptEntry, { role: 'assistant' }>>();
   private readonly owners = new Map<SpeechHandle, AssistantMsg[]>();
   private readonly turns = new Map<SpeechHandle, TurnTimes>();
@@ -183,6 +206,9 @@ export class CallSession {
   private watchdog: NodeJS.Timeout | null = null;
   /** VAD keeps reporting speech that the watchdog decided is not speech (music, noise) */
   private ignoringSpeech = false;
+  /** the callee is a phone menu (holdTurns): caller turns are joined until it pauses this long; no idle prompts */
+  private menuPauseMs: number | null = null;
+  private heldTurn: { text: string; turn: TurnTimes; timer: NodeJS.Timeout | null } | null = null;
   /** tool calls still running, with their kind (a transfer whose carrier moved the call before answering) */
   private readonly toolsInFlight = new Map<Extract<TranscriptEntry, { role: 'tool' }>, string>();
   /** the TTS engine's early connect(): its failure, if any */
@@ -204,17 +230,26 @@ export class CallSession {
     this.ackPicker = createWordPicker({ ...o.config.acknowledgeSounds, wordOrder: order(o.config.acknowledgeSounds.wordOrder) });
     this.fillerPicker = createWordPicker({ ...o.config.fillerWords, wordOrder: order(o.config.fillerWords.wordOrder) });
     const onError = (err: unknown, where: string) => this.onStageError(err, where);
+    this.hold = new FalseInterruptionGuard({
+      pause: (s) => this.pacer.pause(s),
+      resume: (s) => this.pacer.resume(s),
+      cut: (s) => this.cut(s, 'user'),
+      after: (ms, fn) => this.after(ms, fn),
+      onResumed: (held) => this.log.info({ utterances: held.length }, 'caller sound without words: the agent plays on'),
+    });
 
     this.stt = new SttStage();
+    this.turnPolicy = turnPolicyFor(o.engines, () => this.clock.now(), this.log);
     const inputStages: Processor[] = [];
     if (o.denoiser) inputStages.push(new NoiseGateStage(o.denoiser));
     inputStages.push(
       new VadStage(o.vad),
+      ...(this.turnPolicy ? [this.turnPolicy] : []),
       this.stt,
       new TurnManager({
         sttTurnDetection: o.engines.stt.hasTurnDetection,
         trailingFinalMs: o.trailingFinalMs ?? 250,
-        finalTimeoutMs: o.finalTimeoutMs ?? 1500,
+        finalTimeoutMs: o.finalTimeoutMs ?? o.engines.stt.finalWaitMs ?? 1500,
       }),
       new Collector((f) => this.onInput(f)),
     );
@@ -268,8 +303,11 @@ export class CallSession {
       },
     });
     opening.catch(() => {}); // handled by the await below
+    // the turn model loads beside it (shared by the process's calls: normally loaded already); VAD-only without it
+    const turning = this.turnPolicy?.activate(this.o.vad, this.log);
     this.startOutput(cfg);
     const stream = await opening;
+    await turning;
     this.clock.poll(); // see media/session/runner.ts: a burst of calls starting together
     if (this.ended) {
       void stream.close().catch(() => {}); // the call ended while the recogniser was opening
@@ -338,11 +376,91 @@ export class CallSession {
     if (this.ended) return;
     this.clock.poll(); // a tick that is due runs now, not after this whole burst of socket reads (clock.ts)
     this.recorder.addCaller(pcm, this.clock.now());
+    for (const ob of this.o.observers ?? []) ob.callerAudio?.(pcm);
     this.input.push({ type: 'audioIn', pcm });
   }
 
   get isEnded(): boolean {
     return this.ended;
+  }
+
+  /** `{{variables}}` of a text resolved with the call's context variables (as the system prompt was). */
+  resolve(text: string): string {
+    return substitute(text, this.o.contextVariables ?? {});
+  }
+
+  /**
+   * A collaborator takes the call over to finish it (voicemail drop): every utterance stops now (the far end drops
+   * what it buffered), and the agent no longer greets, answers turns or prompts; say() and playAudio() still speak.
+   * The caller's words still reach the transcript.
+   */
+  windUp(): void {
+    if (this.ended || this.ending) return;
+    this.ending = true;
+    this.clearIdle();
+    this.dropSpeculation();
+    this.discardHeldTurn();
+    let cut = false;
+    for (const s of [...this.speeches]) {
+      if (s.state === 'speaking') cut = true;
+      this.cut(s, 'agent');
+    }
+    if (cut) this.o.transport.clearAudio?.();
+  }
+
+  /**
+   * The callee is a phone menu or hold line (pauseMs), or a person again (null). While it is a menu, caller turns
+   * are joined into one until the menu pauses for pauseMs (a menu reads its options as several sentences), and the
+   * idle prompts wait: silence on hold is expected, maxCallDurationS still ends the call.
+   */
+  holdTurns(pauseMs: number | null): void {
+    this.menuPauseMs = pauseMs;
+    if (pauseMs === null) {
+      const held = this.heldTurn;
+      if (held?.timer) clearTimeout(held.timer);
+      if (held) {
+        this.heldTurn = null;
+        this.answerTurn(held.text, held.turn);
+      }
+      this.maybeArmIdle();
+    } else this.clearIdle();
+  }
+
+  /**
+   * Press keys on the line (sendDtmf): through `carrier` (its DTMF API; `w` pauses between its requests) when given,
+   * else — or when the carrier refuses — as in-band tones played like speech (media/audio/dtmf.ts). Either way the
+   * transcript gets `[keypad: …]` as the agent's and logs.dtmf_sent the keys. Resolves once they are sent.
+   */
+  async pressKeys(digits: string, carrier: ((keys: string) => Promise<void>) | null): Promise<'in-band' | 'carrier'> {
+    if (this.ended) throw new Error('the call has ended');
+    const label = `[keypad: ${digits}]`;
+    const t_ms = Math.round(this.clock.now() - this.t0);
+    let via: 'in-band' | 'carrier' = 'in-band';
+    if (carrier) {
+      try {
+        const groups = digits.split(/(w+)/).filter(Boolean);
+        for (const g of groups) {
+          if (g.startsWith('w')) await new Promise((r) => setTimeout(r, g.length * DTMF_PAUSE_MS));
+          else await carrier(g);
+        }
+        via = 'carrier';
+        this.transcript.push({ role: 'assistant', content: label, timestamp: new Date().toISOString() });
+      } catch (err) {
+        this.log.warn({ err }, 'the carrier could not send the keys: sending them as tones');
+      }
+    }
+    if (via === 'in-band') await this.playAudio(label, dtmfTones(digits, 24000), 'keypad').done;
+    this.keysSent.push({ digits, via, t_ms, timestamp: new Date().toISOString() });
+    this.log.info({ digits, via }, 'keys pressed');
+    return via;
+  }
+
+  /** Stored audio as one utterance, not interruptible, not in the LLM's context; the transcript shows `label`. */
+  playAudio(label: string, pcm: Int16Array, source: SpeechSource): SpeechHandle {
+    const s = new SpeechHandle(source, false);
+    this.track(s);
+    this.output.push({ type: 'speakAudio', label, pcm, speech: s });
+    return s;
   }
 
   /** End the call (idempotent). */
@@ -356,6 +474,7 @@ export class CallSession {
     this.clearIdle();
     this.clearAck();
     this.dropSpeculation();
+    this.hold.close();
     if (this.taskTimer) clearTimeout(this.taskTimer);
     for (const s of [...this.speeches]) {
       if (s.state === 'speaking') interruptionsTotal.inc({ by: 'agent' });
@@ -380,7 +499,7 @@ export class CallSession {
     if (this.stt.samples > 0) usage.stt = { provider: stt.provider, model: stt.model, seconds: Math.round((this.stt.samples / 16000) * 100) / 100 };
     const transcript = this.transcript.filter((e) => e.role !== 'assistant' || e.content.trim());
     try {
-      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: new Date(this.t0Wall).toISOString(), dtmf: this.dtmf });
+      await this.o.onEnd({ reason, error, transcript, usage, latency: this.latency, recording: this.recorder, timelineStartedAt: new Date(this.t0Wall).toISOString(), dtmf: this.dtmf, keysSent: this.keysSent });
     } catch (err) {
       this.log.error({ err }, 'call end handling failed');
     }
@@ -443,10 +562,20 @@ export class CallSession {
         for (const ob of this.o.observers ?? []) ob.userSpeech?.(true);
         this.lastWordsAt = this.clock.now();
         this.armWatchdog();
+        if (this.heldTurn?.timer) {
+          clearTimeout(this.heldTurn.timer); // the menu goes on: its next sentence joins the held turn
+          this.heldTurn.timer = null;
+        }
         this.idleRetries = 0;
         this.clearIdle();
-        if (this.cfg.stt.interruptionMinWords === 0) this.bargeIn();
+        if (this.cfg.stt.interruptionMinWords === 0) this.holdForWords();
         this.armAck();
+        return;
+      case 'userPaused':
+        this.hold.quiet();
+        return;
+      case 'userResumed':
+        this.hold.sound();
         return;
       case 'userStoppedSpeaking':
         if (this.ignoringSpeech) {
@@ -454,10 +583,14 @@ export class CallSession {
           return;
         }
         this.userSpeaking = false;
+        this.hold.quiet();
         for (const ob of this.o.observers ?? []) ob.userSpeech?.(false);
         this.clearWatchdog();
         this.clearAck();
-        this.pendingTurn = { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
+        // with a turn model the speech ended when the VAD heard it end; the model ended the turn heldMs later
+        this.pendingTurn = f.turnModel
+          ? { turn: this.turnCount + 1, userStoppedAt: this.clock.now() - f.turnModel.heldMs, turnEndAt: this.clock.now() }
+          : { turn: this.turnCount + 1, userStoppedAt: this.clock.now() };
         return;
       case 'transcript': {
         this.lastWordsAt = this.clock.now();
@@ -469,6 +602,7 @@ export class CallSession {
           this.armWatchdog();
         }
         this.o.transport.sendEvent({ type: 'rtf-user-transcription', payload: { text: f.text, final: f.final } });
+        if (this.hold.holding && countWords(f.text) > 0 && this.hold.words()) interruptionsTotal.inc({ by: 'user' });
         const n = this.cfg.stt.interruptionMinWords;
         if (n > 0 && countWords(f.text) >= n) this.bargeIn();
         return;
@@ -490,6 +624,15 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * Caller sound over the agent (interruptionMinWords 0): it stops at once, but its utterances are held, not cut,
+   * until a word is transcribed (false-interruption.ts).
+   */
+  private holdForWords(): void {
+    const held = [...this.speeches].filter((s) => s.interruptible && !s.finished);
+    if (this.hold.hold(held)) this.o.transport.clearAudio?.();
   }
 
   /** Caller speech over the agent: stop every interruptible utterance (and the reply being generated). */
@@ -557,6 +700,30 @@ export class CallSession {
     const turn = this.pendingTurn ?? { turn: this.turnCount + 1 };
     this.pendingTurn = null;
     turn.sttFinalAt = now;
+    if (this.menuPauseMs !== null && !keypad) {
+      // a phone menu: this sentence is held until the menu pauses (holdTurns)
+      const held = (this.heldTurn ??= { text: '', turn, timer: null });
+      held.text = held.text ? `${held.text} ${text}` : text;
+      held.turn.sttFinalAt = now;
+      if (held.timer) clearTimeout(held.timer);
+      held.timer = this.after(this.menuPauseMs, () => {
+        if (this.heldTurn !== held || this.userSpeaking) return;
+        this.heldTurn = null;
+        this.answerTurn(held.text, held.turn);
+      });
+      return;
+    }
+    this.answerTurn(text, turn);
+  }
+
+  private discardHeldTurn(): void {
+    if (this.heldTurn?.timer) clearTimeout(this.heldTurn.timer);
+    this.heldTurn = null;
+  }
+
+  /** Reply to a caller turn (or keep it for after an utterance that cannot be interrupted). */
+  private answerTurn(text: string, turn: TurnTimes): void {
+    if (this.ending) return;
     const busy = [...this.speeches].filter((s) => !s.finished);
     if (busy.some((s) => !s.interruptible)) {
       // the agent is saying something that cannot be interrupted (opener, farewell): answer right after it
@@ -646,7 +813,8 @@ export class CallSession {
     if (t && t.firstFrameAt === undefined) {
       t.firstFrameAt = now;
       const e = this.o.engines;
-      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers: { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider } });
+      const providers = { stt: e.stt.provider, llm: e.llm.provider, tts: e.tts.provider, ...(this.turnPolicy?.active ? { turn_model: e.turn!.id } : {}) };
+      const l = summarizeTurn(t, { t0: this.t0, t0Wall: this.t0Wall, providers });
       this.latency.push(l);
       observeTurn(l);
     }
@@ -870,7 +1038,7 @@ export class CallSession {
 
   // ── idle ──────────────────────────────────────────────────────────────────────────────────────────────
   private maybeArmIdle(): void {
-    if (this.ending || this.userSpeaking || !this.greeted) return;
+    if (this.ending || this.userSpeaking || !this.greeted || this.menuPauseMs !== null) return;
     if ([...this.speeches].some((s) => !s.finished)) return;
     this.clearIdle();
     this.idleTimer = this.after(this.cfg.userIdleTimeoutS * 1000, () => this.onIdle());

@@ -1,8 +1,8 @@
 // The media session of a call as OpenTelemetry spans (only when tracing is on, core/tracing.ts): `call.session`
 // continues the trace stored on the call row (the api request or dial activity that created the call) and spans
-// the live call; each agent reply that reached the caller becomes a `call.turn` span with its `stt`, `llm` and
-// `tts` stage spans, placed from the turn timings the session stores in logs.latency (so the trace, the
-// histogram and GET /calls/{callId} show the same numbers).
+// the live call; each agent reply that reached the caller becomes a `call.turn` span with its `turn_model` (when a
+// turn model ended the turn), `stt`, `llm` and `tts` stage spans, placed from the turn timings the session stores
+// in logs.latency (so the trace, the histogram and GET /calls/{callId} show the same numbers).
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { contextFromCarrier, tracer, tracingEnabled } from '../../core/tracing.ts';
 import type { TurnLatency } from '../pipeline/metrics.ts';
@@ -30,11 +30,12 @@ function turnSpans(session: Span, l: TurnLatency): void {
     },
   }, trace.setSpan(context.active(), session));
   const d = l.detail;
-  const stage = (name: 'stt' | 'llm' | 'tts', from?: number, to?: number) => {
+  const stage = (name: 'turn_model' | 'stt' | 'llm' | 'tts', from?: number, to?: number) => {
     if (from === undefined || to === undefined) return;
-    t.startSpan(name, { startTime: at(from), attributes: { provider: l.providers[name], 'duration_ms': Math.round((to - from) * 10) / 10 } }, trace.setSpan(context.active(), turn)).end(at(to));
+    t.startSpan(name, { startTime: at(from), attributes: { provider: l.providers[name] ?? 'unknown', 'duration_ms': Math.round((to - from) * 10) / 10 } }, trace.setSpan(context.active(), turn)).end(at(to));
   };
-  stage('stt', d.userStopped_ms, d.sttFinal_ms);
+  stage('turn_model', d.userStopped_ms, d.turnEnd_ms);
+  stage('stt', d.turnEnd_ms ?? d.userStopped_ms, d.sttFinal_ms);
   stage('llm', d.llmRequest_ms, d.llmFirstToken_ms);
   stage('tts', d.ttsText_ms, d.ttsFirstByte_ms);
   turn.end(at(l.total_ms));

@@ -115,7 +115,16 @@ const finishedRow = z.object({ ended_at: z.string(), duration_seconds: z.number(
  * Write the ended call on its row. status error only for pipeline_error. Null when the row had already ended (a
  * reconcile got there first while this process could not reach the database): that reconcile sent call.ended.
  */
-export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf'>>) {
+/** Merge `entry` into a call's logs, and add `tag` to its tags (once). */
+export async function writeCallLogs(db: Db, callId: string, entry: Record<string, unknown>, tag?: string): Promise<void> {
+  const t = tag ?? null;
+  await db.query(sql.unsafe`
+    UPDATE calls SET logs = logs || ${JSON.stringify(entry)}::jsonb,
+      tags = CASE WHEN ${t}::text IS NULL OR ${t}::text = ANY(tags) THEN tags ELSE array_append(tags, ${t}::text) END
+    WHERE id = ${callId}`);
+}
+
+export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult, 'reason' | 'error' | 'transcript' | 'usage' | 'latency' | 'timelineStartedAt'> & Partial<Pick<SessionResult, 'dtmf' | 'keysSent'>>) {
   const status = r.reason === 'pipeline_error' ? 'error' : 'completed';
   const logs = JSON.stringify({
     latency: r.latency,
@@ -123,6 +132,7 @@ export async function finishCallRow(db: Db, row: CallRow, r: Pick<SessionResult,
     ...(r.timelineStartedAt ? { timeline_started_at: r.timelineStartedAt } : {}),
     ...(r.error ? { pipeline_error: r.error } : {}),
     ...(r.dtmf?.length ? { dtmf: r.dtmf } : {}),
+    ...(r.keysSent?.length ? { dtmf_sent: r.keysSent } : {}),
   });
   return db.maybeOne(sql.type(finishedRow)`
     UPDATE calls SET status = ${status}, ended_reason = ${r.reason}, connection_status = 'completed', ended_at = now(),

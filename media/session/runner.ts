@@ -24,6 +24,7 @@ import { createVad } from '../vad/index.ts';
 import { withSpan } from '../../core/tracing.ts';
 import { endSessionSpan, startSessionSpan } from './call-trace.ts';
 import { CallSession, type EndedReason, type SessionOptions, type SessionResult } from './call-session.ts';
+import { answerSupervisorFor } from './answer-supervisor.ts';
 import { DEFAULT_IDLE_MESSAGE, parseCallConfig, type CallConfig } from './config.ts';
 import { cachedTts, RenderedAudioCache } from './greeting-cache.ts';
 import {
@@ -33,6 +34,7 @@ import {
   finishCallRow,
   handOffPostCall,
   retrying,
+  writeCallLogs,
   sendLifecycleWebhook,
   startedPayload,
   type CallRow,
@@ -47,6 +49,8 @@ export interface RunOptions {
   session?: Partial<Pick<SessionOptions, 'holdMusicMs' | 'observers'>> & Record<string, unknown>;
   /** Extra tool capabilities of this transport (carrier transfer). */
   tools?: Pick<ToolRunContext, 'transfer' | 'transferSupport'>;
+  /** The carrier's DTMF API (sendDtmf keys through the carrier, not as tones); absent: in-band tones. */
+  carrierDtmf?(digits: string): Promise<void>;
   /** Why the call ended when the far end goes away (default user_hangup; a carrier stream stops after a transfer). */
   hangupReason?(): EndedReason;
   /** Called after the row is finished and before call.ended is sent (carrier hang-up, …). */
@@ -208,6 +212,7 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
       builtins: liveCallBuiltins({ customerNumber: row.customer_number, platformNumber: row.platform_number }),
     }).all;
     const systemPrompt = substitute(config.systemPrompt, vars);
+    let made: CallSession | null = null;
     const [{ engines, vad }, tools] = await Promise.all([
       // the greeting's audio starts rendering (or comes from the cache) while the rest is set up
       engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) =>
@@ -225,6 +230,11 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
           searchKnowledge: (db, q) => searchKnowledge(db, { ...q, embedding: embeddingConfigFrom(deps.config) }),
           auth: storedCredentialAuth(deps.db, deps.config, row.organization_id),
           recordings: recordings.forOrg(row.organization_id),
+          // the session exists by the time the LLM can call a tool
+          sendDtmf: async (digits) => {
+            if (!made) throw new Error('the call is not running');
+            return { via: await made.pressKeys(digits, opts.carrierDtmf ? (d) => opts.carrierDtmf!(d) : null) };
+          },
           ...(opts.tools ?? {}),
         },
         config.tools,
@@ -233,10 +243,18 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     clock.poll();
     // the caller's noise gate runs on the process's gate thread (created last: nothing to release if setup failed)
     const denoiser = config.noiseGate.enabled ? createThreadedNoiseGate({ model: config.noiseGate.model, enhancementLevel: config.noiseGate.enhancementLevel }) : null;
-    return new CallSession({
+    // web calls have no carrier to supervise the answer: agents that leave messages or press keys get it here
+    const web = transport.kind === 'websocket' || transport.kind === 'webrtc'
+      ? answerSupervisorFor({
+          snapshot: row.config_snapshot, web: true, amd: null, logger: log,
+          writeLogs: (entry, tag) => writeCallLogs(deps.db, row.id, entry, tag).catch((err: unknown) => log.warn({ err }, 'could not write call logs')),
+        })
+      : null;
+    made = new CallSession({
       callId: row.id,
       config,
       systemPrompt,
+      contextVariables: vars,
       engines,
       vad,
       denoiser,
@@ -246,8 +264,10 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
       ...(deps.clock ? { clock: deps.clock } : {}),
       ...(deps.holdMusicMs ? { holdMusicMs: deps.holdMusicMs } : {}),
       ...(opts.session ?? {}),
+      ...(web ? { observers: [...(opts.session?.observers ?? []), web] } : {}),
       onEnd,
     });
+    return made;
   }
 
   /**

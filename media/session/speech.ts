@@ -2,7 +2,7 @@
 // interrupt it (if it allows), knows how much of it was actually played, and awaits its end. Barge-in, idle
 // re-engagement, end-call farewells and the max-duration cut all go through this one mechanism.
 
-export type SpeechSource = 'greeting' | 'reply' | 'idle' | 'tool_message' | 'farewell';
+export type SpeechSource = 'greeting' | 'reply' | 'idle' | 'tool_message' | 'farewell' | 'keypad' | 'voicemail';
 export type SpeechState = 'queued' | 'speaking' | 'played' | 'interrupted';
 
 export interface SpeechChunk {
@@ -29,6 +29,13 @@ export class SpeechHandle {
   readonly abort = new AbortController();
   readonly chunks: SpeechChunk[] = [];
   state: SpeechState = 'queued';
+  /**
+   * Held by caller sound that may not be an interruption (media/session/false-interruption.ts): its audio waits at
+   * the pacer, generation goes on, and resume() plays on from the part the caller did not hear.
+   */
+  paused = false;
+  /** times it was paused and then resumed (caller sound without words) */
+  resumes = 0;
   /** all text has been handed to TTS (flush seen) */
   textComplete = false;
   startedAt: number | null = null;
@@ -98,9 +105,22 @@ export class SpeechHandle {
     this.finish('played');
   }
 
+  /** Hold it (see `paused`); the pacer keeps its unheard audio. */
+  pause(): void {
+    if (!this.finished) this.paused = true;
+  }
+
+  /** Play on after a pause that was not an interruption. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    if (!this.finished) this.resumes++;
+  }
+
   /** Stop this utterance now (drops its queued text and audio everywhere). */
   interrupt(): void {
     if (this.finished) return;
+    this.paused = false;
     this.state = 'interrupted';
     this.abort.abort();
     this.finish('interrupted');

@@ -9,6 +9,7 @@ import type { Logger } from '../../core/logger.ts';
 import { policyFromConfig, safeFetch, OutboundBlockedError, type OutboundPolicy } from '../../core/net/ssrf.ts';
 import type { ToolSpec } from '../services/types.ts';
 import { calculate } from './calculator.ts';
+import { sendDtmfTool, type DtmfSender } from './dtmf.ts';
 import { withHeaders, type ToolAuth } from './http-auth.ts';
 import type { RecordingSource } from './recordings.ts';
 import { BUILTIN_FAREWELL, texts, ToolVoice, type Spoken } from './spoken.ts';
@@ -47,6 +48,8 @@ export interface ToolRunContext {
   auth?: ToolAuth;
   /** The organization's stored audio recordings (tool messages and farewells of type 'audio'). */
   recordings?: RecordingSource;
+  /** The call's keypad (sendDtmf tools): tones in-band, or the carrier's DTMF API (media/tools/dtmf.ts). */
+  sendDtmf?: DtmfSender;
 }
 
 export type CarrierTransfer = (req: { destination: string; timeoutS: number; recordTransfer: boolean }) => Promise<{ ok: true } | { ok: false; error: string }>;
@@ -67,7 +70,7 @@ export type SearchKnowledge = (
 
 export interface RuntimeTool {
   spec: ToolSpec;
-  kind: 'function' | 'endCall' | 'transferCall' | 'query' | 'testTool' | 'calculator';
+  kind: 'function' | 'endCall' | 'transferCall' | 'query' | 'testTool' | 'calculator' | 'sendDtmf';
   /** messages said while it runs */
   messages: Spoken[];
   messagesOrder: 'random' | 'in-order';
@@ -183,6 +186,8 @@ function fromInline(ctx: ToolRunContext, voice: ToolVoice, e: Record<string, unk
     }
     case 'testTool':
       return testTool(str(e.name), description, config);
+    case 'sendDtmf':
+      return sendDtmfTool(ctx, str(e.name) || 'send_dtmf', description);
     default:
       ctx.logger.warn({ type }, 'unknown inline tool type; skipped');
       return null;

@@ -43,6 +43,8 @@ export interface Vad {
   feed(frame: Int16Array, done: (r: VadResult) => void, fail: (err: unknown) => void): void;
   /** forget the recurrent state and any partial window */
   reset(): void;
+  /** change the stop window (redemptionMs) from the next window on */
+  setRedemptionMs(ms: number): void;
   close(): void;
 }
 
@@ -275,7 +277,7 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
   const positive = opts.positiveThreshold ?? 0.5;
   const negative = opts.negativeThreshold ?? Math.max(0, positive - 0.15);
   const minSpeechMs = opts.minSpeechMs ?? 160;
-  const redemptionMs = opts.redemptionMs ?? 600;
+  let redemptionMs = opts.redemptionMs ?? 600;
   const silenceRms = opts.silenceRms ?? DEFAULT_SILENCE_RMS;
   const silentEnergy = silenceRms * silenceRms * VAD_WINDOW; // sum of squares below which a window is silent
   const batched = opts.batch ?? true;
@@ -420,6 +422,9 @@ export async function createVad(opts: VadOptions = {}): Promise<Vad> {
       speechMs = 0;
       silenceMs = 0;
       lastProb = 0;
+    },
+    setRedemptionMs(ms: number) {
+      redemptionMs = ms;
     },
     close() {
       closed = true;

@@ -423,6 +423,11 @@ test('OpenAPI 3.1 document and docs page are served without a key', async (t) =>
   t.is(cfg.properties.maxCallDurationS.default, 610);
   t.is(cfg.properties.stt.properties.deepgram.properties.eotThreshold.maximum, 0.9);
   t.deepEqual(cfg.properties.backgroundSound.properties.sound.enum, ['library', 'office', 'cafe', 'restaurant', 'quiet-room']);
+  t.is(cfg.properties.voicemailMessage.default, null);
+  t.is(JSON.stringify(cfg.properties.voicemailMessage).includes('"maxLength":1000'), true);
+  const dtmf = JSON.stringify(r.body.components.schemas.InlineTool);
+  t.regex(dtmf, /"const":"sendDtmf"/);
+  t.regex(dtmf, /"default":"send_dtmf"/);
   const docs = await fetch(`${s.baseUrl}/docs`);
   t.is(docs.status, 200);
   t.regex(docs.headers.get('content-type') ?? '', /text\/html/);

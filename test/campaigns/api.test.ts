@@ -240,9 +240,9 @@ test('start → running (import, slot wait logged), pause/resume/edit as workflo
   t.is(report.status, 200);
   t.regex(report.headers.get('content-type') ?? '', /^text\/csv/);
   const lines = (await report.text()).trim().split('\r\n');
-  t.is(lines[0], 'row_number,phone_number,contact_status,attempts,last_status,ended_reason,duration_seconds,last_call_id,next_attempt_at,analysis_status,success,success_score,success_reason');
+  t.is(lines[0], 'row_number,phone_number,contact_status,attempts,last_status,ended_reason,duration_seconds,last_call_id,next_attempt_at,voicemail_left,analysis_status,success,success_score,success_reason');
   t.is(lines.length, 6);
-  t.is(lines[1], `1,${phoneList(5)[0]},queued,0,,,,,,,,,`);
+  t.is(lines[1], `1,${phoneList(5)[0]},queued,0,,,,,,,,,,`);
   const calls = await env.s.request('GET', `/campaign/${c.id}/calls`, { key: org.apiKey });
   t.like(calls.body, { items: [], total: 0, page: 1, perPage: 50, totalPages: 0 });
 

@@ -60,7 +60,7 @@ test.serial('200 contacts at max_concurrency 10: never more than 10 in flight, e
   t.is(filtered.body.total, 200);
   const report = (await (await fetch(`${env.s.baseUrl}/campaign/${id}/report`, { headers: { 'x-api-key': org.apiKey } })).text()).trim().split('\r\n');
   t.is(report.length, 201);
-  t.true(report.slice(1).every((l) => /^\d+,\+1650\d{7},done,1,(cancelled|busy|no_answer),,,[0-9a-f-]{36},,,,,$/.test(l)), report.slice(1, 3).join(' | '));
+  t.true(report.slice(1).every((l) => /^\d+,\+1650\d{7},done,1,(cancelled|busy|no_answer),,,[0-9a-f-]{36},,false,,,,$/.test(l)), report.slice(1, 3).join(' | '));
 
   // A completed campaign refuses edits and transitions.
   const edit = await env.s.request('PATCH', `/campaign/${id}`, { key: org.apiKey, body: { name: 'late' } });

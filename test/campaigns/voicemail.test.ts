@@ -85,3 +85,50 @@ test('voicemail (AMD machine) on a connected call is retried after voicemail_del
   const report = (await (await fetch(`${s.baseUrl}/campaign/${c.body.id}/report`, { headers: { 'x-api-key': apiKey } })).text()).trim().split('\r\n');
   t.regex(report[1]!, /^1,\+15557650001,done,2,completed,user_hangup,/);
 });
+
+test('voicemail-left is reported apart: a mailbox gets the agent\'s message; the call is tagged voicemail_left (GET /campaign/{id}/calls?tag=voicemail_left) and the report says so', async (t) => {
+  t.timeout(180_000);
+  const { s, twilio } = rig;
+  const { orgId, apiKey } = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+  const name = rig.scenarios.add({ stt: { utterances: [] }, llm: [], tts: { msPerChar: 10 } });
+  const agent = await s.request('POST', '/agents', {
+    key: apiKey,
+    body: { name, systemPrompt: 'You are a phone test agent.', llm: { provider: 'local', model: 'local-demo' }, stt: { provider: 'local' }, tts: { provider: 'local' },
+      noiseGate: { enabled: false }, greeting: { firstMessages: ['Hello.'], interruptible: false }, voicemailDetection: true, voicemailMessage: 'Hi {{first_name}}, please call Acme back.' },
+  });
+  t.is(agent.status, 201, JSON.stringify(agent.body));
+  const acc = twilio.addAccount();
+  const cfg = await insertConfig(s.db, s.config, { orgId, name: 'Line', provider: 'twilio', creds: { account_sid: acc.sid, auth_token: acc.token }, accountRef: acc.sid, amdEnabled: true, isDefault: true });
+  const FROM = '+15550003333';
+  twilio.addNumber(acc.sid, FROM);
+  await s.db.query(sql.unsafe`INSERT INTO phone_numbers (organization_id, telephony_config_id, address, address_normalized, address_type) VALUES (${orgId}, ${cfg.id}, ${FROM}, ${FROM}, 'pstn')`);
+  const errors: string[] = [];
+  const onDial = (call: FakeCall) => {
+    if (call.accountSid !== acc.sid) return;
+    void (async () => {
+      await twilio.ring(call.sid);
+      const twiml = await twilio.answer(call.sid);
+      const media = openStream(rig, call, twiml.stream!);
+      await until(() => media.heardMs > 0, 20_000, 'greeting heard');
+      await twilio.amd(call.sid, 'machine_end_beep'); // the end of the mailbox's greeting: the message goes now
+    })().catch((err: unknown) => errors.push(String(err)));
+  };
+  twilio.on('dial', onDial);
+  t.teardown(() => twilio.off('dial', onDial));
+  const source = await uploadCsv(s, apiKey, 'phone_number,first_name\n+15557650009,Ada\n');
+  const c = await s.request('POST', '/campaign/create', {
+    key: apiKey, body: { name: 'Drop', agent_uuid: agent.body.uuid, source_type: 'csv', source_id: source, retry_config: { enabled: false } },
+  });
+  t.is(c.status, 200, JSON.stringify(c.body));
+  t.is((await s.request('POST', `/campaign/${c.body.id}/start`, { key: apiKey })).status, 200);
+  await waitForState(s, apiKey, c.body.id, 'completed', 150_000);
+  t.deepEqual(errors, []);
+  const left = await s.request('GET', `/campaign/${c.body.id}/calls?tag=voicemail_left`, { key: apiKey });
+  t.is(left.body.total, 1, JSON.stringify(left.body));
+  t.like(left.body.items[0], { endedReason: 'voicemail', connectionStatus: 'completed' });
+  t.true((left.body.items[0].tags as string[]).includes('voicemail_left'));
+  const transcript = await s.db.oneFirst(sql.type(z.object({ transcript: z.any() }))`SELECT transcript FROM calls WHERE id = ${left.body.items[0].callId}`) as Array<{ role: string; content?: string }>;
+  t.is(transcript.filter((e) => e.role === 'assistant').at(-1)?.content, 'Hi Ada, please call Acme back.');
+  const report = (await (await fetch(`${s.baseUrl}/campaign/${c.body.id}/report`, { headers: { 'x-api-key': apiKey } })).text()).trim().split('\r\n');
+  t.regex(report[1]!, /^1,\+15557650009,done,1,completed,voicemail,[\d.]*,[0-9a-f-]{36},,true,/);
+});

@@ -38,10 +38,15 @@ export class CallerScript {
   }
 }
 
-/** `ms` of a 440 Hz tone at 8 kHz (speech for the energy-VAD fake engines). */
+/**
+ * `ms` of a 440 Hz buzz at 8 kHz (speech for the energy-VAD fake engines): the fundamental with its second and third
+ * harmonics, as a voiced sound has them — no single frequency holds most of its energy, so it is not a beep to
+ * media/audio/beep.ts (a pure tone is: test/fakes/answering-machine.ts beeps with one).
+ */
 export function tone8k(ms: number, amplitude: number): Int16Array {
   const n = Math.round((ms * 8000) / 1000);
   const pcm = new Int16Array(n);
-  for (let i = 0; i < n; i++) pcm[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / 8000));
+  const w = (2 * Math.PI * 440) / 8000;
+  for (let i = 0; i < n; i++) pcm[i] = Math.round((amplitude / 1.5) * (0.6 * Math.sin(w * i) + 0.5 * Math.sin(2 * w * i) + 0.4 * Math.sin(3 * w * i)));
   return pcm;
 }

@@ -30,6 +30,8 @@ export interface PlivoCall {
   status: string;
   /** XML fetched from aleg_url by a transfer */
   transfers: string[];
+  /** digits of Send Digits requests, in order */
+  digitsSent: string[];
   /** the inbound answer_url request (redelivered as Plivo retries an answer_url that failed or timed out) */
   answerHook?: { url: string; params: Record<string, string> };
 }
@@ -220,11 +222,21 @@ export class FakePlivo extends EventEmitter {
       if (!body.from || !body.to || !body.answer_url) return this.json(res, 400, { api_id, error: 'from, to and answer_url are required' });
       const call: PlivoCall = {
         requestUuid: randomUUID(), callUuid: randomUUID(), authId: acc.authId, from: String(body.from), to: String(body.to),
-        direction: 'outbound', body, status: 'queued', transfers: [],
+        direction: 'outbound', body, status: 'queued', transfers: [], digitsSent: [],
       };
       this.calls.set(call.callUuid, call);
       this.json(res, 201, { api_id, message: 'call fired', request_uuid: call.requestUuid });
       this.emit('dial', call);
+      return;
+    }
+    // Send Digits: POST Call/{uuid}/DTMF/ {digits, leg}
+    const dt = /^Call\/([^/]+)\/DTMF\/$/.exec(rest);
+    if (dt && req.method === 'POST') {
+      const c = this.calls.get(dt[1]!);
+      if (!c || c.authId !== acc.authId || c.status !== 'in-progress') return this.json(res, 404, { api_id, error: 'call not found' });
+      if (typeof body.digits !== 'string' || !/^[0-9*#]+$/.test(body.digits)) return this.json(res, 400, { api_id, error: 'invalid digits' });
+      c.digitsSent.push(String(body.digits));
+      this.json(res, 202, { api_id, message: 'digits sent' });
       return;
     }
     const cu = /^Call\/([^/]+)\/$/.exec(rest);
@@ -324,7 +336,7 @@ export class FakePlivo extends EventEmitter {
 
   /** A caller dials one of the account's numbers: the linked Application's answer_url is fetched. */
   async inbound(authId: string, to: string, from: string, signWith?: string | null, fallbackUrl?: string): Promise<PlivoReply & { call: PlivoCall }> {
-    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [] };
+    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [], digitsSent: [] };
     this.calls.set(call.callUuid, call);
     const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
     if (!url) throw new Error(`number ${to} has no application answer_url`);
@@ -335,7 +347,7 @@ export class FakePlivo extends EventEmitter {
 
   /** The answer_url of one inbound call delivered `n` times at once (a retry racing the first delivery). */
   async inboundConcurrent(authId: string, to: string, from: string, n: number, fallbackUrl?: string): Promise<{ replies: PlivoReply[]; call: PlivoCall }> {
-    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [] };
+    const call: PlivoCall = { requestUuid: randomUUID(), callUuid: randomUUID(), authId, from: digits(from), to: digits(to), direction: 'inbound', body: {}, status: 'in-progress', transfers: [], digitsSent: [] };
     this.calls.set(call.callUuid, call);
     const url = this.appOf(call)?.answerUrl ?? fallbackUrl;
     if (!url) throw new Error(`number ${to} has no application answer_url`);

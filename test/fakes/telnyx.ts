@@ -186,6 +186,9 @@ export class FakeTelnyx extends EventEmitter {
         call.commands.push({ action: `${action[2]}:failed`, body });
         return this.error(res, failure.status, '90000', failure.title);
       }
+      if (action[2] === 'send_dtmf' && (typeof body.digits !== 'string' || !/^[0-9A-D*#wW]+$/.test(body.digits))) {
+        return this.error(res, 422, '90015', 'Invalid digits');
+      }
       call.commands.push({ action: action[2]!, body });
       if (action[2] === 'answer') call.streamUrl = body.stream_url ?? null;
       this.json(res, 200, { data: { result: 'ok' } });

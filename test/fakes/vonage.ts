@@ -34,6 +34,8 @@ export interface VonageCall {
   eventUrl: string | null;
   status: string;
   modifications: Array<Record<string, unknown>>;
+  /** digits of PUT /v1/calls/{uuid}/dtmf, in order */
+  digitsSent: string[];
   /** the inbound answer_url request (Vonage retries an answer_url that failed or timed out) */
   answerHook?: { url: string; payload: Record<string, unknown> };
 }
@@ -182,7 +184,7 @@ export class FakeVonage extends EventEmitter {
       if (!Array.isArray(body.to) || !body.from || (!body.ncco && !body.answer_url)) return this.json(res, 400, { title: 'Bad Request', detail: 'to, from and ncco or answer_url are required' });
       const call: VonageCall = {
         uuid: randomUUID(), account: acc, from: body.from.number, to: body.to[0].number ?? body.to[0].uri, direction: 'outbound', body,
-        ncco: body.ncco ?? [], eventUrl: body.event_url?.[0] ?? acc.app.eventUrl, status: 'started', modifications: [],
+        ncco: body.ncco ?? [], eventUrl: body.event_url?.[0] ?? acc.app.eventUrl, status: 'started', modifications: [], digitsSent: [],
       };
       this.calls.set(call.uuid, call);
       this.json(res, 201, { uuid: call.uuid, status: 'started', direction: 'outbound', conversation_uuid: `CON-${randomUUID()}` });
@@ -197,6 +199,18 @@ export class FakeVonage extends EventEmitter {
       const r = this.recordings.get(file[1]!);
       if (!r || r.applicationId !== acc.applicationId) return this.json(res, 404, { title: 'Not Found', detail: 'file not found' });
       res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(r.audio.length) }).end(r.audio);
+      return;
+    }
+    const dt = /^\/v1\/calls\/([^/]+)\/dtmf$/.exec(path);
+    if (dt && req.method === 'PUT') {
+      const acc = this.byJwt(req);
+      if (!acc) return unauthorized();
+      const call = this.calls.get(dt[1]!);
+      if (!call || call.account !== acc) return this.json(res, 404, { title: 'Not Found', detail: 'call not found' });
+      const body = JSON.parse(raw) as Record<string, any>;
+      if (typeof body.digits !== 'string' || !/^[0-9*#p]+$/.test(body.digits)) return this.json(res, 400, { title: 'Bad Request', detail: 'invalid digits' });
+      call.digitsSent.push(body.digits);
+      this.json(res, 200, { message: 'DTMF sent', uuid: call.uuid });
       return;
     }
     const cm = /^\/v1\/calls\/([^/]+)$/.exec(path);
@@ -263,7 +277,7 @@ export class FakeVonage extends EventEmitter {
 
   /** A caller dials a number linked to the application: its answer_url is fetched (JSON POST) for the NCCO. */
   async inbound(acc: VonageAccount, to: string, from: string, signing?: 'forged' | 'unsigned', fallbackUrl?: string): Promise<{ status: number; ncco: unknown; call: VonageCall }> {
-    const call: VonageCall = { uuid: randomUUID(), account: acc, from: from.replace(/^\+/, ''), to: to.replace(/^\+/, ''), direction: 'inbound', body: {}, ncco: [], eventUrl: null, status: 'started', modifications: [] };
+    const call: VonageCall = { uuid: randomUUID(), account: acc, from: from.replace(/^\+/, ''), to: to.replace(/^\+/, ''), direction: 'inbound', body: {}, ncco: [], eventUrl: null, status: 'started', modifications: [], digitsSent: [] };
     this.calls.set(call.uuid, call);
     const url = acc.app.answerUrl ?? fallbackUrl;
     if (!url) throw new Error('the application has no answer_url');

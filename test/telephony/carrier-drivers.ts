@@ -9,6 +9,8 @@ import { FakeTelnyx, type TelnyxAccount, type TelnyxCall } from '../fakes/telnyx
 import { FakeExotel, type ExotelAccount, type ExotelCall } from '../fakes/exotel.ts';
 import { FakeVonage, websocketOf, type VonageAccount, type VonageCall } from '../fakes/vonage.ts';
 import { until } from '../helpers/calls.ts';
+import { detectDtmf } from '../fakes/dtmf-detector.ts';
+import { resample } from '../../core/audio/resample.ts';
 
 export type Signing = 'forged' | 'unsigned' | undefined;
 
@@ -46,7 +48,15 @@ export interface CarrierDriver {
   /** the carrier drops buffered audio on our clear (false: Vonage, which has no clear message) */
   clear: boolean;
   /** carrier answering-machine detection (null: none, the heuristics run) */
-  amd: null | { requested(call: unknown): boolean; machine(call: unknown): Promise<unknown>; hungUp(call: unknown): boolean };
+  amd: null | {
+    requested(call: unknown): boolean;
+    machine(call: unknown): Promise<unknown>;
+    hungUp(call: unknown): boolean;
+    /** the carrier reports the end of the machine's greeting (absent: it does not, Plivo) */
+    messageEnd?(call: unknown): Promise<unknown>;
+  };
+  /** the keys the agent pressed as this carrier got them: its DTMF API requests, or the tones its line heard (Goertzel) */
+  keys(call: unknown, phone: FakePhoneStream): string;
   /** what the carrier received for a transfer of the call (null: not yet); absent: no transfer on this carrier */
   transferred?(call: unknown): string | null;
   /** a caller dials `to`: the webhook's answer, and the stream when the answer bridges to one */
@@ -131,6 +141,7 @@ function plivoDriver(): CarrierDriver {
     terminal: [['busy', 'busy'], ['no-answer', 'no_answer'], ['timeout', 'no_answer'], ['failed', 'connection_failed']],
     failNextDial: (acc, status, message) => fake.failNextDial((acc as PlivoAccount).authId, status, message),
     clear: true,
+    keys: (c) => (c as PlivoCall).digitsSent.join(''),
     amd: {
       requested: (c) => (c as PlivoCall).body.machine_detection === 'true' && typeof (c as PlivoCall).body.machine_detection_url === 'string',
       machine: (c) => fake.amd((c as PlivoCall).callUuid, true),
@@ -211,9 +222,11 @@ function telnyxDriver(): CarrierDriver {
     recorded: (c) => (c as TelnyxCall).body.record === 'record-from-answer',
     failNextBridge: (acc, status) => fake.failNextCommand(A(acc), 'answer', status, 'Call is not in a state to be answered'),
     clear: true,
+    keys: (c) => (c as TelnyxCall).commands.filter((x) => x.action === 'send_dtmf').map((x) => String(x.body.digits)).join(''),
     amd: {
-      requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'detect',
+      requested: (c) => (c as TelnyxCall).body.answering_machine_detection === 'greeting_end',
       machine: (c) => fake.amd((c as TelnyxCall).id, 'machine'),
+      messageEnd: (c) => fake.event(c as TelnyxCall, 'call.machine.greeting.ended', { result: 'beep_detected' }),
       hungUp: (c) => (c as TelnyxCall).commands.some((x) => x.action === 'hangup'),
     },
     transferred: (c) => {
@@ -306,9 +319,11 @@ function vonageDriver(): CarrierDriver {
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
     recorded: (c) => (c as VonageCall).ncco.some((a: { action?: string }) => a.action === 'record'),
     clear: false,
+    keys: (c) => (c as VonageCall).digitsSent.join(''),
     amd: {
-      requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'detect',
-      machine: (c) => fake.event(c as VonageCall, 'machine', { sub_state: 'beep_start' }),
+      requested: (c) => (c as VonageCall).body.advanced_machine_detection?.mode === 'default',
+      machine: (c) => fake.event(c as VonageCall, 'machine'),
+      messageEnd: (c) => fake.event(c as VonageCall, 'machine', { sub_state: 'beep_start' }),
       hungUp: (c) => (c as VonageCall).modifications.some((m) => m.action === 'hangup'),
     },
     transferred: (c) => {
@@ -386,6 +401,7 @@ function exotelDriver(): CarrierDriver {
     failNextDial: (acc, status, message) => fake.failNextDial(A(acc), status, message),
     recorded: (c) => (c as ExotelCall).params.get('Record') === 'true',
     clear: true,
+    keys: (_c, phone) => detectDtmf(phone.dialect.rate === 8000 ? phone.heardPcm() : resample(phone.heardPcm(), phone.dialect.rate, 8000)),
     amd: null,
     finish: (_acc, c, raw, signing) => fake.status(c as ExotelCall, raw, 'terminal', signing),
     async inbound(acc, to, from, signing) {

@@ -175,3 +175,21 @@ test('recordInProviderConsole in answer documents: Plivo <Record recordSession> 
   const ncco = JSON.parse(reply.body!) as Array<{ action: string }>;
   t.deepEqual(ncco.map((a) => a.action), ['record', 'connect']);
 });
+
+test('AMD webhooks in Twilio\'s words: Telnyx detection and greeting ended, Vonage machine / beep_start / beep_timeout, Plivo Machine; end of message is machine_end_*', (t) => {
+  const telnyxEvent = (event_type: string, result: string) => telnyx.hooks!.parse('status', { url: 'x', headers: {}, params: {}, json: { data: { event_type, payload: { call_control_id: 'cc-1', result } } } });
+  t.like(telnyxEvent('call.machine.detection.ended', 'machine')[0], { type: 'amd', answeredBy: 'machine_start' });
+  t.like(telnyxEvent('call.machine.detection.ended', 'human')[0], { type: 'amd', answeredBy: 'human' });
+  t.like(telnyxEvent('call.machine.greeting.ended', 'beep_detected')[0], { type: 'amd', answeredBy: 'machine_end_beep' });
+  t.like(telnyxEvent('call.machine.greeting.ended', 'ended')[0], { type: 'amd', answeredBy: 'machine_end_silence' });
+  t.like(telnyxEvent('call.machine.premium.greeting.ended', 'no_beep_detected')[0], { type: 'amd', answeredBy: 'machine_end_other' });
+  const vonageEvent = (body: Record<string, unknown>) => vonage.hooks!.parse('status', { url: 'x', headers: {}, params: {}, json: { uuid: 'v-1', ...body } });
+  t.like(vonageEvent({ status: 'machine' })[0], { type: 'amd', answeredBy: 'machine_start' });
+  t.like(vonageEvent({ status: 'machine', sub_state: 'beep_start' })[0], { type: 'amd', answeredBy: 'machine_end_beep' });
+  t.like(vonageEvent({ status: 'machine', sub_state: 'beep_timeout' })[0], { type: 'amd', answeredBy: 'machine_end_other' });
+  t.like(vonageEvent({ status: 'human' })[0], { type: 'amd', answeredBy: 'human' });
+  t.like(plivo.hooks!.parse('amd', { url: 'x', headers: {}, params: { CallUUID: 'p-1', Machine: 'true' } })[0], { type: 'amd', answeredBy: 'machine_start' });
+  t.true(!!telnyx.amdMessageEnd && !!vonage.amdMessageEnd && !plivo.amdMessageEnd, 'Plivo reports no end of message');
+  t.truthy(telnyx.sendDtmf && vonage.sendDtmf && plivo.sendDtmf);
+  t.falsy(exotel.sendDtmf, 'Exotel: keys in-band');
+});

@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { carrierDrivers, type CarrierDriver } from './carrier-drivers.ts';
 import { callById, HookSink, saveAgent } from './rest-helpers.ts';
 import { agentQuiet, phoneAgent } from './media-helpers.ts';
+import { answeringMachine } from '../fakes/answering-machine.ts';
 
 let s: TestServer;
 const hooks = new HookSink();
@@ -237,7 +238,7 @@ for (const d of drivers) {
       t.is(row.ended_reason, 'voicemail');
       // the verdict is written to the call's logs beside the ending (not before it): wait for it
       const verdict = await until(async () => (await callById(s, callId))!.logs.voicemail_detection, 10_000, 'voicemail verdict on the logs');
-      t.like(verdict, { result: 'machine', by: 'amd' });
+      t.like(verdict, { result: 'voicemail', by: 'amd' });
       await until(() => amd.hungUp(call), 10_000, 'carrier hang-up');
       phone.hangup();
     });
@@ -285,6 +286,51 @@ for (const d of drivers) {
       SELECT connection_status, tags FROM calls WHERE organization_id = ${orgId}`);
     t.deepEqual(rows.map((x) => x.connection_status), ['provider_not_supported']);
     t.true(rows[0]!.tags.includes('rejected'));
+  });
+
+  test.serial(`${d.id}: sendDtmf — the keys reach the carrier ${d.id === 'exotel' ? 'as in-band tones (Goertzel)' : 'through its DTMF API, the stream going on'}; the LLM and the logs say what was sent`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const a = agent({ stt: { utterances: ['for appointments press two then pound'] }, llm: [{ toolCalls: [{ name: 'send_dtmf', arguments: JSON.stringify({ digits: '2w#' }) }] }, { text: 'Done.' }] }, { tools: [{ type: 'sendDtmf', config: {} }] });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs > 200, 20_000, 'greeting');
+    await agentQuiet(phone);
+    await phone.tone(700);
+    await phone.silence(600);
+    const llm = made.get(a.name as string)!.engines.llm;
+    await until(() => llm.requests.length >= 2, 20_000, 'the tool result back at the LLM');
+    const via = d.id === 'exotel' ? 'in-band' : 'carrier';
+    t.regex(JSON.stringify(llm.requests[1]!.messages.find((m) => m.role === 'tool')), via === 'carrier' ? /Pressed 2w# on the keypad \(sent by the phone carrier\)/ : /as tones on the line/);
+    await agentQuiet(phone);
+    t.is(d.keys(call, phone), '2#');
+    phone.hangup();
+    await d.completed(acc, call, 5);
+    await endedRow(s.db, callId);
+    const logs = await until(async () => (await callById(s, callId))!.logs.dtmf_sent, 10_000, 'keys on the logs');
+    t.like(logs[0], { digits: '2w#', via });
+  });
+
+  test.serial(`${d.id}: voicemail drop ${d.amd ? 'after the carrier says machine' : 'without carrier AMD'}: the agent stops, the machine records the message after its beep, the row ends voicemail`, async (t) => {
+    const { apiKey: key, acc } = await setup(d);
+    const message = 'This is Acme calling about your order. Please call us back.';
+    const a = agent({ stt: { utterances: ['hi you have reached the voicemail of ada please leave a message after the tone'] }, llm: [{ text: 'Hello?' }], tts: { msPerChar: 20 } }, { voicemailDetection: true, voicemailMessage: message });
+    const { callId, call } = await dial(d, key, acc, a);
+    const phone = await d.answerAndConnect(acc, call);
+    await until(async () => (await getCallRow(s.db, callId)).status === 'active', 10_000, 'call active');
+    await until(() => phone.heardMs > 100, 20_000, 'the opener');
+    await agentQuiet(phone, 300);
+    if (d.amd) await d.amd.machine(call);
+    const machine = await answeringMachine(phone, { onBeep: async () => void (await d.amd?.messageEnd?.(call)) });
+    const row = await endedRow(s.db, callId);
+    t.is(row.ended_reason, 'voicemail');
+    t.is(row.connection_status, 'completed');
+    t.true(machine.heardAtBeep - machine.heardAtGreeting < 400, 'quiet over the greeting');
+    await until(() => machine.recordedMs() >= message.length * 20 - 200, 10_000, 'the message recorded after the beep');
+    t.is((row.transcript as Array<{ role: string; content?: string }>).filter((e) => e.role === 'assistant').at(-1)?.content, message);
+    const logs = await until(async () => (await callById(s, callId))!.logs.voicemail, 10_000, 'the drop on the logs');
+    t.like(logs, { left: true });
+    t.true(d.amd?.messageEnd ? ['carrier', 'beep'].includes(logs.after) : logs.after === 'beep', logs.after);
+    phone.hangup();
   });
 
   test.serial(`${d.id}: a live call whose transfer to ${unreachable} this carrier cannot make: refused before the transfer message is said, the LLM hears why, the call goes on`, async (t) => {

@@ -167,7 +167,7 @@ test.serial('voicemail heuristics (no carrier AMD): a long first greeting ends t
   const row = await endedRow(rig.s.db, callId);
   t.is(row.ended_reason, 'voicemail');
   const logs = (await rig.s.db.oneFirst(sql.type(z.object({ logs: z.any() }))`SELECT logs FROM calls WHERE id = ${callId}`)) as { voicemail_detection: unknown };
-  t.like(logs.voicemail_detection, { result: 'machine', by: 'words' });
+  t.like(logs.voicemail_detection, { result: 'voicemail', by: 'phrases' });
   await m.closed;
 });
 

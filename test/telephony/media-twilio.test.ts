@@ -10,6 +10,9 @@ import { startReceiver } from '../post-call/helpers.ts';
 import { insertConfig } from '../../core/telephony/store.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../core/telephony/urls.ts';
 import { agentQuiet, dialOf, dialTwilio, openStream, phoneAgent, speech, twilioDialBody, twilioLine } from './media-helpers.ts';
+import { answeringMachine } from '../fakes/answering-machine.ts';
+import { detectDtmf } from '../fakes/dtmf-detector.ts';
+import { readWav } from '../../core/audio/wav.ts';
 
 const line = twilioLine(test, 'telephony-media-twilio', '+15550001111', '+15557654321', { balanceUsd: 50, concurrency: 10 });
 
@@ -118,7 +121,7 @@ test.serial('AMD says machine: the call ends with endedReason voicemail and the 
   await media.closed;
   await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
   const x = await rowExtra(callId);
-  t.like(x.logs.voicemail_detection, { result: 'machine', by: 'amd', answeredBy: 'machine_end_beep' });
+  t.like(x.logs.voicemail_detection, { result: 'voicemail', by: 'amd', answeredBy: 'machine_end_beep' });
 });
 
 test.serial('AMD says human: the call goes on', async (t) => {
@@ -131,6 +134,116 @@ test.serial('AMD says human: the call goes on', async (t) => {
   await media.silence(500);
   await until(() => line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 10_000, 'reply requested');
   t.is((await getCallRow(line.rig.s.db, callId)).status, 'active');
+  media.hangup();
+  t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
+});
+
+test.serial('voicemail drop (DetectMessageEnd): the agent stops at the greeting, its message is what the machine records after the beep, the row ends voicemail', async (t) => {
+  const message = 'Hi {{first_name}}, this is Acme about your appointment tomorrow. Please call us back.';
+  const said = 'Hi Ada, this is Acme about your appointment tomorrow. Please call us back.';
+  const name = line.rig.scenarios.add({ stt: { utterances: ['hi you have reached ada please leave a message after the tone', 'beep'] }, llm: [{ text: 'Hello, is this Ada?' }], tts: { msPerChar: 20 } });
+  const res = await line.rig.s.request('POST', '/call', {
+    key: line.org.apiKey,
+    body: { ...twilioDialBody(line, { agent: agent({ name, voicemailDetection: true, voicemailMessage: message }) }), contextVariables: { first_name: 'Ada' } },
+  });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  const callId = res.body.callId as string;
+  const call = await dialOf(line.rig, callId);
+  t.is(call.machineDetection, 'DetectMessageEnd');
+  t.is(call.params.get('AsyncAmd'), 'true');
+  const twiml = await line.rig.twilio.answer(call.sid);
+  const media = openStream(line.rig, call, twiml.stream!);
+  await until(() => media.heardMs > 100, 20_000, 'the opener');
+  await agentQuiet(media, 300);
+  // Twilio's AsyncAmd with DetectMessageEnd calls back once the greeting has ended: right after the beep
+  const machine = await answeringMachine(media, { onBeep: async () => void (await line.rig.twilio.amd(call.sid, 'machine_end_beep')) });
+  const row = await endedRow(line.rig.s.db, callId);
+  t.is(row.ended_reason, 'voicemail');
+  t.is(row.status, 'completed');
+  t.is(row.connection_status, 'completed');
+  t.true(machine.heardAtBeep - machine.heardAtGreeting < 400, `the agent kept quiet over the greeting (${machine.heardAtBeep - machine.heardAtGreeting} ms)`);
+  await media.closed;
+  const recorded = machine.recordedMs();
+  t.true(recorded >= said.length * 20 - 200 && recorded <= said.length * 20 + 600, `the machine recorded the message after its beep: ${recorded} ms of ${said.length * 20}`);
+  const transcript = row.transcript as Array<{ role: string; content?: string }>;
+  t.is(transcript.filter((e) => e.role === 'assistant').at(-1)?.content, said, 'the message, variables resolved, is the last thing the agent said');
+  t.false(line.rig.scenarios.made.get(name)!.engines.llm.requests.length > 0, 'the machine\'s greeting was never answered');
+  const x = await until(async () => {
+    const r = await rowExtra(callId);
+    return r.logs.voicemail && r.recording_url ? r : null;
+  }, 60_000, 'the drop on the logs and the recording published');
+  t.like(x.logs.voicemail_detection, { result: 'voicemail' });
+  t.like(x.logs.voicemail, { left: true });
+  t.true(['carrier', 'beep'].includes(x.logs.voicemail.after), x.logs.voicemail.after);
+  await until(() => line.rig.twilio.requests.some((r) => r.path.endsWith(`/Calls/${call.sid}.json`) && r.params.get('Status') === 'completed'), 10_000, 'hang-up request');
+  // the call's recording ends with the message (FakeTts: a loud tone) over the machine's silence
+  const wav = readWav(new Uint8Array(await (await fetch(x.recording_url!)).arrayBuffer()));
+  const tail = wav.samples.subarray(wav.samples.length - Math.round(((said.length * 20) / 1000) * wav.sampleRate * 0.8));
+  let e = 0;
+  for (const v of tail) e += v * v;
+  t.true(Math.sqrt(e / tail.length) > 1500, 'the message is in the recording');
+});
+
+test.serial('voicemail without a message: AMD machine_end_beep ends the call at once (no message, as before)', async (t) => {
+  const name = line.rig.scenarios.add({ stt: { utterances: [] }, llm: [] });
+  const { callId, call, media } = await dialAndAnswer(agent({ name, voicemailDetection: true }));
+  await until(async () => (await getCallRow(line.rig.s.db, callId)).status === 'active', 10_000, 'call active');
+  await line.rig.twilio.amd(call.sid, 'machine_end_beep');
+  t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'voicemail');
+  await media.closed;
+  t.falsy((await rowExtra(callId)).logs.voicemail, 'no message was left');
+});
+
+test.serial('sendDtmf on Twilio: the keys reach the line as in-band tones (decoded by the fake\'s Goertzel receiver); the LLM, the transcript and the logs say what was sent', async (t) => {
+  const name = line.rig.scenarios.add({
+    stt: { utterances: ['for appointments press two then pound'] },
+    llm: [{ toolCalls: [{ name: 'send_dtmf', arguments: JSON.stringify({ digits: '2w#' }) }] }, { text: '' }],
+  });
+  const { callId, media } = await dialAndAnswer(agent({ name, tools: [{ type: 'sendDtmf', config: {} }] }));
+  await until(() => media.heardMs > 100, 20_000, 'greeting');
+  await agentQuiet(media, 300);
+  const spec = await until(() => line.rig.scenarios.made.get(name), 10_000, 'engines');
+  await media.tone(800);
+  await media.silence(500);
+  await until(() => spec.engines.llm.requests.length >= 2, 20_000, 'the tool result went back to the LLM');
+  await agentQuiet(media, 400);
+  t.is(detectDtmf(media.heardPcm()), '2#', 'the keys, in order, as the line heard them');
+  const toolResult = spec.engines.llm.requests[1]!.messages.find((m) => m.role === 'tool');
+  t.regex(JSON.stringify(toolResult), /Pressed 2w# on the keypad \(as tones on the line\)/);
+  t.deepEqual(spec.engines.llm.requests[0]!.tools.includes('send_dtmf'), true);
+  t.false(spec.engines.llm.requests[0]!.messages.some((m) => m.role === 'system' && 'content' in m && /keypad|dtmf/i.test(m.content)), 'nothing added to the system prompt');
+  media.hangup();
+  const row = await endedRow(line.rig.s.db, callId);
+  const transcript = row.transcript as Array<{ role: string; content?: string; name?: string; status?: string }>;
+  t.like(transcript.find((e) => e.role === 'tool'), { name: 'send_dtmf', status: 'success' });
+  t.truthy(transcript.find((e) => e.role === 'assistant' && e.content === '[keypad: 2w#]'));
+  const x = await rowExtra(callId);
+  t.like(x.logs.dtmf_sent[0], { digits: '2w#', via: 'in-band' });
+});
+
+test.serial('hold on: a phone menu read in several sentences is one turn (the agent waits for the menu\'s pause), the LLM may stay silent, no idle prompts while on hold', async (t) => {
+  const name = line.rig.scenarios.add({
+    stt: { utterances: ['thank you for calling acme for appointments press two', 'for billing press three'] },
+    llm: [{ text: '' }],
+  });
+  const { callId, media } = await dialAndAnswer(agent({ name, voicemailDetection: true, userIdleTimeoutS: 3, userIdleMaxRetries: 1, tools: [{ type: 'sendDtmf', config: {} }] }));
+  await until(() => media.heardMs > 100, 20_000, 'greeting');
+  await agentQuiet(media, 300);
+  const spec = await until(() => line.rig.scenarios.made.get(name), 10_000, 'engines');
+  const before = media.heardMs;
+  await media.tone(1200);
+  await media.silence(500); // the first sentence ends (VAD stop, final): held, the menu is not answered yet
+  await media.tone(900);
+  await media.silence(500);
+  await until(() => spec.engines.llm.requests.length >= 1, 20_000, 'the menu answered once it paused');
+  const turn = spec.engines.llm.requests[0]!.messages.filter((m) => m.role === 'user').at(-1)!;
+  t.is('content' in turn ? turn.content : '', 'thank you for calling acme for appointments press two for billing press three', 'both sentences are one turn');
+  await media.silence(4500); // longer than userIdleTimeoutS × (retries + 1): on hold, no prompt and no silence_timeout
+  t.is(spec.engines.llm.requests.length, 1);
+  t.is(media.heardMs, before, 'the agent stayed silent: the LLM chose to say nothing, and no idle prompt played');
+  t.is((await getCallRow(line.rig.s.db, callId)).status, 'active');
+  const logs = (await rowExtra(callId)).logs;
+  t.like(logs.voicemail_detection, { result: 'ivr', by: 'phrases' });
   media.hangup();
   t.is((await endedRow(line.rig.s.db, callId)).ended_reason, 'user_hangup');
 });

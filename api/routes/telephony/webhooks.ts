@@ -17,7 +17,7 @@ import { HttpError } from '../../../core/http-error.ts';
 import { announceUnconnected, finishUnconnected, onPhoneCallEnded } from '../../../core/telephony/ended.ts';
 import { admitInbound, carrierRoutes, refusalMessage, type InboundAdmission, type InboundRoute } from '../../../core/telephony/inbound.ts';
 import { assignedNodeUrl } from '../../../core/media-nodes.ts';
-import { notifyCallEvent } from '../../../core/telephony/call-events.ts';
+import { isMessageEnd, notifyCallEvent } from '../../../core/telephony/call-events.ts';
 import { toE164 } from '../../../core/telephony/numbers.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { verifyConfigUrlSig, verifyStreamToken } from '../../../core/telephony/signing.ts';
@@ -98,7 +98,7 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
   async function apply(call: CallCarrier, ev: CarrierEvent): Promise<void> {
     if (ev.type === 'amd') {
       await db.query(sql.unsafe`UPDATE calls SET answered_by = ${ev.answeredBy}, updated_at = now() WHERE id = ${call.callId}`);
-      await notifyCallEvent(db, { callId: call.callId, type: 'amd', answeredBy: ev.answeredBy });
+      await notifyCallEvent(db, { callId: call.callId, type: 'amd', answeredBy: ev.answeredBy, messageEnd: isMessageEnd(ev.answeredBy) });
       return;
     }
     if (ev.type !== 'status' || !ev.raw) return;

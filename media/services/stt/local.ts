@@ -471,6 +471,9 @@ export function createLocalStt(model: string, opts: LocalSttOptions = {}): SttSe
     /** the model this service runs: after a fallback, `pocketsphinx` */
     model,
     hasTurnDetection: false,
+    // the final is decoded here after finalize(): it always comes, seconds later on a loaded machine, and the
+    // interim it would be replaced by is the turn cut short
+    finalWaitMs: 8000,
     async open(o: SttOptions): Promise<SttStream> {
       if (model !== POCKETSPHINX_MODEL) {
         try {

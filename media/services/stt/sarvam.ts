@@ -7,9 +7,9 @@
 // after 60 s without audio, and its VAD needs trailing silence: silence goes out after 1 s without caller audio.
 // Out: `{"type":"events","data":{"signal_type":"START_SPEECH"|"END_SPEECH"}}` and one final transcript per
 // utterance `{"type":"data","data":{"transcript","language_code"}}` (no interims); `{"type":"error"}`.
-// Events: START_SPEECH → speech_started; a transcript after END_SPEECH → turn_end; a transcript while the caller
-// still speaks (or after a flush) → final (joined into the turn); END_SPEECH with no transcript within 1.5 s (0.3 s
-// when a flush already brought the text) ends the turn with what is final.
+// Events: START_SPEECH → speech_started; every transcript → final. Sarvam's END_SPEECH is its VAD's silence, not a
+// model of the end of the turn, so the adapter has no turn detection of its own: the call's turn model (Smart
+// Turn, media/services/turn) ends the caller's turn and the finals of its utterances are joined into it.
 import type { SttEvent, SttOptions, SttService, SttStream } from '../types.ts';
 import { jsonFrame, openWithin, pcmBytes, refusedStream, SttSocket, vendorWsUrl } from './ws-session.ts';
 
@@ -25,8 +25,6 @@ export interface SarvamOptions {
   block?: SarvamBlock;
   /** silence after this long without caller audio (default 1000) */
   keepaliveMs?: number;
-  /** after END_SPEECH, wait this long for the transcript (default 1500) */
-  transcriptWaitMs?: number;
 }
 
 const SARVAM_LANGS = new Set(['en', 'hi', 'bn', 'gu', 'kn', 'ml', 'mr', 'or', 'pa', 'ta', 'te', 'ur', 'ne']);
@@ -55,7 +53,7 @@ export function sarvamQuery(model: string, block: SarvamBlock, languages: string
 export class SarvamStt implements SttService {
   readonly provider = 'sarvam';
   readonly model: string;
-  readonly hasTurnDetection = true;
+  readonly hasTurnDetection = false;
   constructor(private readonly o: SarvamOptions) {
     this.model = o.model;
   }
@@ -64,24 +62,14 @@ export class SarvamStt implements SttService {
     const emit = (ev: SttEvent) => opts.onEvent(ev);
     if (!this.o.apiKey) return refusedStream(emit, 'sarvam', 'SARVAM_API_KEY is not set');
     let speaking = false;
-    let hadFinal = false;
-    let waitTimer: NodeJS.Timeout | null = null;
-    const clearWait = () => {
-      if (waitTimer) clearTimeout(waitTimer);
-      waitTimer = null;
-    };
     const sock = new SttSocket({
       vendor: 'sarvam',
       url: vendorWsUrl(this.o.baseUrl, '/speech-to-text/ws', sarvamQuery(this.model, this.o.block ?? {}, opts.languages)),
       headers: { 'Api-Subscription-Key': this.o.apiKey },
       emit,
       encodeAudio: (pcm) => JSON.stringify({ audio: { data: pcmBytes(pcm).toString('base64'), sample_rate: 16000, encoding: 'audio/wav' } }),
-      onOpen: (_s, reconnect) => {
-        if (!reconnect) return;
-        clearWait();
-        if (hadFinal) emit({ type: 'turn_end', text: '' });
+      onOpen: () => {
         speaking = false;
-        hadFinal = false;
       },
       keepalive: { idleMs: this.o.keepaliveMs ?? 1000, send: (s) => s.sendSilence(Math.min(1000, this.o.keepaliveMs ?? 1000)) },
       closeMessage: () => null,
@@ -96,33 +84,14 @@ export class SarvamStt implements SttService {
         }
         if (msg.type === 'events') {
           if (msg.data?.signal_type === 'START_SPEECH') {
-            clearWait();
             if (!speaking) emit({ type: 'speech_started' });
             speaking = true;
-          } else if (msg.data?.signal_type === 'END_SPEECH') {
-            speaking = false;
-            clearWait();
-            waitTimer = setTimeout(() => {
-              waitTimer = null;
-              if (hadFinal) emit({ type: 'turn_end', text: '' });
-              hadFinal = false;
-            }, this.o.transcriptWaitMs ?? (hadFinal ? 300 : 1500));
-            waitTimer.unref?.();
-          }
+          } else if (msg.data?.signal_type === 'END_SPEECH') speaking = false;
           return;
         }
         if (msg.type === 'data') {
           const text = (msg.data?.transcript ?? '').trim();
-          if (speaking) {
-            if (text) {
-              hadFinal = true;
-              emit({ type: 'final', text });
-            }
-            return;
-          }
-          clearWait();
-          if (text || hadFinal) emit({ type: 'turn_end', text });
-          hadFinal = false;
+          if (text) emit({ type: 'final', text });
         }
       },
     });
@@ -130,10 +99,7 @@ export class SarvamStt implements SttService {
     return {
       write: (pcm) => sock.sendAudio(pcm),
       finalize: () => void sock.sendControl({ type: 'flush' }),
-      close: async () => {
-        clearWait();
-        await sock.close();
-      },
+      close: () => sock.close(),
     };
   }
 }

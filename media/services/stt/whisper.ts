@@ -1,21 +1,25 @@
 // `local` STT, model `whisper-tiny.en` (the default): Whisper tiny.en through whisper.cpp (@napi-rs/whisper), the
 // model file verified by media/services/model-files.ts before it is loaded. A process-wide pool of decoder helper
-// processes (thread-pool.ts; LOCAL_STT_WORKERS, default one per core, each holding the model) serves every call. A call's stream keeps the
-// current utterance: it opens at the first frame above SPEECH_RMS (with up to PREROLL_MS before it) and is decoded in
-// one piece at finalize() (the VAD's end of turn), or after AUTO_END_MS of quiet / MAX_UTTERANCE_MS. The encoder's
-// audio context is trimmed to the utterance (whisper-thread.ts), which is what makes short utterances fast to decode.
-// The initial prompt carries the agent's vocabulary (the greeting the caller just heard and the key terms). Interims:
-// one decode of the utterance so far every INTERIM_MS, only when a decoder is idle (on a loaded node interims
-// stop first). Finals are never dropped; past decoders × MAX_QUEUE_PER_THREAD waiting the utterance is refused
+// processes (thread-pool.ts; LOCAL_STT_WORKERS, default one per core, each holding the model) serves every call. A
+// call's stream keeps the current utterance: it opens at the first frame above SPEECH_RMS (with up to PREROLL_MS
+// before it) and is decoded in one piece at finalize() (the end of the caller's turn: pauses the turn model keeps
+// open stay inside it), or after AUTO_END_MS of quiet / MAX_UTTERANCE_MS: one final per turn, one decode of the
+// turn's whole audio. The encoder's audio context is trimmed to the utterance (whisper-thread.ts), which is what
+// makes short utterances fast to decode; a final whose decode loops is decoded again over the whole context there.
+// The initial prompt carries the agent's vocabulary (the greeting the caller just heard and the key terms; never
+// earlier transcripts: no context is carried from one decode to the next). Interims: one decode of the utterance so
+// far every INTERIM_MS, only when a decoder is idle (on a loaded node interims stop first); each replaces the last. Finals are never dropped; past decoders × MAX_QUEUE_PER_THREAD waiting the utterance is refused
 // with a non-fatal error (the call hears nothing rather than a reply seconds late).
 import { rms } from '../../audio/pcm.ts';
 import type { SttEvent, SttOptions, SttStream } from '../types.ts';
 import { MODELS, verifiedModelFile } from '../model-files.ts';
 import { poolSize, SharedPool, ThreadPool } from '../thread-pool.ts';
 import type { WhisperRequest } from './whisper-thread.ts';
+import { dropRepeatedRuns } from './repeats.ts';
 
 const PREROLL_MS = 300;
-const AUTO_END_MS = 2000;
+/** Quiet that ends the utterance without a finalize(): past the turn model's longest pause inside a turn (3 s). */
+const AUTO_END_MS = 4000;
 const MAX_UTTERANCE_MS = 30_000;
 const SPEECH_RMS = 0.001;
 /** whisper.cpp refuses input under 1 s: shorter utterances are padded with silence. */
@@ -23,6 +27,11 @@ const MIN_SAMPLES = 16000 * 1.1;
 /** Utterances with less sound than this (ms above SPEECH_RMS) are noise, not decoded (Whisper hallucinates on them). */
 const MIN_LOUD_MS = 120;
 const INTERIM_MS = 1000;
+/**
+ * Quiet inside a turn longer than this is not decoded (ms): a pause of 2 s in the middle of a sentence makes tiny.en
+ * drop or invent words around it (bench/local-stt-accuracy's paused set), so a pause is kept at this length.
+ */
+const MAX_GAP_MS = 400;
 const MAX_QUEUE_PER_THREAD = 6;
 
 const pool = new SharedPool<WhisperRequest, string>();
@@ -67,13 +76,13 @@ export function collapseRepeats(text: string): string {
 
 /** The caller's words only: no non-speech annotations ([BLANK_AUDIO], (music), *laughs*), no decoder loop. */
 function clean(text: string): string {
-  return collapseRepeats(
+  return dropRepeatedRuns(collapseRepeats(
     text
       .replace(/\[[^\]]*\]|\([^)]*\)|\*[^*]*\*/g, ' ')
       .replace(/\s+/g, ' ')
       .replace(/^[\s,.;:!?-]+/, '')
       .trim(),
-  );
+  ));
 }
 
 export class WhisperStream implements SttStream {
@@ -115,9 +124,11 @@ export class WhisperStream implements SttStream {
       this.sinceInterim = 0;
       return;
     }
-    this.chunks.push(pcm);
-    this.samples += pcm.length;
     this.quietMs = loud ? 0 : this.quietMs + ms;
+    if (this.quietMs <= MAX_GAP_MS) {
+      this.chunks.push(pcm);
+      this.samples += pcm.length;
+    }
     if (loud) this.loudMs += ms;
     this.sinceInterim += ms;
     if (this.quietMs >= AUTO_END_MS || (this.samples / 16000) * 1000 >= MAX_UTTERANCE_MS) return this.finalize();
@@ -162,7 +173,7 @@ export class WhisperStream implements SttStream {
       this.onEvent({ type: 'error', error: { message: 'local STT cannot keep up (every Whisper decoder is busy): utterance dropped', retryable: true, fatal: false } });
       return;
     }
-    const decoded = this.pool.run({ samples, prompt: this.prompt }, [samples.buffer]);
+    const decoded = this.pool.run({ samples, prompt: this.prompt, final: true }, [samples.buffer]);
     this.order = this.order.then(() =>
       decoded.then(
         (text) => {

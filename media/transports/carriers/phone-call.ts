@@ -1,10 +1,12 @@
 // The phone-only parts of a carrier call, handed to the call runner as options: transfer through the carrier
-// adapter, the carrier's hang-up when the agent ends the call, voicemail detection on outbound calls (carrier AMD
-// where the adapter has it, else heuristics over the first seconds), the carrier's whole-call recording of inbound
+// adapter, the carrier's hang-up when the agent ends the call, answer supervision on outbound calls (carrier AMD and
+// end-of-message where the adapter has them, else what the first seconds sound like: media/session/answer-supervisor.ts),
+// keys through the carrier's DTMF API where it has one, the carrier's whole-call recording of inbound
 // calls, and the end-of-call hook of core/telephony. What a phone call leaves on its row beyond a web call's:
 // `carrier_call_id`; `logs.dtmf` = `[{digit, t_ms, timestamp}]` for every key the caller pressed (the keys also reach
 // the LLM as a user turn `[keypad: …]`, never as a transcript role); `logs.voicemail_detection` = the verdict
-// `{result: machine|human, by: amd|words|long_greeting|initial_silence|window, answeredBy?, words?, ms?}`;
+// `{result: human|voicemail|ivr, by: amd|phrases|words|beep|long_greeting|initial_silence|window, answeredBy?, words?,
+// ms?}`; `logs.voicemail` = `{left, after: carrier|beep|silence|timeout, waitedMs}` when a message was left;
 // `logs.transfer` = `{transferId, destination, timeoutS, record, recordSkipped?, requestedAt}` (plus `error` when the
 // carrier refused; `recordSkipped` says why a recordTransfer was not recorded); `logs.carrier_recording_unsupported`
 // = why recordInProviderConsole could not be honoured on this carrier and direction;
@@ -20,9 +22,9 @@ import { carrierHookUrl } from '../../../core/telephony/urls.ts';
 import { concatInt16 } from '../../audio/pcm.ts';
 import type { MediaDeps } from '../../deps.ts';
 import { createLocalTts } from '../../services/tts/local.ts';
-import type { CallRow } from '../../session/lifecycle.ts';
+import { writeCallLogs, type CallRow } from '../../session/lifecycle.ts';
 import type { RunOptions } from '../../session/runner.ts';
-import { VoicemailDetector, type VoicemailVerdict } from '../../session/voicemail.ts';
+import { answerSupervisorFor } from '../../session/answer-supervisor.ts';
 import type { CarrierTransfer } from '../../tools/runtime.ts';
 import type { CallEventListener } from './events.ts';
 import type { CarrierStreamTransport } from './stream.ts';
@@ -98,33 +100,41 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
     }
   };
 
-  const snap = (row.config_snapshot ?? {}) as { voicemailDetection?: unknown; greeting?: { speakFirst?: unknown } };
+  const adapter = carrierFor(provider ?? '');
   const observers = [];
-  if (row.transport === 'outbound' && snap.voicemailDetection !== false) {
-    // carriers with AMD were asked for it at dial time (core/telephony/outbound.ts): their verdict arrives as an event
-    const amd = carrierFor(provider ?? '')?.carrierAmd
+  if (row.transport === 'outbound') {
+    // carriers with AMD were asked for it at dial time (core/telephony/outbound.ts): their verdicts arrive as events
+    const amd = adapter?.carrierAmd
       ? {
           current: async () =>
             db.maybeOneFirst(sql.type(z.object({ answered_by: z.string().nullable() }))`SELECT answered_by FROM calls WHERE id = ${row.id}`),
-          subscribe: async (cb: (a: string) => void) =>
+          subscribe: async (cb: (a: string, messageEnd: boolean) => void) =>
             deps.events().subscribe(row.id, (ev) => {
-              if (ev.type === 'amd' && typeof ev.answeredBy === 'string') cb(ev.answeredBy);
+              if (ev.type === 'amd' && typeof ev.answeredBy === 'string') cb(ev.answeredBy, ev.messageEnd === true);
             }),
+          messageEnd: adapter.amdMessageEnd === true,
         }
       : null;
-    observers.push(
-      new VoicemailDetector({
-        amd,
-        speakFirst: snap.greeting?.speakFirst === 'user' ? 'user' : 'agent',
-        logger: log,
-        onVerdict: (v: VoicemailVerdict) => void appendLogs({ voicemail_detection: v }),
-      }),
-    );
+    const supervisor = answerSupervisorFor({
+      snapshot: row.config_snapshot, web: false, amd, logger: log,
+      writeLogs: (e, tag) => writeCallLogs(db, row.id, e, tag).catch((err: unknown) => log.warn({ err }, 'could not write call logs')),
+    });
+    if (supervisor) observers.push(supervisor);
   }
+
+  // keys through the carrier's DTMF API (the stream goes on); carriers without one get in-band tones
+  const carrierDtmf = adapter?.sendDtmf
+    ? async (digits: string) => {
+        const carrier = await callCarrier(db, config, row.id);
+        if (!carrier?.carrierCallId || !carrier.adapter.sendDtmf) throw new Error('the carrier call is not known');
+        await carrier.adapter.sendDtmf({ config, logger: log }, carrier.creds, carrier.carrierCallId, digits);
+      }
+    : undefined;
 
   return {
     claimed: true,
     tools: { transfer, ...(adapter ? { transferSupport: (d: string) => adapter.transferSupport(d) } : {}) },
+    ...(carrierDtmf ? { carrierDtmf } : {}),
     hangupReason: () => (transferred ? 'transferred' : 'user_hangup'),
     session: { observers },
     async onFinished(_row, result) {
