@@ -100,7 +100,6 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
     }
   };
 
-  const adapter = carrierFor(provider ?? '');
   const observers = [];
   if (row.transport === 'outbound') {
     // carriers with AMD were asked for it at dial time (core/telephony/outbound.ts): their verdicts arrive as events
