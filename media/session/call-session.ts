@@ -323,7 +323,7 @@ export class CallSession {
       if (err && !this.ended && (err as { engineError?: { fatal: boolean } }).engineError?.fatal) this.onStageError(err, 'tts');
     });
     if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
-      this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
+      this.o.engines.llm.prewarm({ messages: this.ctx.forLlm(), tools: this.o.tools.specs }).catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
     }
     if (cfg.backgroundSound.enabled) {
       try {
@@ -482,7 +482,7 @@ export class CallSession {
     }
     this.pacer.close();
     this.clock.poll(); // see media/session/runner.ts: a burst of calls ending together
-    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.(), this.o.engines.llm.close?.()]);
     this.clock.poll();
     this.ctx.prune();
     // The carrier moved the call (its stream stopped) before answering the transfer request: that transfer succeeded.
@@ -513,7 +513,7 @@ export class CallSession {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.pacer.close();
-    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.(), this.o.engines.llm.close?.()]);
   }
 
   /** An unhandled failure after connect: tell the client, end with pipeline_error. */
