@@ -125,9 +125,9 @@ export interface LlmSchemaResult {
   finishReason: string;
 }
 
-/** What a call's requests will start with, known as the call starts (llm.prewarm). */
-export interface LlmPrewarmContext {
-  /** the conversation so far: the system prompt */
+/** What a call's requests will start with, known before its next request (llm.prewarm). */
+export interface LlmPrefillContext {
+  /** the conversation so far: the system prompt, then the greeting once it is said */
   messages: ChatMessage[];
   tools: ToolSpec[];
 }
@@ -137,16 +137,19 @@ export interface LlmService {
   readonly model: string;
   /** Streams chunks; throws an Error with `engineError: EngineError` on vendor failure; stops on signal abort. */
   stream(req: LlmRequest): AsyncIterable<LlmChunk>;
+  /** One tiny hidden request to warm connections (llm.prewarm); the in-process model loads. */
+  prewarm?(): Promise<void>;
   /**
    * One answer in the shape of `req.schema` (LlmSchemaRequest). Throws an Error with `engineError` on vendor
    * failure (as stream does); absent on engines that cannot constrain their output (the demo responder).
    */
   completeWithSchema?(req: LlmSchemaRequest): Promise<LlmSchemaResult>;
   /**
-   * Warm up as the call starts (llm.prewarm): vendors open their connection; the in-process model evaluates the
-   * call's system prompt and tools so that its first reply evaluates only the caller's turn.
+   * Process the conversation so far ahead of the next request (llm.prewarm; in-process models only): the model
+   * evaluates the system prompt and tools as the call starts, and the greeting once it is said, so that a reply
+   * evaluates only the caller's turn.
    */
-  prewarm?(context?: LlmPrewarmContext): Promise<void>;
+  prefill?(context: LlmPrefillContext): Promise<void>;
   /** The call is over: release what the engine holds for it (the in-process model's sequence). */
   close?(): Promise<void>;
 }

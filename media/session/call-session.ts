@@ -323,8 +323,9 @@ export class CallSession {
       if (err && !this.ended && (err as { engineError?: { fatal: boolean } }).engineError?.fatal) this.onStageError(err, 'tts');
     });
     if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
-      this.o.engines.llm.prewarm({ messages: this.ctx.forLlm(), tools: this.o.tools.specs }).catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
+      this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
     }
+    this.prefillLlm();
     if (cfg.backgroundSound.enabled) {
       try {
         this.mixer.setBackground(backgroundSource(cfg.backgroundSound));
@@ -755,8 +756,16 @@ export class CallSession {
     this.greeted = true;
     const g = this.cfg.greeting;
     const msgs = g.firstMessages.filter((m) => m.trim());
-    if (msgs.length) this.say(msgs[Math.floor(Math.random() * msgs.length)]!, 'greeting', g.interruptible);
-    else this.startReply('greeting', g.interruptible, null);
+    if (msgs.length) {
+      this.say(msgs[Math.floor(Math.random() * msgs.length)]!, 'greeting', g.interruptible);
+      this.prefillLlm(); // the greeting is in the context now: the first reply's prompt starts with it
+    } else this.startReply('greeting', g.interruptible, null);
+  }
+
+  /** llm.prewarm: the in-process model evaluates the conversation so far (vendors: nothing). */
+  private prefillLlm(): void {
+    if (!this.cfg.llm.prewarm || !this.o.engines.llm.prefill) return;
+    this.o.engines.llm.prefill({ messages: this.ctx.forLlm(), tools: this.o.tools.specs }).catch((err: unknown) => this.log.debug({ err }, 'llm prefill failed'));
   }
 
   /** Speak a fixed text as one utterance (kept in the context as the assistant's words). */

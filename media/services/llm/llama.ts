@@ -7,9 +7,9 @@
 // (SequencePool). A call keeps its sequence from one turn to the next: the sequence holds the evaluated tokens of the
 // conversation, and each request evaluates only what differs from them — the new caller turn, not the system prompt,
 // the tool definitions and the history again (on 2 cores a 300-token prompt takes 2–4 s to evaluate, the new turn
-// 0.1–0.3 s). prewarm() evaluates the system prompt and tool definitions as the call starts. With more calls than
-// sequences, a call whose sequence is idle lends it to the next one that needs it (its next reply then evaluates
-// its prompt again); while every sequence is generating, further requests wait for one, in order.
+// 0.1–0.3 s). prefill() evaluates the system prompt and tool definitions as the call starts, then the greeting. With
+// more calls than sequences, a call whose sequence is idle lends it to the next one that needs it (its next reply
+// then evaluates its prompt again); while every sequence is generating, further requests wait for one, in order.
 //
 // Tools are offered as node-llama-cpp "functions" (the Qwen template renders them into the system prompt and the
 // call's arguments are constrained to their JSON schema); a function call ends the generation and is emitted as a
@@ -30,7 +30,7 @@ import type {
   Token,
 } from 'node-llama-cpp';
 import { modelInstalled, verifiedModelFile, MODELS } from '../model-files.ts';
-import type { ChatMessage, LlmChunk, LlmPrewarmContext, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, ToolSpec } from '../types.ts';
+import type { ChatMessage, LlmChunk, LlmPrefillContext, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService, ToolSpec } from '../types.ts';
 import { endCallTool, farewellCall, isFarewell } from './farewell.ts';
 import { engineError } from './openai.ts';
 import { completeWithSchemaLocal } from './llama-schema.ts';
@@ -386,7 +386,7 @@ export class LlamaLlm implements LlmService {
   readonly model = QWEN_MODEL;
   private readonly sampling: Sampling;
   private chain: Promise<unknown> = Promise.resolve();
-  /** aborted by close(): a prewarm still waiting for a sequence gives up */
+  /** aborted by close(): a prefill still waiting for a sequence gives up */
   private readonly closing = new AbortController();
   /** the pool this call took a sequence from */
   private pool: SequencePool | null = null;
@@ -422,10 +422,14 @@ export class LlamaLlm implements LlmService {
     return end ? tools.filter((t) => t !== end) : tools;
   }
 
-  /** Load the model; with the call's context, evaluate its system prompt and tools on the call's sequence now. */
-  async prewarm(ctx?: LlmPrewarmContext): Promise<void> {
+  /** Load the model (once per process). */
+  async prewarm(): Promise<void> {
+    await this.loaded();
+  }
+
+  /** Evaluate the conversation so far (system prompt, tools, greeting) on the call's sequence now. */
+  async prefill(ctx: LlmPrefillContext): Promise<void> {
     const m = await this.loaded();
-    if (!ctx) return;
     await this.serial(async () => {
       if (this.closing.signal.aborted) return;
       const functions = functionsOf(this.modelTools(ctx.tools));

@@ -10,7 +10,7 @@
 // token usage is estimated (≈ 4 characters per token) so per-call usage metrics fill in as with a real model.
 // It has no completeWithSchema: structured answers need the installed model or an OpenAI-compatible server.
 import type { Config } from '../../../core/config.ts';
-import type { ChatMessage, LlmChunk, LlmPrewarmContext, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService } from '../types.ts';
+import type { ChatMessage, LlmChunk, LlmPrefillContext, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService } from '../types.ts';
 import { engineError, OpenAiCompatLlm } from './openai.ts';
 import { LlamaLlm, QWEN_MODEL } from './llama.ts';
 
@@ -160,8 +160,12 @@ class LlamaOrDemo implements LlmService {
     return this.use;
   }
 
-  async prewarm(ctx?: LlmPrewarmContext): Promise<void> {
-    await (await this.engine()).prewarm?.(ctx);
+  async prewarm(): Promise<void> {
+    await this.engine();
+  }
+
+  async prefill(ctx: LlmPrefillContext): Promise<void> {
+    await (await this.engine()).prefill?.(ctx);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 // The in-process local model (qwen2.5-coder-0.5b-instruct through node-llama-cpp, media/services/llm/llama.ts): a
 // call keeps its context sequence, so a turn evaluates only what is new (node-llama-cpp's own token meter and
-// sequence state are the witnesses); prewarm evaluates the system prompt; the shared context's sequences are bounded
+// sequence state are the witnesses); prefill evaluates the system prompt and the greeting; the shared context's sequences are bounded
 // and lent between calls; a caller's farewell ends the call through the end-call tool. The tests that need the model
 // file run only after `npm run setup:llm` (skipped otherwise); the rules around it always run.
 import test from 'ava';
@@ -80,17 +80,23 @@ async function pool(sequences: number): Promise<SequencePool> {
   return createSequencePool(await loadLocalModel(), sequences, 1);
 }
 
-withQwen('a call keeps its sequence: prewarm evaluates the system prompt and tools, each turn evaluates only what is new', async (t) => {
+withQwen('a call keeps its sequence: prefill evaluates the system prompt and tools, then the greeting; each turn evaluates only what is new', async (t) => {
   const p = await pool(1);
   try {
     const llm = new LlamaLlm({ pool: p });
     const messages: ChatMessage[] = [{ role: 'system', content: DENTAL }];
-    await llm.prewarm({ messages: [...messages], tools: [END_CALL, BOOK] });
+    await llm.prefill({ messages: [...messages], tools: [END_CALL, BOOK] });
     const seq = p.heldBy(llm)!;
-    t.truthy(seq, 'the call holds a sequence after prewarm');
+    t.truthy(seq, 'the call holds a sequence after prefill');
     const prewarmed = seq.contextTokens.length;
     t.true(prewarmed > 100, `system prompt + tool definitions evaluated (${prewarmed} tokens)`);
     t.is(seq.tokenMeter.usedInputTokens, prewarmed);
+    // the greeting is said: only it is evaluated
+    messages.push({ role: 'assistant', content: 'Thanks for calling Bright Smile Dental, how can I help?' });
+    await llm.prefill({ messages: [...messages], tools: [END_CALL, BOOK] });
+    const greeted = seq.tokenMeter.usedInputTokens - prewarmed;
+    t.true(greeted > 5 && greeted <= 25, `the greeting evaluated (${greeted} tokens)`);
+    const held = seq.contextTokens.length;
 
     const turns = ['What are your opening hours?', 'How much is a cleaning?'];
     let previousPrompt = 0;
@@ -102,7 +108,7 @@ withQwen('a call keeps its sequence: prewarm evaluates the system prompt and too
       const u = usageOf(chunks);
       t.log(`turn ${i + 1}: prompt ${u.promptTokens} tokens, ${u.cacheReadTokens} already in the sequence, ${evaluated} evaluated → ${textOf(chunks)}`);
       t.is(p.heldBy(llm), seq, 'the same sequence every turn');
-      t.true(u.cacheReadTokens! >= (i === 0 ? prewarmed : previousPrompt), 'everything the sequence held before this turn is reused');
+      t.true(u.cacheReadTokens! >= (i === 0 ? held : previousPrompt), 'everything the sequence held before this turn is reused');
       t.true(evaluated <= 30, `only the new turn is evaluated (${evaluated} tokens)`);
       t.true(evaluated >= u.promptTokens - u.cacheReadTokens! - 1 && evaluated <= u.promptTokens - u.cacheReadTokens! + 1, 'usage matches what node-llama-cpp evaluated');
       t.true(u.completionTokens > 0 && u.completionTokens <= 40);
@@ -115,7 +121,8 @@ withQwen('a call keeps its sequence: prewarm evaluates the system prompt and too
     // the next call of the same agent finds its system prompt in the sequence left behind
     const next = new LlamaLlm({ pool: p });
     const chunks = await collect(next, request([{ role: 'system', content: DENTAL }, { role: 'user', content: 'Hello?' }], { tools: [END_CALL, BOOK] }));
-    t.true(usageOf(chunks).cacheReadTokens! >= prewarmed, 'the system prompt is reused across calls of one agent');
+    // (the prefilled prefix ended with the opening of a user turn, `user\n`: the sequence has the greeting there)
+    t.true(usageOf(chunks).cacheReadTokens! >= prewarmed - 2, 'the system prompt is reused across calls of one agent');
   } finally {
     await p.context.dispose();
   }
