@@ -41,8 +41,9 @@ const CONTEXT_TOKENS = 4096;
 
 /**
  * Sampling on top of the agent's temperature (bench/local-llm.ts, docs/engines.md): Qwen2.5's own generation
- * settings (top-k 20, top-p 0.8, repetition penalty 1.05). At the agents' default temperature of 1 a 0.5B model
- * sampling from its whole vocabulary wanders off the prompt; cut to its 20 likeliest tokens it stays on it.
+ * settings (top-k 20, top-p 0.8, repetition penalty 1.05). At temperatures above 1 (agents allow up to 2) a 0.5B
+ * model sampling from its whole vocabulary rambles and invents facts; cut to its likeliest tokens it stays short and
+ * on the prompt, and at temperature 1 and below it does as well as without the cut.
  */
 export interface Sampling {
   topK?: number;
