@@ -224,6 +224,7 @@ if (!process.env.LATENCY_ONLY) {
     none: {},
     minp: { minP: 0.1 },
     topk40: { topK: 40, topP: 0.9, repeatPenalty: 1.1 },
+    qwenminp: { ...DEFAULT_SAMPLING, minP: 0.05 },
   };
   const names = (process.env.SAMPLING ?? 'qwen,none,minp').split(',').filter((n) => n in SAMPLINGS);
   const temps = (process.env.TEMPS ?? '1,1.5,0').split(',').map(Number);
