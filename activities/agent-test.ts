@@ -18,7 +18,7 @@ import { createApiKey } from '../core/orgs.ts';
 import { hasAdapter, missingCredentials } from '../core/providers.ts';
 import { deliverWebhook, prepareWebhook, recordWebhookResult } from '../core/webhook.ts';
 import { AGENT_TEST_TAG } from '../core/agent-tests/names.ts';
-import { checkVerdicts, JUDGE_SYSTEM_PROMPT, JudgeAnswerError, judgeUserPrompt, VERDICTS_SCHEMA_NAME, verdictsSchema } from '../core/agent-tests/judge.ts';
+import { JUDGE_SYSTEM_PROMPT, JudgeAnswerError, judgeUserPrompt, matchVerdicts, VERDICTS_SCHEMA_NAME, verdictsSchema } from '../core/agent-tests/judge.ts';
 import { TERMINAL_STATUSES, testCompletedPayload, type EndedBy, type LlmChoice, type RunRow, type TranscriptLine, type Verdict } from '../core/agent-tests/schemas.ts';
 import { claimCompletedEvent, finishRun, loadRun, markRunning, setRunCall, setRunConversation, setRunTranscript, startAttempt, type RunOutcome } from '../core/agent-tests/store.ts';
 import { createEngines, defaultFactories, type EngineAgentConfig, type EngineFactories } from '../media/services/index.ts';
@@ -272,23 +272,34 @@ export function createAgentTestActivities(deps: AgentTestDeps) {
         throw ApplicationFailure.nonRetryable(`the judge's LLM (${snap.judge.provider} / ${snap.judge.model}) cannot answer with a schema: choose another judge model`, 'JudgeFailed');
       }
       const endedBy = (run.ended_by as EndedBy | null) ?? null;
-      const messages = [
-        { role: 'system' as const, content: JUDGE_SYSTEM_PROMPT },
-        { role: 'user' as const, content: judgeUserPrompt({ scenario: snap.scenario, criteria: snap.criteria, transcript: run.transcript, endedBy }) },
-      ];
+      const signal = cancellation() ?? new AbortController().signal;
+      /** One request for these criteria (indices into the test's): their verdicts, null where the answer gave none. */
+      const ask = async (which: number[]): Promise<Array<Verdict | null>> => {
+        const criteria = which.map((i) => snap.criteria[i]!);
+        const answer = await llm.completeWithSchema!({
+          messages: [
+            { role: 'system', content: JUDGE_SYSTEM_PROMPT },
+            { role: 'user', content: judgeUserPrompt({ scenario: snap.scenario, criteria, transcript: run.transcript, endedBy }) },
+          ],
+          schema: verdictsSchema(criteria),
+          name: VERDICTS_SCHEMA_NAME,
+          temperature: 0,
+          maxTokens: 300 + 150 * criteria.length,
+          signal,
+        });
+        if (answer.finishReason === 'refusal') throw ApplicationFailure.nonRetryable(`the judge refused: ${answer.text.slice(0, 300)}`, 'JudgeFailed');
+        return matchVerdicts(answer.value, criteria);
+      };
       heartbeat();
       const beat = setInterval(() => heartbeat(), 5000);
       try {
-        const answer = await llm.completeWithSchema({
-          messages,
-          schema: verdictsSchema(snap.criteria),
-          name: VERDICTS_SCHEMA_NAME,
-          temperature: 0,
-          maxTokens: 300 + 150 * snap.criteria.length,
-          signal: cancellation() ?? new AbortController().signal,
-        });
-        if (answer.finishReason === 'refusal') throw ApplicationFailure.nonRetryable(`the judge refused: ${answer.text.slice(0, 300)}`, 'JudgeFailed');
-        return { verdicts: checkVerdicts(answer.value, snap.criteria) };
+        // all criteria in one request; each criterion that answer left out is asked once more on its own (engines
+        // that do not enforce the array's length: small local models)
+        const verdicts = await ask(snap.criteria.map((_, i) => i));
+        for (const i of verdicts.flatMap((v, k) => (v ? [] : [k]))) verdicts[i] = (await ask([i]))[0] ?? null;
+        const missing = verdicts.findIndex((v) => !v);
+        if (missing >= 0) throw new JudgeAnswerError(`the judge gave no verdict for criterion ${missing + 1} ("${snap.criteria[missing]!.slice(0, 80)}")`);
+        return { verdicts: verdicts as Verdict[] };
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         // a malformed answer may come out right on another try; past the retries the run ends `error` with this

@@ -5,8 +5,9 @@
 // the test's scenario (core/agent-tests/caller-prompt.ts). In text mode (`?mode=text`, media/session/text-mode.ts)
 // it exchanges text instead: `user-text` messages out, `rtf-bot-text` / `rtf-bot-turn-end` in.
 //
-// Turn-taking: the agent's turn is over when its audio has been quiet for `agentTurnEndMs` after it spoke (the STT
-// is then finalized and its text is the agent's line), or, in text mode, at `rtf-bot-turn-end`. The caller waits
+// Turn-taking: the agent's turn is over when its audio has been quiet for `agentTurnEndMs` after it spoke and the text
+// chunk last announced (`rtf-bot-text`) has had time to be said (the STT is then finalized and its text is the
+// agent's line), or, in text mode, at `rtf-bot-turn-end`. The caller waits
 // `openerWaitMs` for a greeting and speaks first when none comes. The conversation ends when the caller hangs up
 // (its model writes the hang-up marker), the agent hangs up (the server closes the socket with 1000), the caller has
 // had `maxTurns` turns and heard the answer to its last one (it is not told of the limit, so a short test is not a
@@ -67,6 +68,9 @@ const FRAME_MS = 20;
 /** agent audio louder than this (RMS of a 24 kHz frame, ≈ −40 dBFS) is speech */
 const VOICED_RMS = 330;
 const FINAL_WAIT_MS = 4000;
+const MAX_RETHINKS = 3;
+/** how long a character of the agent's text takes to say, about (15 characters a second, a slow speaker) */
+const SPOKEN_MS_PER_CHAR = 65;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -85,6 +89,8 @@ interface Link {
   readonly closed: { code: number; reason: string } | null;
   /** the last `error` event the server sent */
   readonly lastError: string | null;
+  /** the agent has started saying something since listen() last returned its turn */
+  agentSpokeSinceTurn(): boolean;
   close(): void;
   release(): Promise<void>;
 }
@@ -147,6 +153,7 @@ abstract class BaseLink implements Link {
 
   abstract listen(waitMs: number, deadline: number): ReturnType<Link['listen']>;
   abstract say(text: string): Promise<void>;
+  abstract agentSpokeSinceTurn(): boolean;
 
   async hangUp(): Promise<void> {
     if (!this.closed) this.ws.close(1000);
@@ -177,6 +184,8 @@ class AudioLink extends BaseLink {
   private firstVoicedWall: string | null = null;
   /** 16 kHz samples given to the STT, and when its timeline began: the gaps between agent audio are silence to it */
   private heardSamples = 0;
+  /** performance.now() until which the agent's current chunk of text is still being said (see onEvent) */
+  private chunkUntil = 0;
   private heardSince = 0;
 
   constructor(ws: WebSocket, private readonly opts: { stt: SttService; tts: TtsService; languages: string[]; agentTurnEndMs: number; signal?: AbortSignal }) {
@@ -272,6 +281,16 @@ class AudioLink extends BaseLink {
     }
   }
 
+  /**
+   * `rtf-bot-text` comes as a chunk of the agent's reply starts playing: until that chunk could have been said
+   * (SPOKEN_MS_PER_CHAR per character), a pause in its audio (a TTS slower than real time) is not the end of its turn.
+   */
+  protected override onEvent(ev: { type?: string; payload?: { text?: unknown } }): void {
+    if (ev.type === 'rtf-bot-text' && typeof ev.payload?.text === 'string') {
+      this.chunkUntil = Math.max(this.chunkUntil, performance.now() + ev.payload.text.length * SPOKEN_MS_PER_CHAR);
+    }
+  }
+
   protected override onClosed(): void {
     if (this.ticker) clearTimeout(this.ticker);
     this.ticker = null;
@@ -283,7 +302,7 @@ class AudioLink extends BaseLink {
       if (this.opts.signal?.aborted) throw new ConversationError('aborted', 'cancelled');
       const now = performance.now();
       const spoke = this.firstVoicedAt !== null;
-      if (spoke && now - this.lastVoicedAt >= this.opts.agentTurnEndMs) {
+      if (spoke && now - this.lastVoicedAt >= this.opts.agentTurnEndMs && now >= this.chunkUntil) {
         // the agent went quiet: what did the STT make of it?
         const resumed = await this.awaitFinal();
         if (!resumed) return this.takeTurn();
@@ -319,6 +338,10 @@ class AudioLink extends BaseLink {
       await sleep(30);
     }
     return false;
+  }
+
+  agentSpokeSinceTurn(): boolean {
+    return this.firstVoicedAt !== null;
   }
 
   private takeTurn(): { kind: 'turn'; text: string; at: string } {
@@ -396,6 +419,10 @@ class TextLink extends BaseLink {
     }
   }
 
+  agentSpokeSinceTurn(): boolean {
+    return this.text !== '';
+  }
+
   async say(text: string): Promise<void> {
     if (!this.closed) this.ws.send(JSON.stringify({ type: 'user-text', text }));
   }
@@ -406,7 +433,7 @@ async function callerReply(o: SimulatedCallerOptions, transcript: TranscriptLine
   for (let attempt = 1; ; attempt++) {
     let raw = '';
     try {
-      for await (const c of o.llm.stream({ messages, tools: [], temperature: o.temperature ?? 0.7, maxTokens: o.maxTokens ?? 120, signal: o.signal ?? new AbortController().signal })) {
+      for await (const c of o.llm.stream({ messages, tools: [], temperature: o.temperature ?? 0.7, maxTokens: o.maxTokens ?? 80, signal: o.signal ?? new AbortController().signal })) {
         if (c.type === 'text') raw += c.delta;
       }
     } catch (err) {
@@ -476,8 +503,24 @@ export async function runSimulatedCaller(o: SimulatedCallerOptions): Promise<Con
       }
       if (turns >= o.maxTurns) return done('max_turns');
       turns++;
-      const at = new Date().toISOString();
-      const reply = await callerReply(o, transcript);
+      let at = new Date().toISOString();
+      let reply = await callerReply(o, transcript);
+      // the agent went on talking while the caller thought (a pause inside its turn): the caller hears it out and
+      // answers the whole turn instead (at most MAX_RETHINKS times)
+      for (let again = 0; again < MAX_RETHINKS && link.agentSpokeSinceTurn() && !link.closed; again++) {
+        const more = await link.listen(agentSilenceMs, deadline);
+        if (more.kind === 'turn' && more.text) {
+          const last = transcript[transcript.length - 1];
+          if (last?.role === 'agent') {
+            last.text = `${last.text} ${more.text}`;
+            o.onLine?.(last, transcript);
+          } else add({ role: 'agent', text: more.text, at: more.at });
+        }
+        if (more.kind === 'time') return done('time_limit');
+        if (link.closed) return closedBy();
+        at = new Date().toISOString();
+        reply = await callerReply(o, transcript);
+      }
       if (link.closed) return closedBy();
       await link.say(reply.text);
       add({ role: 'caller', text: reply.text, at });

@@ -12,7 +12,7 @@ export function callerSystemPrompt(scenario: string): string {
     'You are role-playing a person who phoned a business and is talking to its voice agent.',
     `Who you are and what you want:\n${scenario}`,
     'Speak only as this caller, in the first person, in plain spoken language: one or two short sentences per turn, no lists, no stage directions, no emojis, no speaker names.',
-    'Never say you are an AI, a simulation or a test. Answer what the agent asks; pursue your goal.',
+    'Never say you are an AI, a simulation or a test. Answer what the agent asks; pursue your goal. When you need a detail the description does not give (a name, a number), make one up: never write a placeholder.',
     `When your goal is reached, or the agent says goodbye, say a short goodbye and end that message with ${HANG_UP_MARKER}`,
   ].join('\n\n');
 }
@@ -35,12 +35,14 @@ export function callerMessages(scenario: string, transcript: readonly Transcript
 }
 
 /**
- * What the caller says of its model's text, and whether it hangs up: the marker (or a tool-call-like remainder, or a
- * speaker label the small local model sometimes writes) is not spoken; stage directions in brackets or asterisks go.
+ * What the caller says of its model's text, and whether it hangs up (the marker after a goodbye): the marker, a
+ * speaker label and a second speaker's line (the small local model writes them) are not spoken; stage directions
+ * in brackets, parentheses or asterisks go.
  */
 export function cleanCallerReply(raw: string): { text: string; hangUp: boolean } {
   let t = raw.replace(/\r/g, '');
-  const hangUp = /\[\s*hang\s*-?\s*up\s*\]/i.test(t);
+  // the marker ends the call only after a goodbye: small models copy it from the instructions into any line
+  const hangUp = /\[\s*hang\s*-?\s*up\s*\]/i.test(t) && /\b(bye|goodbye|thanks|thank you|take care)\b/i.test(t);
   t = t.replace(/\[\s*hang\s*-?\s*up\s*\]/gi, ' ');
   t = t.replace(/^\s*(caller|customer|me|you)\s*:\s*/i, '');
   // a second speaker's line written by the model: only the caller's part is spoken

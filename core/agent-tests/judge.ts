@@ -58,6 +58,8 @@ export function judgeUserPrompt(o: { scenario: string; criteria: readonly string
     `Transcript:\n${lines}`,
     o.endedBy ? `The conversation ended because ${ENDINGS[o.endedBy]}.` : '',
     `Criteria:\n${o.criteria.map((c, i) => `${i + 1}. ${c}`).join('\n')}`,
+    // the answer's skeleton, one object per criterion (small models otherwise stop after the first)
+    `Answer with this JSON, filling in passed and reason for each of the ${o.criteria.length} criteria:\n${JSON.stringify({ verdicts: o.criteria.map((criterion) => ({ criterion, passed: '<true or false>', reason: '<one sentence>' })) })}`,
   ].filter(Boolean).join('\n\n');
 }
 
@@ -70,22 +72,37 @@ export class JudgeAnswerError extends Error {
 }
 
 /**
- * The judge's answer as the test's verdicts, one per criterion in the test's order. Throws JudgeAnswerError when
- * the answer does not have the schema's shape or misses a criterion.
+ * The verdicts an answer gives for these criteria, in the criteria's order; null where it gives none. Throws
+ * JudgeAnswerError when the answer does not have the schema's shape at all.
  */
-export function checkVerdicts(value: unknown, criteria: readonly string[]): Verdict[] {
+export function matchVerdicts(value: unknown, criteria: readonly string[]): Array<Verdict | null> {
   const parsed = answerSchema.safeParse(value);
   if (!parsed.success) throw new JudgeAnswerError(`the judge's answer does not match the verdicts schema: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   const given = parsed.data.verdicts;
   const norm = (s: string) => s.trim().replace(/\s+/g, ' ').toLowerCase();
   const used = new Set<number>();
+  const byText = criteria.map((criterion) => {
+    const k = given.findIndex((v, j) => !used.has(j) && norm(v.criterion) === norm(criterion));
+    if (k >= 0) used.add(k);
+    return k;
+  });
   return criteria.map((criterion, i) => {
-    // by text first (the model may reorder), else the verdict in this criterion's position
-    let k = given.findIndex((v, j) => !used.has(j) && norm(v.criterion) === norm(criterion));
-    if (k < 0 && given.length === criteria.length && !used.has(i)) k = i;
-    if (k < 0) throw new JudgeAnswerError(`the judge gave no verdict for criterion ${i + 1} ("${criterion.slice(0, 80)}")`);
-    used.add(k);
+    // by text (the model may reorder), else the verdict in this criterion's position when the count is right
+    let k = byText[i]!;
+    if (k < 0 && given.length === criteria.length && !used.has(i)) {
+      k = i;
+      used.add(i);
+    }
+    if (k < 0) return null;
     const v = given[k]!;
     return { criterion, passed: v.passed, reason: v.reason.trim().slice(0, 2000) };
+  });
+}
+
+/** The verdicts, one per criterion in order; JudgeAnswerError when the answer misses one. */
+export function checkVerdicts(value: unknown, criteria: readonly string[]): Verdict[] {
+  return matchVerdicts(value, criteria).map((v, i) => {
+    if (!v) throw new JudgeAnswerError(`the judge gave no verdict for criterion ${i + 1} ("${criteria[i]!.slice(0, 80)}")`);
+    return v;
   });
 }

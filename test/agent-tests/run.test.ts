@@ -192,8 +192,10 @@ test.serial('audio run on the vendor fakes: a real call, the conversation as hea
   t.is(call.endedReason, 'user_hangup');
   t.true(call.tags.includes('agent_test'), JSON.stringify(call.tags));
   t.true(call.cost > 0);
-  const debit = await s.db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${run.callId} AND kind = 'call_debit'`);
-  t.is(debit, 1);
+  // the debit follows the price in the post-call workflow
+  const debits = () => s.db.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM wallet_transactions WHERE call_id = ${run.callId} AND kind = 'call_debit'`);
+  await until(async () => (await debits()) > 0, 60_000, 'the debit');
+  t.is(await debits(), 1);
   const tagged = await s.request('GET', `/calls?tag=agent_test&agent_id=${agent}`, { key });
   t.deepEqual(tagged.body.items.map((c: any) => c.callId), [run.callId]);
   // the run's own API key is gone
