@@ -6,6 +6,7 @@
 // signed test.completed, the judge's request (strict json_schema, valid JSON Schema by ajv, the criteria as an enum);
 // text mode; and an agent that never answers ending `error` with the reason.
 import test from 'ava';
+import { execFile } from 'node:child_process';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Worker } from '@temporalio/worker';
 import { z } from 'zod';
@@ -279,4 +280,44 @@ test.serial('an agent that never answers: the run ends error with the reason, ju
   }, 30_000, 'test.completed');
   t.is(events.length, 1);
   t.like(events[0]!.json, { status: 'error', error: run.error });
+});
+
+/** `npm run agent-test -- …` as a CI job runs it: its own process against the service, its exit status. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'scripts/agent-test.ts', ...args], { env: { ...process.env, VOICE_AGENT_URL: s.origin, ...env }, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 99) : 0, out: stdout + stderr });
+    });
+  });
+}
+
+test.serial('agent-test CLI: exit 0 when every run passed, 1 when one failed, 2 when nothing could be run', async (t) => {
+  const agent = await createAgent({ name: 'CLI desk' });
+  const testId = await createTest(agent, { maxTurns: 1, name: 'One exchange' });
+
+  callerLlm.reply({ text: [CALLER_1] });
+  agentLlm.reply({ text: [AGENT_1] });
+  judge.reply(verdictsReply([true, true]));
+  const pass = await cli(['--agent', agent, '--mode', 'text'], { VOICE_AGENT_API_KEY: key });
+  t.is(pass.code, 0, pass.out);
+  t.regex(pass.out, /PASSED One exchange {2}2\/2 criteria/);
+  t.regex(pass.out, /1 of 1 passed/);
+
+  callerLlm.reply({ text: [CALLER_1] });
+  agentLlm.reply({ text: [AGENT_1] });
+  judge.reply(verdictsReply([true, false]));
+  const fail = await cli(['--agent', agent, '--test', testId, '--mode', 'text', '--key', key, '--json']);
+  t.is(fail.code, 1, fail.out);
+  const report = JSON.parse(fail.out);
+  t.false(report.passed);
+  t.is(report.runs[0].status, 'failed');
+  t.deepEqual(report.runs[0].verdicts.map((v: any) => v.passed), [true, false]);
+
+  const unknown = await cli(['--agent', '00000000-0000-4000-8000-000000000000', '--key', key]);
+  t.is(unknown.code, 2);
+  t.regex(unknown.out, /Agent not found/);
+  t.is((await cli(['--agent', agent])).code, 2, 'no key');
+  t.is((await cli(['--agent', agent, '--key', 'vak_wrong'])).code, 2);
+  t.is((await cli(['--test', testId, '--key', key])).code, 2, 'no agent');
+  t.is((await cli(['--agent', agent, '--key', key, '--mode', 'video'])).code, 2);
 });
