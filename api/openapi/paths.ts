@@ -91,8 +91,8 @@ const webrtcOffer = {
 const usagePath = {
   get: {
     tags: ['Usage'], summary: 'Usage summary for [from, to)',
-    parameters: [q('from', 'ISO 8601 start (inclusive)', ts), q('to', 'ISO 8601 end (exclusive)', ts)],
-    responses: { 200: ok(usageSummary), 422: err('Invalid window (array)') },
+    parameters: [q('from', 'ISO 8601 start (inclusive)', ts), q('to', 'ISO 8601 end (exclusive)', ts), q('exclude_tag', 'Comma-separated tags: calls with any of them are left out (e.g. agent_test, the calls of agent-test runs)', str)],
+    responses: { 200: ok(usageSummary), 422: err('Invalid window or exclude_tag (array)') },
   },
 };
 

@@ -253,35 +253,6 @@ test.serial('text mode: the same session and tools without audio; a criterion th
   t.is(ev.json.status, 'failed');
 });
 
-test.serial('an agent that never answers: the run ends error with the reason, judged by nobody, one test.completed', async (t) => {
-  // no greeting (the opener would come from the LLM) and an LLM whose every answer hangs
-  const agent = await createAgent({ name: 'Mute desk', greeting: { firstMessages: [] } });
-  const testId = await createTest(agent);
-  callerLlm.reply({ text: ['Hello? Is anyone there?'] });
-  agentLlm.reply({ text: [], stallAfter: 0 }, { text: [], stallAfter: 0 }, { text: [], stallAfter: 0 });
-  const judgeRequests = judge.requests.length;
-
-  const started = await s.request('POST', `/agents/${agent}/tests/${testId}/runs`, { key, body: {} });
-  const run = await finished(`/agents/${agent}/tests/${testId}/runs/${started.body.id}`);
-  t.is(run.status, 'error');
-  t.regex(run.error, /^the agent did not answer: nothing was heard from it for 6 s after the caller's turn 1/);
-  t.deepEqual(run.verdicts, []);
-  t.deepEqual(run.transcript.map((l: any) => l.role), ['caller']);
-  t.is(judge.requests.length, judgeRequests, 'no judge');
-  t.truthy(run.callId);
-  const call = await until(async () => {
-    const r = await s.request('GET', `/calls/${run.callId}`, { key });
-    return r.body.status === 'completed' ? r.body : null;
-  }, 30_000, 'the call to end');
-  t.is(call.endedReason, 'user_hangup');
-  const events = await until(() => {
-    const e = receiver.events.filter((x) => x.json?.event === 'test.completed' && x.json.runId === run.id);
-    return e.length ? e : null;
-  }, 30_000, 'test.completed');
-  t.is(events.length, 1);
-  t.like(events[0]!.json, { status: 'error', error: run.error });
-});
-
 /** `npm run agent-test -- …` as a CI job runs it: its own process against the service, its exit status. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -320,4 +291,47 @@ test.serial('agent-test CLI: exit 0 when every run passed, 1 when one failed, 2 
   t.is((await cli(['--agent', agent, '--key', 'vak_wrong'])).code, 2);
   t.is((await cli(['--test', testId, '--key', key])).code, 2, 'no agent');
   t.is((await cli(['--agent', agent, '--key', key, '--mode', 'video'])).code, 2);
+});
+
+test.serial('usage reports can leave the test calls out: exclude_tag=agent_test', async (t) => {
+  const all = await s.request('GET', '/organizations/reports/usage-summary', { key });
+  t.is(all.status, 200);
+  t.true(all.body.total_calls > 0);
+  t.true(all.body.spend_usd > 0);
+  const without = await s.request('GET', '/organizations/reports/usage-summary?exclude_tag=agent_test', { key });
+  t.like(without.body, { total_calls: 0, connected_calls: 0, billed_minutes: 0, spend_usd: 0 });
+  t.is((await s.request('GET', '/wallet/dashboard/usage-summary?exclude_tag=campaign,other', { key })).body.total_calls, all.body.total_calls);
+  const bad = await s.request('GET', `/organizations/reports/usage-summary?exclude_tag=${'x'.repeat(101)}`, { key });
+  t.is(bad.status, 422);
+  t.deepEqual(bad.body.detail[0].loc, ['query', 'exclude_tag']);
+});
+
+test.serial('an agent that never answers: the run ends error with the reason, judged by nobody, one test.completed', async (t) => {
+  // no greeting (the opener would come from the LLM) and an LLM whose every answer hangs
+  const agent = await createAgent({ name: 'Mute desk', greeting: { firstMessages: [] } });
+  const testId = await createTest(agent);
+  callerLlm.reply({ text: ['Hello? Is anyone there?'] });
+  // (last in this file: a stalled reply the run did not ask for would be the next test's)
+  agentLlm.reply({ text: [], stallAfter: 0 }, { text: [], stallAfter: 0 }, { text: [], stallAfter: 0 });
+  const judgeRequests = judge.requests.length;
+
+  const started = await s.request('POST', `/agents/${agent}/tests/${testId}/runs`, { key, body: {} });
+  const run = await finished(`/agents/${agent}/tests/${testId}/runs/${started.body.id}`);
+  t.is(run.status, 'error');
+  t.regex(run.error, /^the agent did not answer: nothing was heard from it for 6 s after the caller's turn 1/);
+  t.deepEqual(run.verdicts, []);
+  t.deepEqual(run.transcript.map((l: any) => l.role), ['caller']);
+  t.is(judge.requests.length, judgeRequests, 'no judge');
+  t.truthy(run.callId);
+  const call = await until(async () => {
+    const r = await s.request('GET', `/calls/${run.callId}`, { key });
+    return r.body.status === 'completed' ? r.body : null;
+  }, 30_000, 'the call to end');
+  t.is(call.endedReason, 'user_hangup');
+  const events = await until(() => {
+    const e = receiver.events.filter((x) => x.json?.event === 'test.completed' && x.json.runId === run.id);
+    return e.length ? e : null;
+  }, 30_000, 'test.completed');
+  t.is(events.length, 1);
+  t.like(events[0]!.json, { status: 'error', error: run.error });
 });
