@@ -19,7 +19,7 @@ import { hasAdapter, missingCredentials } from '../core/providers.ts';
 import { deliverWebhook, prepareWebhook, recordWebhookResult } from '../core/webhook.ts';
 import { AGENT_TEST_TAG } from '../core/agent-tests/names.ts';
 import { JUDGE_SYSTEM_PROMPT, JudgeAnswerError, judgeUserPrompt, matchVerdicts, VERDICTS_SCHEMA_NAME, verdictsSchema } from '../core/agent-tests/judge.ts';
-import { TERMINAL_STATUSES, testCompletedPayload, type EndedBy, type LlmChoice, type RunRow, type TranscriptLine, type Verdict } from '../core/agent-tests/schemas.ts';
+import { LOCAL_CALLER_MODEL, TERMINAL_STATUSES, testCompletedPayload, type EndedBy, type LlmChoice, type RunRow, type TranscriptLine, type Verdict } from '../core/agent-tests/schemas.ts';
 import { claimCompletedEvent, finishRun, loadRun, markRunning, setRunCall, setRunConversation, setRunTranscript, startAttempt, type RunOutcome } from '../core/agent-tests/store.ts';
 import { createEngines, defaultFactories, type EngineAgentConfig, type EngineFactories } from '../media/services/index.ts';
 import type { LlmService } from '../media/services/types.ts';
@@ -198,6 +198,16 @@ export function createAgentTestActivities(deps: AgentTestDeps) {
         throw ApplicationFailure.nonRetryable(`the simulated caller cannot run: ${(err as Error).message}`, 'CallerEngineFailed');
       }
 
+      // the in-process local model, loaded before the call (a first turn that waits for it would be a slow caller);
+      // where it is not installed the local engine falls back to the demo responder, which cannot play a caller
+      if (snap.caller.llm.provider === 'local' && snap.caller.llm.model === LOCAL_CALLER_MODEL) {
+        heartbeat({ loading: snap.caller.llm.model });
+        await engines.llm.prewarm?.();
+        if (engines.llm.model !== LOCAL_CALLER_MODEL) {
+          throw ApplicationFailure.nonRetryable(`the simulated caller cannot run: the local model ${LOCAL_CALLER_MODEL} is not installed (npm run setup:llm)`, 'CallerEngineFailed');
+        }
+      }
+
       const attempt = await startAttempt(db, runId);
       const signal = cancellation();
       await revokeKey(run);
@@ -231,7 +241,7 @@ export function createAgentTestActivities(deps: AgentTestDeps) {
             llm: engines.llm,
             ...('stt' in engines ? { stt: engines.stt, tts: engines.tts } : {}),
             openerWaitMs: timing.openerWaitMs ?? (speakFirst ? 1500 : 10_000 + (ac.greeting?.agentDelayS ?? 0) * 1000),
-            agentSilenceMs: timing.agentSilenceMs ?? 30_000,
+            agentSilenceMs: timing.agentSilenceMs ?? snap.answerTimeoutS * 1000,
             ...(timing.agentTurnEndMs ? { agentTurnEndMs: timing.agentTurnEndMs } : {}),
             onLine: (_line, all) => save(all),
             onTick: ({ turns }) => heartbeat({ attempt, callId: call.callId, turns }),

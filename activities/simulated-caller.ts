@@ -355,18 +355,18 @@ class AudioLink extends BaseLink {
   }
 
   async say(text: string): Promise<void> {
-    const up = new Resampler(24000, 16000);
+    const to16k = new Resampler(24000, 16000);
     const signal = this.opts.signal ?? new AbortController().signal;
     try {
       for await (const pcm of this.opts.tts.synthesize(text, signal)) {
-        const pcm16 = up.process(pcm);
+        const pcm16 = to16k.process(pcm);
         if (pcm16.length) this.out.push(pcm16);
         if (this.closed) return;
       }
     } catch (err) {
       throw new ConversationError('caller_engine', `the caller's TTS failed: ${(err as Error).message}`, (err as { engineError?: { retryable?: boolean } }).engineError?.retryable ?? false);
     }
-    const tail = up.flush();
+    const tail = to16k.flush();
     if (tail.length) this.out.push(tail);
     // spoken once the microphone has sent it all (plus two frames of room)
     while (this.out.length && !this.closed) await sleep(FRAME_MS);

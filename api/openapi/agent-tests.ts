@@ -35,7 +35,7 @@ const test = {
   type: 'object',
   properties: {
     id: uuid, agentId: uuid, name: str, scenario: str, criteria: { type: 'array', items: str },
-    maxTurns: int, maxDurationS: int,
+    maxTurns: int, maxDurationS: int, answerTimeoutS: { ...int, description: 'The agent silent this long after the caller spoke: the run ends error' },
     caller: {
       type: 'object',
       description: "The simulated caller's engines, defaults filled in (local Qwen, Whisper and Piper)",
@@ -44,7 +44,7 @@ const test = {
     judge: { ...llm, description: "The judge's LLM (the caller's unless set)" },
     createdAt: ts, updatedAt: ts,
   },
-  required: ['id', 'agentId', 'name', 'scenario', 'criteria', 'maxTurns', 'maxDurationS', 'caller', 'judge', 'createdAt', 'updatedAt'],
+  required: ['id', 'agentId', 'name', 'scenario', 'criteria', 'maxTurns', 'maxDurationS', 'answerTimeoutS', 'caller', 'judge', 'createdAt', 'updatedAt'],
 };
 const run = {
   type: 'object',

@@ -10,6 +10,7 @@ import {
   catalogIssues,
   createRunBody,
   createTestBody,
+  DEFAULT_ANSWER_TIMEOUT_S,
   DEFAULT_MAX_DURATION_S,
   DEFAULT_MAX_TURNS,
   resolveCaller,
@@ -95,6 +96,7 @@ export function agentTestsRoutes(router: Router, deps: ApiDeps): void {
       criteria: body.criteria,
       maxTurns: body.maxTurns ?? DEFAULT_MAX_TURNS,
       maxDurationS: body.maxDurationS ?? DEFAULT_MAX_DURATION_S,
+      answerTimeoutS: body.answerTimeoutS ?? DEFAULT_ANSWER_TIMEOUT_S,
       caller,
       judge,
     });
@@ -136,6 +138,7 @@ export function agentTestsRoutes(router: Router, deps: ApiDeps): void {
         criteria: body.criteria ?? current.criteria,
         maxTurns: body.maxTurns ?? current.max_turns,
         maxDurationS: body.maxDurationS ?? current.max_duration_s,
+        answerTimeoutS: body.answerTimeoutS ?? current.answer_timeout_s,
         caller,
         judge,
       };

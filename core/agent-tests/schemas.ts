@@ -10,6 +10,8 @@ export const LOCAL_CALLER_MODEL = 'qwen2.5-coder-0.5b-instruct';
 export const DEMO_MODEL = 'local-demo';
 export const DEFAULT_MAX_TURNS = 6;
 export const DEFAULT_MAX_DURATION_S = 300;
+/** How long the agent may stay silent after the caller's turn before the run ends `error` (local engines on a busy machine answer slowly). */
+export const DEFAULT_ANSWER_TIMEOUT_S = 60;
 
 const modelId = z.string().min(1).max(200);
 export const llmChoiceSchema = z.strictObject({ provider: z.enum(LLM_PROVIDERS), model: modelId.nullish() });
@@ -25,6 +27,7 @@ export const createTestBody = z.strictObject({
   criteria: criteriaSchema,
   maxTurns: z.number().int().min(1).max(20).optional(),
   maxDurationS: z.number().int().min(30).max(1800).optional(),
+  answerTimeoutS: z.number().int().min(5).max(300).optional(),
   caller: callerSchema.optional(),
   /** The judge's LLM; null or absent: the caller's. */
   judge: llmChoiceSchema.nullish(),
@@ -37,6 +40,7 @@ export const updateTestBody = z.strictObject({
   criteria: criteriaSchema.optional(),
   maxTurns: createTestBody.shape.maxTurns,
   maxDurationS: createTestBody.shape.maxDurationS,
+  answerTimeoutS: createTestBody.shape.answerTimeoutS,
   caller: callerSchema.optional(),
   judge: llmChoiceSchema.nullish(),
 });
@@ -65,6 +69,7 @@ export interface TestSnapshot {
   criteria: string[];
   maxTurns: number;
   maxDurationS: number;
+  answerTimeoutS: number;
   caller: CallerEngines;
   /** the judge's LLM (the caller's when the test names none) */
   judge: LlmChoice;
@@ -150,6 +155,7 @@ export const testRow = z.object({
   criteria: z.array(z.string()),
   max_turns: z.number(),
   max_duration_s: z.number(),
+  answer_timeout_s: z.number(),
   caller: z.custom<CallerEngines>((v) => v !== null && typeof v === 'object'),
   judge: z.custom<LlmChoice | null>((v) => v === null || typeof v === 'object'),
   created_at: z.string(),
@@ -158,7 +164,7 @@ export const testRow = z.object({
 export type TestRow = z.infer<typeof testRow>;
 
 export function testSnapshot(r: TestRow): TestSnapshot {
-  return { name: r.name, scenario: r.scenario, criteria: r.criteria, maxTurns: r.max_turns, maxDurationS: r.max_duration_s, caller: r.caller, judge: r.judge ?? r.caller.llm };
+  return { name: r.name, scenario: r.scenario, criteria: r.criteria, maxTurns: r.max_turns, maxDurationS: r.max_duration_s, answerTimeoutS: r.answer_timeout_s, caller: r.caller, judge: r.judge ?? r.caller.llm };
 }
 
 export function testView(r: TestRow) {
@@ -170,6 +176,7 @@ export function testView(r: TestRow) {
     criteria: r.criteria,
     maxTurns: r.max_turns,
     maxDurationS: r.max_duration_s,
+    answerTimeoutS: r.answer_timeout_s,
     caller: r.caller,
     judge: r.judge ?? r.caller.llm,
     createdAt: r.created_at,

@@ -27,7 +27,7 @@ export const RUN_NOT_FOUND = 'Test run not found';
 
 const TEST_SELECT = sql.fragment`
   SELECT t.id::text AS id, t.organization_id::text AS organization_id, t.agent_id, a.uuid::text AS agent_uuid, t.name,
-         t.scenario, t.criteria, t.max_turns, t.max_duration_s, t.caller, t.judge, t.created_at, t.updated_at
+         t.scenario, t.criteria, t.max_turns, t.max_duration_s, t.answer_timeout_s, t.caller, t.judge, t.created_at, t.updated_at
   FROM agent_tests t JOIN agents a ON a.id = t.agent_id`;
 
 const RUN_SELECT = sql.fragment`
@@ -43,14 +43,15 @@ export interface NewTest {
   criteria: string[];
   maxTurns: number;
   maxDurationS: number;
+  answerTimeoutS: number;
   caller: CallerEngines;
   judge: LlmChoice | null;
 }
 
 export async function insertTest(db: Queryable, orgId: string, agentId: number, t: NewTest): Promise<TestRow> {
   const id = await db.oneFirst(sql.type(z.object({ id: z.string() }))`
-    INSERT INTO agent_tests (organization_id, agent_id, name, scenario, criteria, max_turns, max_duration_s, caller, judge)
-    VALUES (${orgId}, ${agentId}, ${t.name}, ${t.scenario}, ${sql.jsonb(t.criteria)}, ${t.maxTurns}, ${t.maxDurationS},
+    INSERT INTO agent_tests (organization_id, agent_id, name, scenario, criteria, max_turns, max_duration_s, answer_timeout_s, caller, judge)
+    VALUES (${orgId}, ${agentId}, ${t.name}, ${t.scenario}, ${sql.jsonb(t.criteria)}, ${t.maxTurns}, ${t.maxDurationS}, ${t.answerTimeoutS},
             ${sql.jsonb(t.caller as never)}, ${t.judge === null ? null : sql.jsonb(t.judge as never)})
     RETURNING id::text AS id`);
   return db.one(sql.type(testRow)`${TEST_SELECT} WHERE t.id = ${id}`);
@@ -74,7 +75,7 @@ export function getTest(db: Queryable, orgId: string, agentId: number, testId: s
 export async function updateTest(db: Queryable, testId: string, t: NewTest): Promise<TestRow> {
   await db.query(sql.unsafe`
     UPDATE agent_tests SET name = ${t.name}, scenario = ${t.scenario}, criteria = ${sql.jsonb(t.criteria)},
-           max_turns = ${t.maxTurns}, max_duration_s = ${t.maxDurationS}, caller = ${sql.jsonb(t.caller as never)},
+           max_turns = ${t.maxTurns}, max_duration_s = ${t.maxDurationS}, answer_timeout_s = ${t.answerTimeoutS}, caller = ${sql.jsonb(t.caller as never)},
            judge = ${t.judge === null ? null : sql.jsonb(t.judge as never)}, updated_at = now()
     WHERE id = ${testId}`);
   return db.one(sql.type(testRow)`${TEST_SELECT} WHERE t.id = ${testId}`);

@@ -55,8 +55,8 @@ const countRows = (table: 'agent_tests' | 'agent_test_runs', agents: string[]) =
 test('create: 201 with the stored test, defaults filled in (local caller engines, the caller\'s LLM as judge)', async (t) => {
   const r = await post(`/agents/${agent}/tests`, testBody());
   t.is(r.status, 201, JSON.stringify(r.body));
-  t.deepEqual(Object.keys(r.body).sort(), ['agentId', 'caller', 'createdAt', 'criteria', 'id', 'judge', 'maxDurationS', 'maxTurns', 'name', 'scenario', 'updatedAt']);
-  t.like(r.body, { agentId: agent, name: 'Books a cleaning', maxTurns: 6, maxDurationS: 300 });
+  t.deepEqual(Object.keys(r.body).sort(), ['agentId', 'answerTimeoutS', 'caller', 'createdAt', 'criteria', 'id', 'judge', 'maxDurationS', 'maxTurns', 'name', 'scenario', 'updatedAt']);
+  t.like(r.body, { agentId: agent, name: 'Books a cleaning', maxTurns: 6, maxDurationS: 300, answerTimeoutS: 60 });
   t.deepEqual(r.body.caller, {
     llm: { provider: 'local', model: 'qwen2.5-coder-0.5b-instruct' },
     stt: { provider: 'local', model: 'whisper-tiny.en' },
@@ -82,6 +82,7 @@ test('create: strict bodies and the bounds of every field, all failures in one 4
     [testBody({ criteria: ['ok', 'y'.repeat(501)] }), 'body.criteria.1:string_too_long'],
     [testBody({ criteria: ['ok', '   '] }), 'body.criteria.1:string_too_short'],
     [testBody({ maxTurns: 0 }), 'body.maxTurns:greater_than_equal'],
+    [testBody({ answerTimeoutS: 301 }), 'body.answerTimeoutS:less_than_equal'],
     [testBody({ maxTurns: 2.5 }), 'body.maxTurns:int_type'],
     [testBody({ name: 'n'.repeat(121) }), 'body.name:string_too_long'],
     [testBody({ caller: { stt: { provider: 'whisper' } } }), 'body.caller.stt.provider:literal_error'],

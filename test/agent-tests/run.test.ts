@@ -8,9 +8,9 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { createWorker } from '../../activities/worker.ts';
+import { createWorker, workflowsPath } from '../../activities/worker.ts';
 import { createActivities } from '../../activities/index.ts';
 import { sql } from '../../core/db/pool.ts';
 import { createLogger } from '../../core/logger.ts';
@@ -81,7 +81,7 @@ test.before(async () => {
   const logger = createLogger({ level: 'silent' });
   const activities = createActivities({
     config: s.config, db: s.db, logger, storage: s.storage,
-    agentTests: { timing: { openerWaitMs: 3000, agentSilenceMs: 6000, agentTurnEndMs: 700 } },
+    agentTests: { timing: { openerWaitMs: 3000, agentTurnEndMs: 700 } },
   });
   const { worker: w, connection } = await createWorker({ config: s.config, db: s.db, logger, taskQueue: QUEUE, activities });
   const run = w.run();
@@ -216,8 +216,10 @@ test.serial('audio run on the vendor fakes: a real call, the conversation as hea
   t.deepEqual(ev.json.verdicts, run.verdicts);
   t.deepEqual(ev.json.transcript, run.transcript);
 
-  const wf = await s.temporal!.client.workflow.getHandle(agentTestWorkflowId(run.id)).result();
-  t.like(wf, { runId: run.id, status: 'passed', callId: run.callId, ended: true, testCompleted: 'sent' });
+  const handle = s.temporal!.client.workflow.getHandle(agentTestWorkflowId(run.id));
+  t.like(await handle.result(), { runId: run.id, status: 'passed', callId: run.callId, ended: true, testCompleted: 'sent' });
+  // the workflow code replays its own history (deterministic)
+  await t.notThrowsAsync(Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory()));
 });
 
 test.serial('text mode: the same session and tools without audio; a criterion the judge fails makes the run failed', async (t) => {
@@ -309,7 +311,7 @@ test.serial('usage reports can leave the test calls out: exclude_tag=agent_test'
 test.serial('an agent that never answers: the run ends error with the reason, judged by nobody, one test.completed', async (t) => {
   // no greeting (the opener would come from the LLM) and an LLM whose every answer hangs
   const agent = await createAgent({ name: 'Mute desk', greeting: { firstMessages: [] } });
-  const testId = await createTest(agent);
+  const testId = await createTest(agent, { answerTimeoutS: 6 });
   callerLlm.reply({ text: ['Hello? Is anyone there?'] });
   // (last in this file: a stalled reply the run did not ask for would be the next test's)
   agentLlm.reply({ text: [], stallAfter: 0 }, { text: [], stallAfter: 0 }, { text: [], stallAfter: 0 });
@@ -334,4 +336,7 @@ test.serial('an agent that never answers: the run ends error with the reason, ju
   }, 30_000, 'test.completed');
   t.is(events.length, 1);
   t.like(events[0]!.json, { status: 'error', error: run.error });
+  const handle = s.temporal!.client.workflow.getHandle(agentTestWorkflowId(run.id));
+  t.like(await handle.result(), { status: 'error', ended: true });
+  await t.notThrowsAsync(Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory()));
 });

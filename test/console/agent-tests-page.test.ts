@@ -73,7 +73,7 @@ test.before(async () => {
   });
   key = (await s.createOrg({ balanceUsd: 50, ratePerMinute: 100_000 })).apiKey;
   const logger = createLogger({ level: 'silent' });
-  const activities = createActivities({ config: s.config, db: s.db, logger, storage: s.storage, agentTests: { timing: { openerWaitMs: 3000, agentSilenceMs: 8000, agentTurnEndMs: 700 } } });
+  const activities = createActivities({ config: s.config, db: s.db, logger, storage: s.storage, agentTests: { timing: { openerWaitMs: 3000, agentTurnEndMs: 700 } } });
   const { worker: w, connection }: { worker: Worker; connection: { close(): Promise<void> } } = await createWorker({ config: s.config, db: s.db, logger, taskQueue: QUEUE, activities });
   const run = w.run();
   worker = { run, close: async () => { w.shutdown(); await run.catch(() => undefined); await connection.close(); } };

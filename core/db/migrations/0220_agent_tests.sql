@@ -10,6 +10,7 @@ CREATE TABLE agent_tests (
   criteria jsonb NOT NULL,                                      -- string[] (1..10), judged in order
   max_turns integer NOT NULL CHECK (max_turns BETWEEN 1 AND 20),
   max_duration_s integer NOT NULL CHECK (max_duration_s BETWEEN 30 AND 1800),
+  answer_timeout_s integer NOT NULL CHECK (answer_timeout_s BETWEEN 5 AND 300),  -- the agent silent this long after the caller: error
   caller jsonb NOT NULL,                                        -- {llm: {provider, model}, stt: {provider, model}, tts: {provider, voice}}
   judge jsonb,                                                  -- {provider, model}; null: the caller's LLM
   deleted_at timestamptz,                                       -- DELETE hides the test; its runs stay with their calls
