@@ -21,7 +21,8 @@ import { AGENT_TEST_TAG } from '../core/agent-tests/names.ts';
 import { JUDGE_SYSTEM_PROMPT, JudgeAnswerError, judgeUserPrompt, matchVerdicts, VERDICTS_SCHEMA_NAME, verdictsSchema } from '../core/agent-tests/judge.ts';
 import { LOCAL_CALLER_MODEL, TERMINAL_STATUSES, testCompletedPayload, type EndedBy, type LlmChoice, type RunRow, type TranscriptLine, type Verdict } from '../core/agent-tests/schemas.ts';
 import { claimCompletedEvent, finishRun, loadRun, markRunning, setRunCall, setRunConversation, setRunTranscript, startAttempt, type RunOutcome } from '../core/agent-tests/store.ts';
-import { createEngines, defaultFactories, type EngineAgentConfig, type EngineFactories } from '../media/services/index.ts';
+import { createEngines, type EngineAgentConfig, type EngineFactories } from '../media/services/index.ts';
+import { createLlm } from '../media/services/llm/factory.ts';
 import type { LlmService } from '../media/services/types.ts';
 import { webhookOf } from './post-call.ts';
 import { ConversationError, runSimulatedCaller } from './simulated-caller.ts';
@@ -101,11 +102,12 @@ function checkProvider(config: Config, family: 'llm' | 'stt' | 'tts', id: string
   return missing.length ? `${family} provider '${id}' needs ${missing.join(' and ')}` : null;
 }
 
-/** The LLM a choice names, built with the same factories the agents use. */
+/** The LLM a choice names: the agents' own adapter (media/services/llm/factory.ts), or a test's override. */
 export function buildLlm(config: Config, choice: LlmChoice, overrides?: Partial<EngineFactories>): LlmService {
-  const factory = overrides?.llm?.[choice.provider] ?? (hasAdapter('llm', choice.provider) ? defaultFactories.llm[choice.provider] : undefined);
-  if (!factory) throw ApplicationFailure.nonRetryable(`llm provider '${choice.provider}' is not available on this install`, 'JudgeFailed');
-  return factory({ config, agent: { llm: { provider: choice.provider, model: choice.model }, stt: { provider: 'local', model: null }, tts: { provider: 'local', model: null, voice: null }, languages: ['en'] } });
+  const override = overrides?.llm?.[choice.provider];
+  if (override) return override({ config, agent: { llm: { provider: choice.provider, model: choice.model }, stt: { provider: 'local', model: null }, tts: { provider: 'local', model: null, voice: null }, languages: ['en'] } });
+  if (!hasAdapter('llm', choice.provider)) throw ApplicationFailure.nonRetryable(`llm provider '${choice.provider}' is not available on this install`, 'JudgeFailed');
+  return createLlm(config, choice.provider, choice.model);
 }
 
 export function createAgentTestActivities(deps: AgentTestDeps) {
