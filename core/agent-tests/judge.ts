@@ -1,4 +1,4 @@
-// The judge of an agent test (pure parts): the Structured Outputs schema `{verdicts: [{criterion, passed, reason}]}`
+// The judge of an agent test (pure parts): the Structured Outputs schema `{verdicts: [{criterion, reason, passed}]}`
 // for one test's criteria, the prompt, and the check of what the model returned. The criterion field is an enum of
 // the test's criteria and the array holds exactly one item per criterion, so a schema-following model cannot drop or
 // invent one; the answer is still checked here (and put in the test's order) because not every engine enforces
@@ -19,12 +19,14 @@ export function verdictsSchema(criteria: readonly string[]): Record<string, unkn
         maxItems: criteria.length,
         items: {
           type: 'object',
+          // the reason before the verdict: a model that writes in order states its evidence first (small models
+          // judge more accurately so, docs/benchmarks.md "Local post-call analysis")
           properties: {
             criterion: { type: 'string', enum: [...new Set(criteria)] },
-            passed: { type: 'boolean' },
             reason: { type: 'string' },
+            passed: { type: 'boolean' },
           },
-          required: ['criterion', 'passed', 'reason'],
+          required: ['criterion', 'reason', 'passed'],
           additionalProperties: false,
         },
       },
@@ -46,7 +48,7 @@ export const JUDGE_SYSTEM_PROMPT = [
   'For each criterion, decide whether the AGENT met it in this conversation, judging only from the transcript.',
   'A criterion passes only when the transcript shows it; when the transcript gives no evidence, it fails.',
   "The agent's lines are what the caller heard (speech recognition), so ignore small transcription errors.",
-  'Give one verdict per criterion, in the order given, copying the criterion text exactly, with a one-sentence reason that points at what was said.',
+  'Give one verdict per criterion, in the order given, copying the criterion text exactly: first a one-sentence reason that points at what was said, then whether it passed.',
 ].join(' ');
 
 export function judgeUserPrompt(o: { scenario: string; criteria: readonly string[]; transcript: readonly TranscriptLine[]; endedBy: EndedBy | null }): string {
@@ -59,7 +61,7 @@ export function judgeUserPrompt(o: { scenario: string; criteria: readonly string
     o.endedBy ? `The conversation ended because ${ENDINGS[o.endedBy]}.` : '',
     `Criteria:\n${o.criteria.map((c, i) => `${i + 1}. ${c}`).join('\n')}`,
     // the answer's skeleton, one object per criterion (small models otherwise stop after the first)
-    `Answer with this JSON, filling in passed and reason for each of the ${o.criteria.length} criteria:\n${JSON.stringify({ verdicts: o.criteria.map((criterion) => ({ criterion, passed: '<true or false>', reason: '<one sentence>' })) })}`,
+    `Answer with this JSON, filling in passed and reason for each of the ${o.criteria.length} criteria:\n${JSON.stringify({ verdicts: o.criteria.map((criterion) => ({ criterion, reason: '<one sentence>', passed: '<true or false>' })) })}`,
   ].filter(Boolean).join('\n\n');
 }
 
