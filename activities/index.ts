@@ -8,6 +8,7 @@ import { createAnalysisActivities, type AnalysisDeps } from './analysis.ts';
 import { createTransferRecordingActivities } from './transfer-recording.ts';
 import { createIngestionActivities } from './ingestion.ts';
 import { createCampaignActivities, outboundDialer, type Dialer } from './campaign.ts';
+import { createAgentTestActivities, type AgentTestDeps } from './agent-test.ts';
 
 export interface ActivityDeps {
   config: Config;
@@ -18,6 +19,8 @@ export interface ActivityDeps {
   dialer?: Dialer;
   /** The post-call analysis LLM; default: the live pipeline's adapter (media/services/llm/factory.ts). */
   createLlm?: AnalysisDeps['createLlm'];
+  /** Agent tests: engine factories of the simulated caller and the judge, conversation timing (tests). */
+  agentTests?: Pick<AgentTestDeps, 'engines' | 'timing'>;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -27,6 +30,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createTransferRecordingActivities(deps),
     ...createIngestionActivities(deps),
     ...createCampaignActivities({ ...deps, dialer: deps.dialer ?? outboundDialer({ db: deps.db, config: deps.config, logger: deps.logger, temporal: null }) }),
+    ...createAgentTestActivities({ config: deps.config, db: deps.db, logger: deps.logger, ...deps.agentTests }),
   };
 }
 export type Activities = ReturnType<typeof createActivities>;

@@ -7,8 +7,10 @@
 // baseline): greeting after join, voice-to-voice (last caller frame → first reply frame), audio gaps and late frames
 // within agent utterances, in-pipeline overhead (calls.logs latency), CPU and RSS per call of the server's process tree.
 // Engines: BENCH_STT / BENCH_TTS / BENCH_LLM pick provider ids, BENCH_STT_MODEL=pocketsphinx BENCH_TTS_MODEL=espeak-ng
-// the lighter local engines; vendor ids need <ID>_BASE_URL / <ID>_API_KEY pointing at fakes (passed through to the
-// server), or BENCH_FAKES=path/to/module.ts whose `start()` resolves to `{ env, close() }` (env added to the server's).
+// the lighter local engines, BENCH_LLM_MODEL=qwen2.5-coder-0.5b-instruct the in-process model (`npm run setup:llm`),
+// BENCH_PROMPT the agent's system prompt (BENCH_PROMPT=dental: a front-desk prompt, with SENTENCES to match); vendor
+// ids need <ID>_BASE_URL / <ID>_API_KEY pointing at fakes (passed through to the server), or
+// BENCH_FAKES=path/to/module.ts whose `start()` resolves to `{ env, close() }` (env added to the server's).
 // BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
 // BURST=50: admission instead of levels — on the node's own capacity (MEDIA_MAX_CALLS unset unless given), BURST
 // callers each POST /call and join within one second, twice: on the freshly started node and again once it is warm.
@@ -42,6 +44,16 @@ const SENTENCES = (process.env.SENTENCES ?? 'what time is it|who are you|what da
 const ENGINES = { stt: process.env.BENCH_STT ?? 'local', tts: process.env.BENCH_TTS ?? 'local', llm: process.env.BENCH_LLM ?? 'local' };
 const BURST = Number(process.env.BURST ?? 0);
 const REFUSE_WITHIN_MS = 2000;
+const DENTAL_PROMPT = [
+  'You are Sam, the receptionist of Bright Smile Dental, answering the phone. Speak in one or two short sentences.',
+  'Opening hours: Monday to Friday 8 am to 6 pm, Saturday 9 am to 1 pm, closed on Sunday.',
+  'Address: 42 Elm Street, Springfield. Free parking behind the building. Dentists: Dr. Patel and Dr. Gomez.',
+  'A cleaning costs 95 dollars and takes 45 minutes. Insurance: most plans, including Delta Dental and Aetna.',
+].join('\n');
+const PROMPT =
+  process.env.BENCH_PROMPT === 'dental'
+    ? DENTAL_PROMPT
+    : (process.env.BENCH_PROMPT ?? 'You are a helpful assistant. Answer briefly. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.');
 const QUIET_MS = 700; // the agent has finished speaking after this long without a frame
 const WAIT_MS = 15_000; // give up on a greeting / reply after this long
 const FRAME = 320; // 20 ms at 16 kHz
@@ -324,8 +336,8 @@ try {
   };
   const agent = await api('POST', '/agents', {
     name: 'Bench agent',
-    systemPrompt: 'You are a helpful assistant. Answer briefly. Callers ask: what time is it? what day is it? who are you? thank you, goodbye.',
-    llm: { provider: ENGINES.llm, model: ENGINES.llm === 'local' ? 'local-demo' : null },
+    systemPrompt: PROMPT,
+    llm: { provider: ENGINES.llm, model: process.env.BENCH_LLM_MODEL ?? (ENGINES.llm === 'local' ? 'local-demo' : null) },
     // BENCH_STT_MODEL / BENCH_TTS_MODEL pick a model (e.g. pocketsphinx / espeak-ng for the older local engines)
     stt: { provider: ENGINES.stt, ...(process.env.BENCH_STT_MODEL ? { model: process.env.BENCH_STT_MODEL } : {}) },
     tts: { provider: ENGINES.tts, ...(process.env.BENCH_TTS_MODEL ? { model: process.env.BENCH_TTS_MODEL } : {}) },
@@ -455,14 +467,14 @@ try {
     // in-pipeline overhead from the rows (the server writes them at the end of each call; wait up to 60 s)
     const deadline = Date.now() + 60_000;
     let overhead: number[] = [];
-    const stages: Record<'stt_ms' | 'llm_ms' | 'tts_ms', number[]> = { stt_ms: [], llm_ms: [], tts_ms: [] };
+    const stages: Record<'stt_ms' | 'llm_ms' | 'tts_ms' | 'total_ms', number[]> = { stt_ms: [], llm_ms: [], tts_ms: [], total_ms: [] };
     for (;;) {
       const rows = await db.any(sql.type(z.object({ status: z.string(), logs: z.unknown() }))`SELECT status, logs FROM calls WHERE id = ANY(${sql.array(ids, 'uuid')})`);
       const ended = rows.filter((r) => r.status !== 'active' && r.status !== 'pending');
       if (ended.length === rows.length || Date.now() > deadline) {
         const turns = ended.flatMap((r) => (r.logs as { latency?: Array<Record<string, number | null>> })?.latency ?? []);
         overhead = turns.flatMap((l) => (typeof l.overhead_ms === 'number' ? [l.overhead_ms] : []));
-        for (const k of ['stt_ms', 'llm_ms', 'tts_ms'] as const) stages[k] = turns.flatMap((l) => (typeof l[k] === 'number' ? [l[k]] : []));
+        for (const k of ['stt_ms', 'llm_ms', 'tts_ms', 'total_ms'] as const) stages[k] = turns.flatMap((l) => (typeof l[k] === 'number' ? [l[k]] : []));
         break;
       }
       await sleep(250);
@@ -480,7 +492,8 @@ try {
     for (const e of rs.flatMap((r) => r.errors)) errs.set(e, (errs.get(e) ?? 0) + 1);
     notes.push(
       `N=${n}: in the pipeline per turn (p50 / p99 ms): stt stop→final ${f0(pct(stages.stt_ms, 50))} / ${f0(pct(stages.stt_ms, 99))}, ` +
-        `llm ${f0(pct(stages.llm_ms, 50))} / ${f0(pct(stages.llm_ms, 99))}, tts first byte ${f0(pct(stages.tts_ms, 50))} / ${f0(pct(stages.tts_ms, 99))}; ` +
+        `llm ${f0(pct(stages.llm_ms, 50))} / ${f0(pct(stages.llm_ms, 99))}, tts first byte ${f0(pct(stages.tts_ms, 50))} / ${f0(pct(stages.tts_ms, 99))}, ` +
+        `end of speech (VAD stop) → first agent audio ${f0(pct(stages.total_ms, 50))} / ${f0(pct(stages.total_ms, 99))} (${stages.total_ms.length} turns); ` +
         `client event-loop delay p99 ${f1(clientLag.percentile(99) / 1e6)} ms (max ${f1(clientLag.max / 1e6)})` +
         (errs.size ? `; server error events: ${[...errs].map(([m, k]) => `${k}× "${m}"`).join(', ')}` : ''),
     );

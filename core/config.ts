@@ -12,6 +12,9 @@ export const configSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
   /** Public base of the service as clients reach it (no trailing slash, no /api/v1). */
   PUBLIC_URL: url.optional(),
+  /** Where the worker's simulated callers (agent tests) reach the public API and audio WebSocket: scheme, host and
+   * port (default PUBLIC_URL; in docker compose the proxy's address inside the network). */
+  AGENT_TEST_API_URL: url.optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),

@@ -22,6 +22,9 @@ export const organizationRow = z.object({
   concurrency_limit: z.number().nullable(),
   rate_per_minute: z.number().nullable(),
   monthly_minutes_quota: z.number().nullable(),
+  monthly_calls_quota: z.number().nullable(),
+  wallet_status: z.enum(['active', 'suspended']),
+  wallet_status_reason: z.string().nullable(),
   created_at: z.string(),
 });
 export type OrganizationRow = z.infer<typeof organizationRow>;
@@ -37,11 +40,14 @@ export const apiKeyRow = z.object({
 });
 export type ApiKeyRow = z.infer<typeof apiKeyRow>;
 
+const ORG_COLS = sql.fragment`id, name, balance_usd, concurrency_limit, rate_per_minute, monthly_minutes_quota, monthly_calls_quota,
+  wallet_status, wallet_status_reason, created_at`;
+
 export async function createOrganization(db: Db, input: { name: string; balanceUsd?: number }): Promise<OrganizationRow> {
   return db.transaction(async (tx) => {
     const org = await tx.one(sql.type(organizationRow)`
       INSERT INTO organizations (name, balance_usd) VALUES (${input.name}, ${input.balanceUsd ?? 0})
-      RETURNING id, name, balance_usd, concurrency_limit, rate_per_minute, monthly_minutes_quota, created_at`);
+      RETURNING ${ORG_COLS}`);
     if (input.balanceUsd) {
       await tx.query(sql.unsafe`INSERT INTO wallet_transactions (organization_id, amount_usd, kind, note)
         VALUES (${org.id}, ${input.balanceUsd}, 'credit', 'initial balance')`);
@@ -52,30 +58,41 @@ export async function createOrganization(db: Db, input: { name: string; balanceU
 
 export async function getOrganization(db: Db, id: string): Promise<OrganizationRow | null> {
   return db.maybeOne(sql.type(organizationRow)`
-    SELECT id, name, balance_usd, concurrency_limit, rate_per_minute, monthly_minutes_quota, created_at
+    SELECT ${ORG_COLS}
     FROM organizations WHERE id = ${id}`);
 }
 
 export async function listOrganizations(db: Db): Promise<readonly OrganizationRow[]> {
   return db.any(sql.type(organizationRow)`
-    SELECT id, name, balance_usd, concurrency_limit, rate_per_minute, monthly_minutes_quota, created_at
+    SELECT ${ORG_COLS}
     FROM organizations ORDER BY created_at`);
 }
 
 export async function setOrganizationLimits(
   db: Db,
   id: string,
-  limits: { concurrency?: number | null; ratePerMinute?: number | null; monthlyMinutes?: number | null },
+  limits: { concurrency?: number | null; ratePerMinute?: number | null; monthlyMinutes?: number | null; monthlyCalls?: number | null },
 ): Promise<OrganizationRow | null> {
   const sets = [
     limits.concurrency !== undefined ? sql.fragment`concurrency_limit = ${limits.concurrency}` : null,
     limits.ratePerMinute !== undefined ? sql.fragment`rate_per_minute = ${limits.ratePerMinute}` : null,
     limits.monthlyMinutes !== undefined ? sql.fragment`monthly_minutes_quota = ${limits.monthlyMinutes}` : null,
+    limits.monthlyCalls !== undefined ? sql.fragment`monthly_calls_quota = ${limits.monthlyCalls}` : null,
   ].filter((s) => s !== null);
   if (sets.length === 0) return getOrganization(db, id);
   return db.maybeOne(sql.type(organizationRow)`
     UPDATE organizations SET ${sql.join(sets, sql.fragment`, `)} WHERE id = ${id}
-    RETURNING id, name, balance_usd, concurrency_limit, rate_per_minute, monthly_minutes_quota, created_at`);
+    RETURNING ${ORG_COLS}`);
+}
+
+/**
+ * An operator's hold on the wallet: 'suspended' refuses every call start (403 wallet_rejected, saying `reason`);
+ * 'active' lifts it. Returns the organization, or null when it does not exist.
+ */
+export async function setWalletStatus(db: Db, id: string, status: 'active' | 'suspended', reason: string | null = null): Promise<OrganizationRow | null> {
+  return db.maybeOne(sql.type(organizationRow)`
+    UPDATE organizations SET wallet_status = ${status}, wallet_status_reason = ${status === 'suspended' ? reason : null} WHERE id = ${id}
+    RETURNING ${ORG_COLS}`);
 }
 
 /** Credit (positive) or adjust the wallet; writes the ledger row and the balance in one transaction. */

@@ -22,14 +22,31 @@ export function encryptJson(key: Buffer, value: unknown): Buffer {
   return Buffer.concat([VERSION, iv, cipher.getAuthTag(), body]);
 }
 
-export function decryptJson<T = unknown>(key: Buffer, blob: Buffer): T {
-  if (blob.length < 30 || !blob.subarray(0, 2).equals(VERSION)) throw new Error('unknown credential encryption format');
-  const iv = blob.subarray(2, 14);
-  const tag = blob.subarray(14, 30);
-  const decipher = createDecipheriv('aes-256-gcm', key, iv);
-  decipher.setAuthTag(tag);
-  const plain = Buffer.concat([decipher.update(blob.subarray(30)), decipher.final()]);
-  return JSON.parse(plain.toString('utf8')) as T;
+/**
+ * A sealed record that the current key cannot open: TELEPHONY_ENCRYPTION_KEY (or the signing secret it is derived
+ * from) changed after it was saved, or the bytes were damaged. Reads show the record without its secret
+ * (`credentials_state: 'credentials_unreadable'`); whatever needs the secret is refused with this message (409).
+ */
+export class SecretUnreadable extends Error {
+  constructor(readonly what: string, readonly remedy = 'save the credentials again') {
+    super(`credentials_unreadable: the stored credentials of ${what} cannot be decrypted with the current TELEPHONY_ENCRYPTION_KEY (the key changed after they were saved); restore the previous key, or ${remedy}`);
+    this.name = 'SecretUnreadable';
+  }
+}
+
+/** Opens a sealed value; throws SecretUnreadable (naming `what`) when the key or the bytes do not match. */
+export function decryptJson<T = unknown>(key: Buffer, blob: Buffer, what = 'a stored record', remedy?: string): T {
+  try {
+    if (blob.length < 30 || !blob.subarray(0, 2).equals(VERSION)) throw new Error('unknown credential encryption format');
+    const iv = blob.subarray(2, 14);
+    const tag = blob.subarray(14, 30);
+    const decipher = createDecipheriv('aes-256-gcm', key, iv);
+    decipher.setAuthTag(tag);
+    const plain = Buffer.concat([decipher.update(blob.subarray(30)), decipher.final()]);
+    return JSON.parse(plain.toString('utf8')) as T;
+  } catch {
+    throw new SecretUnreadable(what, remedy);
+  }
 }
 
 const keys = new WeakMap<object, Buffer>();

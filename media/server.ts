@@ -160,7 +160,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
       clock.poll(); // each step of a join polls the frame clock: see media/session/runner.ts
       if (!principal) return reject(socket, 401, 'Invalid or expired API key');
       if (admission.refusal() === 'draining') return acceptAndClose(req, socket, head, 1013, REFUSAL_TEXT.draining);
-      await join(req, socket, head, callId, principal.organizationId);
+      // `mode=text`: the caller types its turns (media/session/text-mode.ts); absent or `audio`: the audio protocol
+      const mode = url.searchParams.get('mode') ?? 'audio';
+      if (mode !== 'audio' && mode !== 'text') return acceptAndClose(req, socket, head, 1008, 'Unsupported mode');
+      await join(req, socket, head, callId, principal.organizationId, mode === 'text');
     })().catch((err: unknown) => {
       logger.error({ err, callId }, 'websocket setup failed');
       if (!socket.destroyed) socket.destroy();
@@ -179,9 +182,10 @@ export function createMediaService(deps: MediaDeps): MediaService {
 
   /**
    * A join: the call row's checks, then admission at the call's own weight (a call whose room the api reserved here
-   * is taken over, never refused for capacity), then the pipeline (resolves once it started or could not).
+   * is taken over, never refused for capacity), then the pipeline (resolves once it started or could not). `text`:
+   * the WebSocket's text mode.
    */
-  async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null): Promise<void> {
+  async function join(req: http.IncomingMessage, socket: Duplex, head: Buffer, callId: string, organizationId: string | null, text: boolean): Promise<void> {
     const row = await loadCall(deps.db, callId);
     clock.poll();
     if (!row || !organizationId || row.organization_id !== organizationId) {
@@ -194,14 +198,14 @@ export function createMediaService(deps: MediaDeps): MediaService {
     try {
       const ws = await new Promise<WebSocket>((resolve) => wss.handleUpgrade(req, socket, head, resolve));
       clock.poll();
-      await runCall(ws, row);
+      await runCall(ws, row, text);
     } finally {
       admitted.release();
     }
   }
 
-  async function runCall(ws: WebSocket, pending: CallRow): Promise<void> {
-    const transport = new WsTransport(ws);
+  async function runCall(ws: WebSocket, pending: CallRow, text: boolean): Promise<void> {
+    const transport = new WsTransport(ws, undefined, { text });
     ws.on('error', (err) => logger.debug({ err, callId: pending.id }, 'websocket error'));
     const claimed = await claimCall(deps.db, pending.id, pending.organization_id);
     clock.poll();

@@ -1,8 +1,10 @@
 // Admin CLI for operators of a self-hosted install (there is no sign-up flow in the API).
 //   admin -- org create --name NAME [--balance-usd N]      → {"organizationId": "...", "apiKey": "..."}
 //   admin -- org list
-//   admin -- org limits --org ID [--concurrency N] [--rate-per-minute N] [--monthly-minutes N]
+//   admin -- org limits --org ID [--concurrency N] [--rate-per-minute N] [--monthly-minutes N] [--monthly-calls N]
 //   admin -- wallet credit --org ID --usd N
+//   admin -- wallet suspend --org ID [--reason TEXT]        (every call start: 403 wallet_rejected)
+//   admin -- wallet resume --org ID
 //   admin -- key create --org ID --name NAME                (no --org: a user key without organization)
 // Database: DATABASE_URL, else the embedded PostgreSQL of a running `npm start`, else the embedded one under .data/pg.
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../core/config.ts';
 import { createDb, type Db } from '../core/db/pool.ts';
 import { migrate } from '../core/db/migrate.ts';
-import { createApiKey, createOrganization, creditWallet, getOrganization, listOrganizations, setOrganizationLimits } from '../core/orgs.ts';
+import { createApiKey, createOrganization, creditWallet, getOrganization, listOrganizations, setOrganizationLimits, setWalletStatus } from '../core/orgs.ts';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra.ts';
 
 class UsageError extends Error {}
@@ -18,8 +20,10 @@ class UsageError extends Error {}
 const USAGE = `usage:
   admin -- org create --name NAME [--balance-usd N]
   admin -- org list
-  admin -- org limits --org ID [--concurrency N] [--rate-per-minute N] [--monthly-minutes N]
+  admin -- org limits --org ID [--concurrency N] [--rate-per-minute N] [--monthly-minutes N] [--monthly-calls N]
   admin -- wallet credit --org ID --usd N
+  admin -- wallet suspend --org ID [--reason TEXT]
+  admin -- wallet resume --org ID
   admin -- key create --org ID --name NAME`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -64,6 +68,7 @@ async function main(argv: string[]): Promise<unknown> {
     options: {
       name: { type: 'string' }, 'balance-usd': { type: 'string' }, org: { type: 'string' }, usd: { type: 'string' },
       concurrency: { type: 'string' }, 'rate-per-minute': { type: 'string' }, 'monthly-minutes': { type: 'string' },
+      'monthly-calls': { type: 'string' }, reason: { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -87,7 +92,8 @@ async function main(argv: string[]): Promise<unknown> {
     case 'org list':
       run = async (db) => (await listOrganizations(db)).map((o) => ({
         organizationId: o.id, name: o.name, balanceUsd: o.balance_usd, concurrencyLimit: o.concurrency_limit,
-        ratePerMinute: o.rate_per_minute, monthlyMinutesQuota: o.monthly_minutes_quota, createdAt: o.created_at,
+        ratePerMinute: o.rate_per_minute, monthlyMinutesQuota: o.monthly_minutes_quota, monthlyCallsQuota: o.monthly_calls_quota,
+        walletStatus: o.wallet_status, walletStatusReason: o.wallet_status_reason, createdAt: o.created_at,
       }));
       break;
     case 'org limits': {
@@ -96,11 +102,15 @@ async function main(argv: string[]): Promise<unknown> {
         concurrency: num('concurrency', values.concurrency, { int: true, min: 1, nullable: true }),
         ratePerMinute: num('rate-per-minute', values['rate-per-minute'], { int: true, min: 1, nullable: true }),
         monthlyMinutes: num('monthly-minutes', values['monthly-minutes'], { int: true, min: 0, nullable: true }),
+        monthlyCalls: num('monthly-calls', values['monthly-calls'], { int: true, min: 0, nullable: true }),
       };
       run = async (db) => {
         const org = await setOrganizationLimits(db, id, limits);
         if (!org) throw new UsageError(`organization ${id} not found`);
-        return { organizationId: org.id, concurrencyLimit: org.concurrency_limit, ratePerMinute: org.rate_per_minute, monthlyMinutesQuota: org.monthly_minutes_quota };
+        return {
+          organizationId: org.id, concurrencyLimit: org.concurrency_limit, ratePerMinute: org.rate_per_minute,
+          monthlyMinutesQuota: org.monthly_minutes_quota, monthlyCallsQuota: org.monthly_calls_quota,
+        };
       };
       break;
     }
@@ -113,6 +123,20 @@ async function main(argv: string[]): Promise<unknown> {
         const balance = await creditWallet(db, id, usd);
         if (balance === null) throw new UsageError(`organization ${id} not found`);
         return { organizationId: id, balanceUsd: balance };
+      };
+      break;
+    }
+    case 'wallet suspend':
+    case 'wallet resume': {
+      const id = orgId(values.org);
+      const suspend = action === 'suspend';
+      const reason = values.reason?.trim() || null;
+      if (!suspend && values.reason !== undefined) throw new UsageError('--reason is for wallet suspend');
+      if (reason && reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+      run = async (db) => {
+        const org = await setWalletStatus(db, id, suspend ? 'suspended' : 'active', reason);
+        if (!org) throw new UsageError(`organization ${id} not found`);
+        return { organizationId: id, walletStatus: org.wallet_status, walletStatusReason: org.wallet_status_reason };
       };
       break;
     }

@@ -94,6 +94,8 @@ try {
   const agentAudio: Int16Array[] = [];
   const reply: Int16Array[] = [];
   let capturing = false;
+  /** the caller's question has been transcribed: agent audio from then on is the reply (not the greeting's end) */
+  let heard = false;
   let lastAudio = 0;
   const t0 = performance.now();
   const stamp = () => `[${((performance.now() - t0) / 1000).toFixed(2).padStart(6)}s]`;
@@ -102,11 +104,13 @@ try {
       const b = data as Buffer;
       const pcm = new Int16Array(new Uint8Array(b).buffer);
       agentAudio.push(pcm);
+      if (capturing && !heard) return;
       if (capturing) reply.push(pcm);
       lastAudio = performance.now();
       return;
     }
     const ev = JSON.parse(String(data)) as { type: string; payload?: { text: string; final?: boolean }; message?: string };
+    if (ev.type === 'rtf-user-transcription' && ev.payload!.final) heard = true;
     if (ev.type === 'rtf-user-transcription') say(`${stamp()} caller${ev.payload!.final ? ' (final)' : '        '}: ${ev.payload!.text}`);
     else if (ev.type === 'rtf-bot-text') say(`${stamp()} agent          : ${ev.payload!.text}`);
     else say(`${stamp()} ${ev.type}: ${ev.message ?? JSON.stringify(ev)}`);
@@ -144,7 +148,7 @@ try {
     }
   })();
 
-  await waitQuiet(600);
+  await waitQuiet(1000);
   // synthesize the caller's sentence with eSpeak NG and resample to 16 kHz
   // The caller's voice: eSpeak's Klatt variant is what the offline recogniser hears best (word accuracy:
   // docs/engines.md).

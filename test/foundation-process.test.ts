@@ -31,6 +31,15 @@ test('admin CLI: org create prints exactly one JSON object; the key works; bad a
   t.is(JSON.parse(credit.stdout).balanceUsd, 20);
   const limits = admin(['org', 'limits', '--org', out.organizationId, '--concurrency', '3', '--rate-per-minute', '100', '--monthly-minutes', '500'], { DATABASE_URL: url });
   t.like(JSON.parse(limits.stdout), { concurrencyLimit: 3, ratePerMinute: 100, monthlyMinutesQuota: 500 });
+  const calls = admin(['org', 'limits', '--org', out.organizationId, '--monthly-calls', '250'], { DATABASE_URL: url });
+  t.is(calls.status, 0, calls.stderr);
+  t.like(JSON.parse(calls.stdout), { monthlyMinutesQuota: 500, monthlyCallsQuota: 250 });
+  const suspended = admin(['wallet', 'suspend', '--org', out.organizationId, '--reason', 'invoice overdue'], { DATABASE_URL: url });
+  t.is(suspended.status, 0, suspended.stderr);
+  t.like(JSON.parse(suspended.stdout), { walletStatus: 'suspended', walletStatusReason: 'invoice overdue' });
+  t.like(JSON.parse(admin(['org', 'list'], { DATABASE_URL: url }).stdout)[0], { monthlyCallsQuota: 250, walletStatus: 'suspended' });
+  const resumed = admin(['wallet', 'resume', '--org', out.organizationId], { DATABASE_URL: url });
+  t.like(JSON.parse(resumed.stdout), { walletStatus: 'active', walletStatusReason: null });
   const key = admin(['key', 'create', '--org', out.organizationId, '--name', 'second'], { DATABASE_URL: url });
   t.regex(JSON.parse(key.stdout).apiKey, /^vak_/);
   const list = JSON.parse(admin(['org', 'list'], { DATABASE_URL: url }).stdout);
@@ -42,6 +51,9 @@ test('admin CLI: org create prints exactly one JSON object; the key works; bad a
     ['org', 'create', '--name', 'x', '--balance-usd', 'lots'],
     ['org', 'limits', '--org', 'not-a-uuid', '--concurrency', '2'],
     ['org', 'limits', '--org', out.organizationId, '--concurrency', '0'],
+    ['org', 'limits', '--org', out.organizationId, '--monthly-calls', '-1'],
+    ['wallet', 'resume', '--org', out.organizationId, '--reason', 'x'],
+    ['wallet', 'suspend'],
     ['wallet', 'credit', '--org', out.organizationId],
     ['key', 'create', '--org', out.organizationId],
     ['org', 'explode'],

@@ -3,3 +3,4 @@ export { postCallWorkflow } from './post-call/workflow.ts';
 export { transferRecordingWorkflow } from './transfer-recording/workflow.ts';
 export { ingestDocument } from './document-ingestion/workflow.ts';
 export { campaignWorkflow } from './campaign/workflow.ts';
+export { agentTestWorkflow } from './agent-test/workflow.ts';

@@ -1,6 +1,6 @@
 // Agents: the list (GET /agents), one agent as formatted JSON that can be checked (POST /agents/preview-snapshot)
 // and saved (PATCH /agents/{uuid}) with the API's own validation errors shown, and a browser test call through
-// the call page (/call?agent=<uuid>: POST /agents/{uuid}/test-call + WebRTC).
+// the call page (/call?agent=<uuid>: POST /agents/{uuid}/test-call + WebRTC), and its Tests page (tests.js).
 import { api, detailText, fmtDate, h, pager, section, table } from './util.js';
 
 const statusBadge = (s) => h('span', { class: `badge ${s === 'active' ? 'ok' : 'muted'}`, dataset: { kind: 'status', value: s } }, s);
@@ -26,7 +26,8 @@ export async function renderAgents(ctx) {
       h('td', null, c.stt?.provider ?? '—'), h('td', null, c.tts?.provider ?? '—'),
       h('td', null, (c.tools || []).length),
       h('td', null, fmtDate(a.updatedAt)),
-      h('td', null, h('a', { href: `/call?agent=${encodeURIComponent(a.uuid)}`, class: 'button secondary', dataset: { testCall: a.uuid } }, 'Test call')));
+      h('td', null, h('a', { href: `/call?agent=${encodeURIComponent(a.uuid)}`, class: 'button secondary', dataset: { testCall: a.uuid } }, 'Test call'), ' ',
+        h('a', { href: `#/agents/${encodeURIComponent(a.uuid)}/tests`, class: 'button secondary', dataset: { tests: a.uuid } }, 'Tests')));
   });
   const go = (p) => { const n = new URLSearchParams(ctx.query); n.set('page', String(p)); ctx.setQuery(n); };
   ctx.view.append(section('Saved agents', items.length ? table(['Name', 'Status', 'LLM', 'STT', 'TTS', 'Tools', 'Updated', ''], rows, { id: 'agents-table' })
@@ -72,6 +73,7 @@ export async function renderAgent(ctx, uuid) {
     h('p', { class: 'hint' }, h('span', { class: 'mono' }, a.uuid), ` · created ${fmtDate(a.createdAt)} · updated ${fmtDate(a.updatedAt)}`),
     h('div', { class: 'row' },
       h('a', { href: `/call?agent=${encodeURIComponent(a.uuid)}`, class: 'button', id: 'test-call' }, 'Place a browser test call'),
+      h('a', { href: `#/agents/${encodeURIComponent(a.uuid)}/tests`, class: 'button secondary', id: 'agent-tests' }, 'Tests'),
       h('a', { href: `#/calls?agent_id=${encodeURIComponent(a.uuid)}`, class: 'button secondary' }, 'Calls of this agent'))));
   ctx.view.append(section('Configuration (resolved, JSON)',
     h('p', { class: 'hint' }, 'Edit and check it against the API\'s validation, or save it (PATCH merges objects and replaces lists; the webhook secret is never shown).'),

@@ -1,9 +1,11 @@
 // The operator console: one page, hash routes, plain ES modules (no framework, no build step).
-//   #/calls?…filters   #/calls/<callId>   #/agents   #/agents/<uuid>   #/campaigns   #/campaigns/<id>   #/numbers
+//   #/calls?…filters   #/calls/<callId>   #/agents   #/agents/<uuid>   #/agents/<uuid>/tests[/<testId>[/runs/<runId>]]
+//   #/campaigns   #/campaigns/<id>   #/numbers
 import { KEY_STORE, apiKey, h } from './util.js';
 import { renderCalls } from './calls.js';
 import { renderCall } from './call.js';
 import { renderAgents, renderAgent } from './agents.js';
+import { renderRun, renderTest, renderTests } from './tests.js';
 import { renderCampaigns, renderCampaign } from './campaigns.js';
 import { renderNumbers } from './numbers.js';
 
@@ -33,9 +35,9 @@ async function route() {
   cleanup = null;
   const gen = ++generation;
   const { parts, query } = parseHash();
-  const [page, id] = parts;
+  const [page, id, sub, subId, leaf, leafId] = parts;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('current', a.dataset.page === page);
-  document.body.dataset.page = id ? `${page}-detail` : page || 'calls';
+  document.body.dataset.page = sub === 'tests' ? (leafId ? 'test-run' : subId ? 'test' : 'tests') : id ? `${page}-detail` : page || 'calls';
   window.consolePage.route = parts.join('/');
   window.consolePage.loaded = false;
   showMessage('');
@@ -54,6 +56,9 @@ async function route() {
   };
   try {
     if (page === 'calls' && id) await renderCall(ctx, id);
+    else if (page === 'agents' && id && sub === 'tests' && subId && leaf === 'runs' && leafId) await renderRun(ctx, id, subId, leafId);
+    else if (page === 'agents' && id && sub === 'tests' && subId) await renderTest(ctx, id, subId);
+    else if (page === 'agents' && id && sub === 'tests') await renderTests(ctx, id);
     else if (page === 'agents' && id) await renderAgent(ctx, id);
     else if (page === 'agents') await renderAgents(ctx);
     else if (page === 'campaigns' && id) await renderCampaign(ctx, id);

@@ -100,6 +100,8 @@ const TONE = {
   // outcomes (connectionStatus / endedReason)
   user_hangup: 'ok', agent_hangup: 'ok', transferred: 'ok', voicemail: 'warn', silence_timeout: 'warn', max_duration: 'warn',
   pipeline_error: 'bad', cancelled: 'muted', unknown: 'bad', no_answer: 'warn', busy: 'warn', no_participant: 'warn',
+  // agent-test runs
+  queued: 'wait', passed: 'ok',
   // campaigns
   created: 'muted', syncing: 'wait', running: 'live', paused: 'warn', failed: 'bad',
   // breaker

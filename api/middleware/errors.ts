@@ -2,6 +2,7 @@
 import type { Middleware } from 'koa';
 import { HttpError } from '../../core/http-error.ts';
 import { isDatabaseUnavailable } from '../../core/db/pool.ts';
+import { SecretUnreadable } from '../../core/secrets.ts';
 import { isTemporalUnreachable } from '../../core/temporal.ts';
 
 /** A route that needs Temporal while it is unreachable (restarting, down): retryable, nothing was changed. */
@@ -24,6 +25,14 @@ export function errorMiddleware(): Middleware {
           if (err.options.expected) ctx.state.log?.warn({ status: err.status, detail: err.detail, requestId: ctx.state.requestId }, 'request refused');
           else ctx.state.log?.error({ err, requestId: ctx.state.requestId }, 'request failed');
         }
+        return;
+      }
+      if (err instanceof SecretUnreadable) {
+        // stored credentials the current key cannot open (TELEPHONY_ENCRYPTION_KEY changed): the request needs them,
+        // nothing was changed; the operator's fix is the old key or the credentials saved again
+        ctx.state.log?.error({ what: err.what, requestId: ctx.state.requestId }, 'stored credentials cannot be decrypted with the current key');
+        ctx.status = 409;
+        ctx.body = { detail: err.message };
         return;
       }
       const e = err as { status?: number; expose?: boolean; message?: string };

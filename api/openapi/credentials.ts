@@ -18,9 +18,11 @@ const record = {
   properties: {
     credential_uuid: { type: 'string', format: 'uuid' }, name: str, type: { enum: [...CREDENTIAL_TYPES] },
     header_name: { ...str, description: 'api_key, custom_header' }, username: { ...str, description: 'basic_auth' },
-    token: masked, api_key: masked, password: masked, header_value: masked, created_at: ts, updated_at: ts,
+    token: masked, api_key: masked, password: masked, header_value: masked,
+    credentials_state: { enum: ['ok', 'credentials_unreadable'], description: 'credentials_unreadable: the current TELEPHONY_ENCRYPTION_KEY cannot open the stored fields (not shown); send them again with PATCH' },
+    created_at: ts, updated_at: ts,
   },
-  required: ['credential_uuid', 'name', 'type', 'created_at', 'updated_at'],
+  required: ['credential_uuid', 'name', 'type', 'credentials_state', 'created_at', 'updated_at'],
 };
 
 registerOpenApiPaths({

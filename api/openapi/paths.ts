@@ -91,8 +91,8 @@ const webrtcOffer = {
 const usagePath = {
   get: {
     tags: ['Usage'], summary: 'Usage summary for [from, to)',
-    parameters: [q('from', 'ISO 8601 start (inclusive)', ts), q('to', 'ISO 8601 end (exclusive)', ts)],
-    responses: { 200: ok(usageSummary), 422: err('Invalid window (array)') },
+    parameters: [q('from', 'ISO 8601 start (inclusive)', ts), q('to', 'ISO 8601 end (exclusive)', ts), q('exclude_tag', 'Comma-separated tags: calls with any of them are left out (e.g. agent_test, the calls of agent-test runs)', str)],
+    responses: { 200: ok(usageSummary), 422: err('Invalid window or exclude_tag (array)') },
   },
 };
 
@@ -152,7 +152,7 @@ registerOpenApiPaths({
   },
   '/files/{file_id}': {
     get: { tags: ['Knowledge base'], summary: 'One document (poll its status)', parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], responses: { 200: ok(fileRecord), 404: err("'File not found'") } },
-    delete: { tags: ['Knowledge base'], summary: 'Delete a document and its chunks', parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], responses: { 200: ok({ type: 'object' }), 404: err("'File not found'") } },
+    delete: { tags: ['Knowledge base'], summary: 'Delete a document and its chunks', parameters: [{ name: 'file_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }], responses: { 200: ok({ type: 'object' }), 404: err("'File not found'"), 409: err("Document '…' is used by the query tools of agent(s) '…' (uuid) [and saved tool(s) / inbound binding(s)]; nothing deleted") } },
   },
   '/knowledge-base/upload-url': {
     post: { tags: ['Knowledge base'], summary: 'Presigned PUT URL (30 minutes, max 100 MB)', requestBody: body({ type: 'object', properties: { filename: str, mime_type: str }, required: ['filename', 'mime_type'] }), responses: { 200: ok({ type: 'object', required: ['upload_url', 'document_uuid', 's3_key'], properties: { upload_url: str, document_uuid: str, s3_key: str, upload_form: { type: 'object', description: 'S3 storage only: the same upload as a presigned POST (multipart/form-data: every `fields` entry, then the file as the last part `file`) whose signed policy carries content-length-range 0..100 MB, so the bucket itself refuses a larger file. The PUT to upload_url stays valid; its size is checked at process-document.', properties: { url: str, fields: { type: 'object', additionalProperties: str } }, required: ['url', 'fields'] } } }), 500: err("'Failed to generate presigned upload URL'") } },

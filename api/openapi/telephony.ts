@@ -45,7 +45,9 @@ const configRecord = {
   properties: {
     id: int, name: str, provider: { enum: allCarriers.map((a) => a.id) }, is_default_outbound: bool,
     config: { type: 'object' }, voice_bot_wss_url: { ...str, description: 'smartflo only: static signed stream URL to paste into the Smartflo portal' },
-    phone_numbers_count: int, created_at: ts, updated_at: ts,
+    phone_numbers_count: int,
+    credentials_state: { enum: ['ok', 'credentials_unreadable'], description: "credentials_unreadable: the current TELEPHONY_ENCRYPTION_KEY cannot open the stored credentials (left out of `config`); send them again with PUT" },
+    created_at: ts, updated_at: ts,
   },
 };
 const numberRecord = {
@@ -71,7 +73,9 @@ const bindingRecord = {
   properties: {
     id: int, provider: str, phone_number: str, address_normalized: str, agent_id: nullable(str), agent_name: nullable(str),
     agentSnapshot: { type: 'object' }, contextVariables: { type: 'object', additionalProperties: str }, telephony_configuration_id: nullable(int),
-    credentials: nullable({ type: 'object', description: 'masked' }), created_at: ts, updated_at: ts,
+    credentials: nullable({ type: 'object', description: 'masked' }),
+    credentials_state: { enum: ['ok', 'credentials_unreadable', 'none'], description: 'none: no inline credentials stored; credentials_unreadable: the current TELEPHONY_ENCRYPTION_KEY cannot open them (credentials null); re-register with POST /call type=inbound' },
+    created_at: ts, updated_at: ts,
   },
 };
 
@@ -87,7 +91,7 @@ registerOpenApiPaths({
   '/organizations/telephony-configs/{config_id}': {
     get: { tags, summary: 'One configuration', parameters: [path('config_id')], responses: { 200: ok(configRecord), 404: err("'Telephony configuration not found'") } },
     put: { tags, summary: 'Partial update (the provider cannot change; new credentials are probed)', parameters: [path('config_id')], requestBody: body({ type: 'object', properties: { name: str, is_default_outbound: bool, config: { type: 'object' } } }), responses: { 200: ok(configRecord), 400: err('Provider change or invalid_credentials'), 404: err("'Telephony configuration not found'"), 409: err('Name taken') } },
-    delete: { tags, summary: 'Delete a configuration and its numbers', parameters: [path('config_id')], responses: { 204: { description: 'Deleted' }, 404: err("'Telephony configuration not found'") } },
+    delete: { tags, summary: 'Delete a configuration and its numbers', parameters: [path('config_id')], responses: { 204: { description: 'Deleted' }, 404: err("'Telephony configuration not found'"), 409: err("Telephony configuration '…' is in use by N live call(s) (…) and N campaign(s) not completed or failed (…); nothing deleted") } },
   },
   '/organizations/telephony-configs/{config_id}/set-default-outbound': {
     post: { tags, summary: 'Make this the default outbound configuration', parameters: [path('config_id')], responses: { 200: ok(configRecord), 404: err("'Telephony configuration not found'") } },

@@ -15,9 +15,11 @@ import {
   savedToolRefs,
   recordingRefs,
   validateAgentConfig,
+  webhookRef,
   type AgentRow,
   type ValidateResult,
 } from '../../core/agent-config/index.ts';
+import { agentUseProblems } from '../../core/telephony/fit.ts';
 import { contextVariablesSchema } from '../../core/agent-config/schema.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
 import { requireOrg } from '../middleware/auth.ts';
@@ -111,12 +113,15 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
   router.post('/agents', async (ctx) => {
     const org = requireOrg(ctx);
     const { rest, secret } = popWebhookSecret(ctx.request.body);
-    const r = await validateAgentConfig(rest, { db, orgId: org, policy });
-    if (!r.ok) throw invalidConfig(resultItems(r));
-    const row = await db.one(sql.type(agentRow)`
-      INSERT INTO agents (organization_id, name, config, webhook_secret)
-      VALUES (${org}, ${r.config.name}, ${sql.jsonb(r.config as never)}, ${secret ?? null})
-      RETURNING ${AGENT_COLUMNS}`);
+    // one transaction: the documents the agent's query tools name stay locked until the agent exists
+    const row = await db.transaction(async (trx) => {
+      const r = await validateAgentConfig(rest, { db: trx, orgId: org, policy });
+      if (!r.ok) throw invalidConfig(resultItems(r));
+      return trx.one(sql.type(agentRow)`
+        INSERT INTO agents (organization_id, name, config, webhook_secret)
+        VALUES (${org}, ${r.config.name}, ${sql.jsonb(r.config as never)}, ${secret ?? null})
+        RETURNING ${AGENT_COLUMNS}`);
+    });
     ctx.status = 201;
     ctx.body = agentEnvelope(row);
   });
@@ -152,8 +157,13 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
       if (!current) throw new HttpError(404, AGENT_NOT_FOUND);
       const merged = mergePatch(current.config, rest);
       // Tools the agent already references stay usable when archived; only newly added ones must be active.
-      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config), referencedRecordings: recordingRefs(current.config) });
+      const r = await validateAgentConfig(merged, { db: trx, orgId: org, policy, referencedTools: savedToolRefs(current.config), referencedRecordings: recordingRefs(current.config), referencedWebhook: webhookRef(current.config) });
       if (!r.ok) throw invalidConfig(resultItems(r));
+      // The carriers the agent meets (numbers and bindings it answers, campaigns dialling with it) must be able to do
+      // what the new config asks of them; what the stored config already asked is not judged again.
+      const before = new Set((await agentUseProblems(trx, org, current, current.config)).map((p) => `${p.msg}|${String(p.input)}`));
+      const problems = (await agentUseProblems(trx, org, current, r.config)).filter((p) => !before.has(`${p.msg}|${String(p.input)}`));
+      if (problems.length) throw invalidConfig(problems.map((p) => ({ type: 'value_error', path: p.path, msg: p.msg, input: p.input })));
       return trx.one(sql.type(agentRow)`
         UPDATE agents SET config = ${sql.jsonb(r.config as never)}, name = ${r.config.name}, updated_at = now()
           ${secret === undefined ? sql.fragment`` : sql.fragment`, webhook_secret = ${secret}`}
@@ -180,7 +190,7 @@ export function agentsRoutes(router: Router, deps: ApiDeps): void {
     const base = source.config as Record<string, unknown>;
     const name = body.name ?? `${source.name} (copy)`.slice(0, 120);
     // The copy references what its source already references (archived saved tools included).
-    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy, referencedTools: savedToolRefs(base), referencedRecordings: recordingRefs(base) });
+    const r = await validateAgentConfig({ ...base, name }, { db, orgId: org, policy, referencedTools: savedToolRefs(base), referencedRecordings: recordingRefs(base), referencedWebhook: webhookRef(base) });
     if (!r.ok) throw invalidConfig(resultItems(r));
     const row = await db.one(sql.type(agentRow)`
       INSERT INTO agents (organization_id, name, config, webhook_secret)

@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, scrubCredentials, validateAgentConfig, type AgentConfig } from '../../core/agent-config/index.ts';
 import { preCheck } from '../../core/agent-config/issues.ts';
 import { admitCall, gateError, type Admission, type GateDeps } from '../../core/calls/gates.ts';
 import { getCall, isUuid, listCalls, SORT_COLUMNS, type CallFilter } from '../../core/calls/history.ts';
@@ -18,6 +18,7 @@ import {
 } from '../../core/calls/request.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../../core/calls/rows.ts';
 import { HttpError, type ErrorDetail } from '../../core/http-error.ts';
+import { parseIsoInstant } from '../../core/iso-date.ts';
 import { checkAgentProviders } from '../../core/providers.ts';
 import { weightOf, type WeightTransport } from '../../core/media-nodes.ts';
 import { policyFromConfig } from '../../core/net/ssrf.ts';
@@ -58,20 +59,15 @@ function checkCsv(
   return values;
 }
 
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
-const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$/i;
-
-/** ISO 8601 date or date-time (UTC when no offset). A date-only `to_date` covers that whole day. */
+/** ISO 8601 date or date-time (UTC when no offset; core/iso-date.ts). A date-only `to_date` covers that whole day. */
 function parseDateParam(items: ValidationItem[], name: string, v: unknown, endOfDay: boolean): string | undefined {
   if (v === undefined || v === '') return undefined;
-  const s = String(v).trim();
-  const ok = (ISO_DATE.test(s) || ISO_DATETIME.test(s)) && !Number.isNaN(Date.parse(/[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) || ISO_DATE.test(s) ? s : `${s}Z`));
-  if (!ok) {
-    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: 'Input should be a valid ISO 8601 date or datetime', input: v });
+  const r = parseIsoInstant(String(v), { endOfDay });
+  if (!r.ok) {
+    items.push({ type: 'datetime_from_date_parsing', path: [name], msg: r.message, input: v });
     return undefined;
   }
-  if (ISO_DATE.test(s)) return endOfDay ? `${s}T23:59:59.999999Z` : `${s}T00:00:00Z`;
-  return /[zZ]|[+-]\d{2}(:?\d{2})?$/.test(s.slice(10)) ? s : `${s}Z`;
+  return r.value.text;
 }
 
 const scalarQuery = paginationQuery().extend({
@@ -153,7 +149,7 @@ export function callsRoutes(router: Router, deps: ApiDeps): void {
       builtins: liveCallBuiltins({ customerNumber: null, platformNumber: null }),
     });
     // The config was accepted already (saved, or validated moments ago): its saved tools stay usable if archived.
-    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config), referencedRecordings: recordingRefs(config) });
+    const checked = await validateAgentConfig(resolved, { db, orgId, policy, partialModelCheck: true, referencedTools: savedToolRefs(config), referencedRecordings: recordingRefs(config), referencedWebhook: webhookRef(config) });
     if (!checked.ok) {
       return { ok: false as const, items: checked.kind === 'schema' ? checked.items : [{ type: 'value_error', path: checked.path, msg: checked.message, input: null }] };
     }

@@ -50,6 +50,9 @@ import { envelope, pageWindow, paginationQuery } from '../pagination.ts';
 import type { ApiDeps } from '../deps.ts';
 import { AGENT_NOT_FOUND } from './agents.ts';
 import { parseHistoryQuery } from './calls.ts';
+import { carrierName } from './telephony/carriers.ts';
+import { agentCarrierProblems, problemsText } from '../../core/telephony/fit.ts';
+import { carrierFor } from '../../core/telephony/registry.ts';
 
 export const NO_TELEPHONY_CONFIG = 'no telephony configuration available for organization';
 export const TELEPHONY_CONFIG_NOT_FOUND = 'telephony_configuration_not_found';
@@ -100,11 +103,15 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
    * The campaign's agent can run on this install, checked as POST /call does (core/providers.ts): an engine without
    * an adapter → 501 provider_not_supported, a vendor key missing → 400 naming the variable. At create and at start.
    */
-  async function checkAgentRunnable(agentId: number) {
+  async function checkAgentRunnable(orgId: string, agentId: number, provider: string | null) {
     const agentConfig = await db.maybeOneFirst(sql.type(z.object({ config: z.record(z.string(), z.unknown()) }))`SELECT config FROM agents WHERE id = ${agentId}`);
     if (!agentConfig || !['llm', 'stt', 'tts'].every((f) => typeof (agentConfig[f] as { provider?: unknown } | undefined)?.provider === 'string')) return;
     const runnable = checkAgentProviders(config, agentConfig as unknown as AgentConfig);
     if (!runnable.ok) throw new HttpError(runnable.status, runnable.detail);
+    // what the campaign's carrier cannot do for the agent on outbound calls (core/telephony/fit.ts)
+    const adapter = provider ? carrierFor(provider) : null;
+    const problems = adapter ? await agentCarrierProblems(db, orgId, adapter, 'outbound', agentConfig) : [];
+    if (problems.length) throw new HttpError(400, `The campaign's agent cannot place ${carrierName(adapter!.id)} calls: ${problemsText(problems)}`);
   }
 
   /** Runs a workflow update; an illegal transition (validator) or a closed workflow is a 400 naming the state. */
@@ -134,7 +141,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     const agent = await db.maybeOne(sql.type(z.object({ id: z.number() }))`
       SELECT id FROM agents WHERE uuid = ${body.agent_uuid} AND organization_id = ${orgId} AND status = 'active'`);
     if (!agent) throw new HttpError(404, AGENT_NOT_FOUND);
-    await checkAgentRunnable(agent.id);
+    await checkAgentRunnable(orgId, agent.id, null);
 
     const configId = body.telephony_configuration_id ?? null;
     const tconf = await findTelephonyConfig(db, orgId, configId);
@@ -142,6 +149,7 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       if (configId !== null) throw new HttpError(400, TELEPHONY_CONFIG_NOT_FOUND);
       throw new HttpError(409, NO_TELEPHONY_CONFIG);
     }
+    await checkAgentRunnable(orgId, agent.id, tconf.provider);
     const maxConcurrency = body.max_concurrency ?? DEFAULT_MAX_CONCURRENCY;
     await checkConcurrency(db, orgId, tconf.id, tconf.name, maxConcurrency);
 
@@ -155,15 +163,19 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
       throw err;
     }
 
-    const id = await db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    // The configuration row is key-share locked by the insert: a concurrent DELETE of the configuration either waits
+    // for this campaign (and then refuses, 409) or has removed it first (nothing inserted: its 400).
+    const id = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
       INSERT INTO campaigns (organization_id, name, agent_id, source_type, source_id, source_key, telephony_configuration_id,
                              max_concurrency, retry_config, schedule_config, circuit_breaker, logs)
-      VALUES (${orgId}, ${body.name}, ${agent.id}, ${body.source_type}, ${body.source_id}, ${sourceKey}, ${tconf.id},
-              ${maxConcurrency}, ${JSON.stringify(body.retry_config ?? DEFAULT_RETRY_CONFIG)}::jsonb,
-              ${body.schedule_config ? JSON.stringify(body.schedule_config) : null}::jsonb,
-              ${JSON.stringify(body.circuit_breaker ?? DEFAULT_CIRCUIT_BREAKER)}::jsonb,
-              ${JSON.stringify([{ ts: new Date().toISOString(), level: 'info', event: 'created', message: 'Campaign created', details: { telephony_configuration_id: tconf.id } }])}::jsonb)
+      SELECT ${orgId}, ${body.name}, ${agent.id}, ${body.source_type}, ${body.source_id}, ${sourceKey}, t.id,
+             ${maxConcurrency}, ${JSON.stringify(body.retry_config ?? DEFAULT_RETRY_CONFIG)}::jsonb,
+             ${body.schedule_config ? JSON.stringify(body.schedule_config) : null}::jsonb,
+             ${JSON.stringify(body.circuit_breaker ?? DEFAULT_CIRCUIT_BREAKER)}::jsonb,
+             ${JSON.stringify([{ ts: new Date().toISOString(), level: 'info', event: 'created', message: 'Campaign created', details: { telephony_configuration_id: tconf.id } }])}::jsonb
+      FROM (SELECT id FROM telephony_configs WHERE id = ${tconf.id} AND organization_id = ${orgId} FOR KEY SHARE) t
       RETURNING id`);
+    if (id === null) throw new HttpError(400, TELEPHONY_CONFIG_NOT_FOUND);
     ctx.body = campaignResponse(await load(orgId, id));
   });
 
@@ -229,7 +241,8 @@ export function campaignsRoutes(router: Router, deps: ApiDeps): void {
     const orgId = requireOrg(ctx);
     const row = await load(orgId, campaignId(ctx));
     if (row.state !== 'created') throw new HttpError(400, `Cannot start a campaign in state '${row.state}'`);
-    await checkAgentRunnable(row.agent_id);
+    const tconf = await findTelephonyConfig(db, orgId, row.telephony_configuration_id);
+    await checkAgentRunnable(orgId, row.agent_id, tconf?.provider ?? null);
     const temporal = requireTemporal();
     const op = new WithStartWorkflowOperation(CAMPAIGN_WORKFLOW_TYPE, {
       workflowId: campaignWorkflowId(row.id),

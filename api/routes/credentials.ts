@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { isUuid } from '../../core/agent-config/index.ts';
 import {
   CREDENTIAL_NOT_FOUND, credentialCreate, SECRET_FIELDS, credentialFields, credentialPatch, credentialView, getCredential, insertCredential,
-  listCredentials, mergePatch, openSecret, toolsUsingCredential, updateCredential, type CredentialSecret,
+  listCredentials, mergePatch, readSecret, toolsUsingCredential, updateCredential, type CredentialSecret,
 } from '../../core/credentials/store.ts';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
@@ -88,7 +88,7 @@ export function credentialsRoutes(router: Router, deps: ApiDeps): void {
     const row = await db.transaction(async (tx) => {
       const current = await getCredential(tx, orgId, uuid, 'FOR UPDATE');
       if (!current) throw new HttpError(404, CREDENTIAL_NOT_FOUND);
-      const { type, fields } = mergePatch(openSecret(config, current), body);
+      const { type, fields } = mergePatch(readSecret(config, current) ?? { type: current.type, unreadable: true }, body);
       const secret = { ...parseSecretBody(credentialFields[type], fields), type } as CredentialSecret;
       const name = body.name ?? current.name;
       if (name !== current.name && (await nameTaken(tx, orgId, name, uuid))) throw duplicate(name);

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
+import { documentInUse, documentInUseMessage, documentUsers } from '../../core/documents/users.ts';
 import { contentTypeFor } from '../../core/storage/index.ts';
 import {
   ALLOWED_EXTENSIONS,
@@ -147,6 +148,12 @@ export function filesRoutes(router: Router, deps: ApiDeps): void {
     const id = ctx.params.file_id ?? '';
     if (!UUID_RE.test(id)) throw new HttpError(404, FILE_NOT_FOUND);
     const key = await db.transaction(async (tx) => {
+      // The row lock waits for agent and tool saves naming the document (they hold it FOR KEY SHARE), then sees them.
+      const doc = await tx.maybeOne(sql.type(z.object({ name: z.string() }))`
+        SELECT name FROM documents WHERE id = ${id} AND organization_id = ${orgId} AND deleted_at IS NULL FOR UPDATE`);
+      if (!doc) return null;
+      const users = await documentUsers(tx, orgId, id);
+      if (documentInUse(users)) throw new HttpError(409, documentInUseMessage(doc.name, users));
       const k = await tx.maybeOneFirst(sql.type(z.object({ storage_key: z.string() }))`
         UPDATE documents SET deleted_at = now(), updated_at = now()
         WHERE id = ${id} AND organization_id = ${orgId} AND deleted_at IS NULL RETURNING storage_key`);

@@ -7,6 +7,7 @@ import { knowledgeBaseRoutes } from './knowledge-base.ts';
 import { usageRoutes } from './usage.ts';
 import { callsRoutes } from './calls.ts';
 import { agentsRoutes } from './agents.ts';
+import { agentTestsRoutes } from './agent-tests.ts';
 import { toolsRoutes } from './tools.ts';
 import { credentialsRoutes } from './credentials.ts';
 import { recordingsRoutes } from './recordings.ts';
@@ -26,6 +27,7 @@ export const routeModules: Array<(router: Router, deps: ApiDeps) => void> = [
   usageRoutes,
   callsRoutes,
   agentsRoutes,
+  agentTestsRoutes,
   toolsRoutes,
   credentialsRoutes,
   recordingsRoutes,

@@ -4,7 +4,8 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import { HttpError } from '../../core/http-error.ts';
-import { policyFromConfig } from '../../core/net/ssrf.ts';
+import { explainRefusal, policyFromConfig } from '../../core/net/ssrf.ts';
+import { agentCarrierUses } from '../../core/telephony/fit.ts';
 import { to422, type ValidationItem } from '../../core/validation.ts';
 import { checkTemplatedUrl, functionNameFor, isUuid, toolView } from '../../core/agent-config/index.ts';
 import { issuesToItems } from '../../core/agent-config/issues.ts';
@@ -57,7 +58,7 @@ async function checkDefinition(
   const items: ValidationItem[] = [];
   if (def.type === 'function' && def.config.url !== '') {
     const reason = await checkTemplatedUrl(def.config.url, ctx.policy);
-    if (reason) items.push({ type: 'value_error', path: ['definition', 'config', 'url'], msg: `url is not allowed: ${reason}`, input: def.config.url });
+    if (reason) items.push({ type: 'value_error', path: ['definition', 'config', 'url'], msg: `url is not allowed: ${explainRefusal(reason)}`, input: def.config.url });
   }
   if (def.type === 'query') {
     const refs = def.config.groups.flatMap((g, gi) => g.documentIds.map((d, di) => ({ id: d.toLowerCase(), path: ['definition', 'config', 'groups', gi, 'documentIds', di] })));
@@ -65,7 +66,7 @@ async function checkDefinition(
       const found = new Set(
         await ctx.db.anyFirst(sql.type(z.object({ id: z.string() }))`
           SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL
-            AND id = ANY(${sql.array([...new Set(refs.map((r) => r.id))], 'uuid')})`),
+            AND id = ANY(${sql.array([...new Set(refs.map((r) => r.id))], 'uuid')}) FOR KEY SHARE`),
       );
       for (const r of refs) if (!found.has(r.id)) items.push({ type: 'value_error', path: r.path, msg: `Document '${r.id}' not found`, input: r.id });
     }
@@ -90,6 +91,30 @@ async function checkCredential(def: ToolDefinition, db: CommonQueryMethods, orgI
   const found = isUuid(ref) ? await getCredential(db, orgId, ref.toLowerCase(), 'FOR KEY SHARE') : null;
   if (!found) throw new HttpError(400, `Credential '${ref}' not found (definition.config.credential_uuid must name a stored credential of this organization)`);
   return { ...def, config: { ...def.config, credential_uuid: found.uuid } };
+}
+
+/**
+ * A saved transfer tool's new destination must be reachable by every carrier that the agents referencing it meet
+ * (numbers and bindings they answer, unfinished campaigns dialling with them; core/telephony/fit.ts): 400 naming
+ * the carrier, the destination and the agent otherwise.
+ */
+async function checkTransferUsers(db: CommonQueryMethods, orgId: string, tool: { uuid: string; name: string; definition: unknown }, destination: string): Promise<void> {
+  const before = (tool.definition as { config?: { destination?: unknown } }).config?.destination;
+  if (!destination.trim() || destination === before) return;
+  const agents = await db.any(sql.type(z.object({ id: z.number(), uuid: z.string(), name: z.string() }))`
+    SELECT id, uuid::text, name FROM agents
+    WHERE organization_id = ${orgId} AND status = 'active' AND EXISTS (
+      SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(config->'tools') = 'array' THEN config->'tools' ELSE '[]'::jsonb END) e
+      WHERE jsonb_typeof(e) = 'string' AND lower(e #>> '{}') = ${tool.uuid.toLowerCase()})
+    ORDER BY id`);
+  const problems: string[] = [];
+  for (const a of agents) {
+    for (const use of await agentCarrierUses(db, orgId, a)) {
+      const why = use.adapter.transferSupport(destination);
+      if (why) problems.push(`${why} (agent '${a.name}' (${a.uuid}) ${use.where})`);
+    }
+  }
+  if (problems.length) throw new HttpError(400, `Saved tool '${tool.name}' cannot take the destination '${destination.trim()}': ${problems.join('; ')}`);
 }
 
 const listQuery = paginationQuery().extend({
@@ -119,8 +144,10 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
     const cat = body.category ?? body.definition.type;
     if (cat !== body.definition.type)
       throw new HttpError(400, `Category '${cat}' does not match definition type '${body.definition.type}'`);
-    await checkDefinition(body.definition, { db, orgId: org, policy });
     const row = await db.transaction(async (trx) => {
+      // inside the transaction: the documents and credential it names stay locked (FOR KEY SHARE) until the insert
+      // commits, so a concurrent delete of one waits and then sees this tool
+      await checkDefinition(body.definition, { db: trx, orgId: org, policy });
       const definition = await checkCredential(body.definition, trx, org);
       return trx.one(sql.type(savedToolRow)`
         INSERT INTO tools (organization_id, name, function_name, description, category, icon, icon_color, definition)
@@ -169,6 +196,7 @@ export function toolsRoutes(router: Router, deps: ApiDeps): void {
         await checkDefinition(body.definition, { db: trx, orgId: org, policy }, current.definition);
       }
       const definition = body.definition ? await checkCredential(body.definition, trx, org) : current.definition;
+      if (body.definition?.type === 'transferCall') await checkTransferUsers(trx, org, current, body.definition.config.destination);
       const name = body.name ?? current.name;
       return trx.one(sql.type(savedToolRow)`
         UPDATE tools SET

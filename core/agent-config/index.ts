@@ -15,7 +15,7 @@ import type { AgentConfig } from './schema.ts';
 
 export { agentConfigSchema, sanitizeFunctionName, BUILTIN_VARIABLES, RESERVED_TOOL_NAMES, INLINE_TOOL_TYPES } from './schema.ts';
 export type { AgentConfig, AgentConfigInput, InlineTool, ToolEntry } from './schema.ts';
-export { validateAgentConfig, savedToolRefs, recordingRefs, checkTemplatedUrl, seededEndCall, END_CALL_DESCRIPTION } from './validate.ts';
+export { validateAgentConfig, savedToolRefs, recordingRefs, webhookRef, checkTemplatedUrl, seededEndCall, END_CALL_DESCRIPTION } from './validate.ts';
 export type { ValidateResult, ValidateContext } from './validate.ts';
 export { resolveSnapshot, scrubCredentials, substitute, contextValues, liveCallBuiltins, REDACTED } from './snapshot.ts';
 export type { SnapshotOptions } from './snapshot.ts';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../db/pool.ts';
 import type { ValidationItem } from '../validation.ts';
-import { checkUrlResolved, type OutboundPolicy } from '../net/ssrf.ts';
+import { checkUrlResolved, explainRefusal, type OutboundPolicy } from '../net/ssrf.ts';
 import { catalog, effectiveModel, findModel, speechLanguages } from '../catalog.ts';
 import { agentConfigSchema, END_CALL_DESCRIPTION, sanitizeFunctionName, type AgentConfig, type InlineTool } from './schema.ts';
 
@@ -38,6 +38,11 @@ export interface ValidateContext {
    * recording is archived; only a new reference to an archived recording is refused.
    */
   referencedRecordings?: readonly string[];
+  /**
+   * The webhook URL the stored config already has (`webhookRef(stored)`): accepted when it was saved, it is not
+   * judged again (the send-time guard still is); a new or changed URL is.
+   */
+  referencedWebhook?: string | null;
 }
 
 /** The audio recordings a stored config's inline tools play, for `ValidateContext.referencedRecordings`. */
@@ -51,6 +56,13 @@ export function savedToolRefs(config: unknown): string[] {
   return Array.isArray(tools) ? tools.filter((t): t is string => typeof t === 'string') : [];
 }
 
+/** The webhook URL of a stored config, for `ValidateContext.referencedWebhook`. */
+export function webhookRef(config: unknown): string | null {
+  const w = config && typeof config === 'object' ? (config as { webhook?: unknown }).webhook : undefined;
+  if (typeof w === 'string') return w;
+  const url = w && typeof w === 'object' ? (w as { url?: unknown }).url : undefined;
+  return typeof url === 'string' ? url : null;
+}
 
 export function seededEndCall(): InlineTool {
   return {
@@ -190,6 +202,8 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
     } else names.set(fn, i);
   });
 
+  // Documents of inline query tools: held FOR KEY SHARE until the caller's transaction ends (agent create/PATCH), so
+  // a concurrent DELETE /files waits and then sees the agent using them (409).
   const docRefs: Array<{ id: string; path: (string | number)[] }> = [];
   const urlChecks: Array<Promise<ValidationItem | null>> = [];
   c.tools.forEach((t, i) => {
@@ -201,16 +215,29 @@ export async function validateAgentConfig(input: unknown, ctx: ValidateContext):
       const url = t.config.server.url;
       urlChecks.push(
         checkTemplatedUrl(url, ctx.policy).then((reason) =>
-          reason ? { type: 'value_error', path: ['tools', i, 'config', 'server', 'url'], msg: `server.url is not allowed: ${reason}`, input: url } : null,
+          reason ? { type: 'value_error', path: ['tools', i, 'config', 'server', 'url'], msg: `server.url is not allowed: ${explainRefusal(reason)}`, input: url } : null,
         ),
       );
     }
   });
+  // Lifecycle webhooks go through the same guard when they are sent (core/webhook.ts): a URL it would refuse is
+  // refused now, with why, instead of being saved and never delivered. Host names are resolved (checkUrlResolved):
+  // one resolving to a private address is refused too; one that does not resolve yet is accepted and judged again
+  // when the event is sent.
+  if (c.webhook && c.webhook.url !== ctx.referencedWebhook) {
+    const url = c.webhook.url;
+    urlChecks.push(
+      checkUrlResolved(url, ctx.policy).then((reason) =>
+        reason ? { type: 'value_error', path: ['webhook', 'url'], msg: `webhook.url is not allowed: ${explainRefusal(reason)}`, input: url } : null,
+      ),
+    );
+  }
   if (docRefs.length > 0) {
     const ids = [...new Set(docRefs.map((d) => d.id))];
     const found = new Set(
       await ctx.db.anyFirst(sql.type(z.object({ id: z.string() }))`
-        SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL AND id = ANY(${sql.array(ids, 'uuid')})`),
+        SELECT id::text AS id FROM documents WHERE organization_id = ${ctx.orgId} AND deleted_at IS NULL AND id = ANY(${sql.array(ids, 'uuid')})
+        FOR KEY SHARE`),
     );
     for (const d of docRefs) if (!found.has(d.id)) items.push({ type: 'value_error', path: d.path, msg: `Document '${d.id}' not found`, input: d.id });
   }

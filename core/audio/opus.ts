@@ -1,20 +1,13 @@
 // Opus at 48 kHz mono (the RTP clock of Opus is always 48 kHz), 20 ms frames, through @evan/opus: its native addon
-// where it loads, else the WASM build the same package ships (selected by the package itself; OPUS_FORCE_WASM=1
-// forces it). The native addon is used on the main thread only: its encoders and decoders share one output buffer
-// per process, so two threads coding at once corrupt each other's packets and the process can crash at exit
-// (bench/codec measures it: thousands of wrong packets out of 6,000, then a segfault); every other thread (the
-// codec pool's workers) loads the WASM build, whose state is per thread. Packet-loss concealment uses
-// the decoder's own PLC where the backend supports it (WASM: opus_decode with no data); the native addon refuses
-// an empty packet, so there the jitter buffer falls back to fading repetition of the last frame.
-//
-// Encoder settings go through opus_encoder_ctl (`ctl()`): the package's property setters (`enc.complexity = 5`,
-// `enc.bitrate`, …) are declared in its typings but exist on neither build — assigning them only added plain JS
-// properties, so until issue 24 every encoder ran at libopus's defaults (complexity 9, bitrate "auto" ≈ 50 kb/s at
-// 48 kHz, no in-band FEC, signal auto) whatever the code said. The settings are now read back in the tests.
-//
-// Both ends may run at another rate than 48 kHz (opus_encoder_create / opus_decoder_create take 8/12/16/24/48 kHz):
-// the WebRTC agent audio is encoded straight from 24 kHz and the caller audio decoded straight to 16 kHz, which
-// spares the two resamplers (libopus band-limits internally: bench/codec and test/webrtc/media-units.test.ts).
+// where it loads, else the WASM build the same package ships (OPUS_FORCE_WASM=1 forces it). The native addon is used
+// on the main thread only: its encoders and decoders share one output buffer per process, so two threads coding at
+// once corrupt each other's packets and the process can crash at exit (bench/codec shows it); every other thread
+// loads the WASM build, whose state is per thread. Packet-loss concealment uses the decoder's own PLC where the
+// backend has it (WASM: opus_decode with no data); the native addon refuses an empty packet, so there the jitter
+// buffer repeats the last frame with a fading gain. Encoder settings go through opus_encoder_ctl (`ctl()`): the
+// property setters the package's typings declare (`enc.complexity = 5`, …) exist on neither build; the tests read
+// the settings back. Either end may run at 8/12/16/24 kHz instead of 48: WebRTC agent audio is encoded straight from
+// 24 kHz and caller audio decoded straight to 16 kHz, with no resampler (libopus band-limits internally).
 import { createRequire } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
 

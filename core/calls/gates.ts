@@ -2,15 +2,20 @@
 //   1. request rate      — global api middleware (core/ratelimit.ts): 429 'Rate limit exceeded'
 //   2. monthly minutes   — 402 string, when billed minutes this calendar month (UTC) >= the org's quota
 //   3. wallet            — 402 {error_code: 'insufficient_balance', error_message, balance_usd, threshold_usd}
-//                          when balance < WALLET_MIN_BALANCE_USD; 403 (same shape) for other wallet reasons
-//   4. concurrency       — 429 {code: 'concurrency_limit_reached', current_limit, current_active, message}
-//   5. media capacity    — 503 'All media nodes are at capacity; retry shortly' when live media nodes report and
+//                          when balance < WALLET_MIN_BALANCE_USD; 403 (same shape) for the other wallet reasons:
+//                          org_not_found (the organization is gone), wallet_rejected (an operator suspended the
+//                          wallet: `admin -- wallet suspend`)
+//   4. monthly calls     — 402 string, when calls started this calendar month (UTC, rejected attempts not counted)
+//                          >= the org's calls quota; counted under the concurrency gate's lock, so it is exact
+//   5. concurrency       — 429 {code: 'concurrency_limit_reached', current_limit, current_active, message}
+//   6. media capacity    — 503 'All media nodes are at capacity; retry shortly' when live media nodes report and
 //                          none has room for the call's weight (its transport × engines); the room is reserved on
 //                          the chosen node in the same transaction (core/media-nodes.ts reserveMediaNode)
 // The concurrency gate is exact under parallel load: one transaction takes a per-organization advisory lock,
 // expires the organization's abandoned pending web calls, counts pending + active calls and inserts the new row,
-// so two requests can never both see the last free slot. Rejections by gates 2-4 also write a rejected call row
-// (throttled to one per organization + reason per minute, see rows.ts).
+// so two requests can never both see the last free slot. Rejections by gates 2-5 also write a rejected call row
+// (throttled to one per organization + reason per minute, see rows.ts); an organization that does not exist has no
+// row to keep its refusal in.
 import type { Client as TemporalClient } from '@temporalio/client';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
@@ -73,6 +78,8 @@ const orgLimits = z.object({
   balance_usd: z.number(),
   concurrency_limit: z.number().nullable(),
   monthly_minutes_quota: z.number().nullable(),
+  wallet_status: z.string(),
+  wallet_status_reason: z.string().nullable(),
 });
 
 /** Billed minutes: each connected call rounds its duration up to whole minutes. */
@@ -88,7 +95,7 @@ export async function minutesUsedThisMonth(db: Pick<Db, 'oneFirst'>, orgId: stri
 /** Gates 2 and 3 (read-only checks). Returns the rejection, or null to go on to the concurrency gate. */
 export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string): Promise<GateRejection | null> {
   const org = await db.maybeOne(sql.type(orgLimits)`
-    SELECT balance_usd, concurrency_limit, monthly_minutes_quota FROM organizations WHERE id = ${orgId}`);
+    SELECT balance_usd, concurrency_limit, monthly_minutes_quota, wallet_status, wallet_status_reason FROM organizations WHERE id = ${orgId}`);
   if (!org) {
     return {
       status: 403,
@@ -109,6 +116,18 @@ export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string)
     }
   }
   const threshold = config.WALLET_MIN_BALANCE_USD;
+  if (org.wallet_status === 'suspended') {
+    return {
+      status: 403,
+      reason: 'wallet_rejected',
+      detail: {
+        error_code: 'wallet_rejected',
+        error_message: `The organization's wallet is suspended${org.wallet_status_reason ? `: ${org.wallet_status_reason}` : ''}. No call can start until the operator lifts the suspension.`,
+        balance_usd: usdString(org.balance_usd),
+        threshold_usd: usdString(threshold),
+      },
+    };
+  }
   if (org.balance_usd < threshold) {
     return {
       status: 402,
@@ -124,10 +143,18 @@ export async function checkQuotaAndWallet(db: Db, config: Config, orgId: string)
   return null;
 }
 
-const counted = z.object({ active: z.number(), lim: z.number().nullable() });
+const counted = z.object({ active: z.number(), lim: z.number().nullable(), calls_quota: z.number().nullable() });
+
+/** Calls started this calendar month (UTC): every row but rejected attempts (a dial that failed was a call). */
+export async function callsStartedThisMonth(db: Pick<Db, 'oneFirst'>, orgId: string): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM calls
+    WHERE organization_id = ${orgId} AND NOT ('rejected' = ANY(tags))
+      AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`);
+}
 
 /**
- * Gates 4 and 5 + row creation, atomically: under the organization's advisory lock, expire abandoned pending web
+ * Gates 4, 5 and 6 + row creation, atomically: under the organization's advisory lock, expire abandoned pending web
  * calls, count pending + active calls and insert the pending row only if a slot is free; then, with `media`, reserve
  * room for it on a media node — no room rolls the row back (no slot is held, nothing is dialled).
  */
@@ -139,7 +166,22 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall, media
     expired = await tx.any(expireSql(config.CALL_JOIN_TIMEOUT_S, call.organizationId));
     const row = await tx.one(sql.type(counted)`
       SELECT (SELECT count(*)::int FROM calls WHERE organization_id = ${call.organizationId} AND status IN ('pending', 'active')) AS active,
-             (SELECT concurrency_limit FROM organizations WHERE id = ${call.organizationId}) AS lim`);
+             (SELECT concurrency_limit FROM organizations WHERE id = ${call.organizationId}) AS lim,
+             (SELECT monthly_calls_quota FROM organizations WHERE id = ${call.organizationId}) AS calls_quota`);
+    if (row.calls_quota !== null) {
+      // under the organization's lock: parallel starts cannot both take the last call of the quota
+      const used = await callsStartedThisMonth(tx, call.organizationId);
+      if (used >= row.calls_quota) {
+        return {
+          ok: false as const,
+          rejection: {
+            status: 402 as const,
+            reason: 'insufficient_balance' as const,
+            detail: `The organization has exceeded its monthly calls quota (${used} of ${row.calls_quota} calls started this month)`,
+          },
+        };
+      }
+    }
     const limit = row.lim ?? config.DEFAULT_CONCURRENCY;
     if (row.active >= limit) {
       return {
@@ -175,7 +217,7 @@ export async function admitUnderConcurrency(deps: GateDeps, call: NewCall, media
 }
 
 /**
- * Run gates 2-5 for a call start and create its pending row (gate 5 only with `media`). On rejection the rejected row is written
+ * Run gates 2-6 for a call start and create its pending row (gate 6 only with `media`). On rejection the rejected row is written
  * (throttled) with `rejectedRow` describing the attempt as the client sent it.
  */
 export async function admitCall(
@@ -191,6 +233,11 @@ export async function admitCall(
     // A full media tier is a condition of the service, not of the request: POST /call, test calls and campaign dials
     // answer 503 and are retried with no row; a carrier's inbound call happened, so it leaves its refused row.
     if (result.rejection.reason === 'media_capacity' && !call.telephony?.carrierCallId) return result;
+    if (result.rejection.reason === 'org_not_found') {
+      // no organization row to hang a rejected call on (calls.organization_id references it)
+      deps.logger.warn({ orgId: call.organizationId }, 'call start refused: the organization does not exist');
+      return result;
+    }
     await insertRejectedCall(deps.db, {
       ...call,
       configSnapshot: rejectedRow.configSnapshot,

@@ -7,6 +7,7 @@
 //  - total_duration_seconds (active-call time, 2 decimals); average_duration_seconds over calls with a duration, 0 if none;
 //  - spend_usd: LLM + TTS + STT cost, 6 decimals; carrier charges are the customer's own bill and not included;
 //  - success_rate: calls that connected AND finished `completed` / total_calls, 4 decimals; 0 when total_calls is 0.
+// `excludeTags` leaves out calls carrying any of those tags (e.g. `agent_test`: the calls of agent-test runs).
 import { z } from 'zod';
 import { sql, type Db } from '../db/pool.ts';
 
@@ -36,7 +37,8 @@ export interface UsageSummary {
 
 const round = (v: number, dp: number) => Math.round(v * 10 ** dp) / 10 ** dp;
 
-export async function usageSummary(db: Db, orgId: string, from: Date, to: Date): Promise<UsageSummary> {
+export async function usageSummary(db: Db, orgId: string, from: Date, to: Date, opts: { excludeTags?: string[] } = {}): Promise<UsageSummary> {
+  const excluded = opts.excludeTags?.length ? sql.fragment`AND NOT (tags && ${sql.array(opts.excludeTags, 'text')})` : sql.fragment``;
   const r = await db.one(sql.type(usageSummaryRow)`
     SELECT count(*) FILTER (WHERE NOT rejected)::int AS total_calls,
            count(*) FILTER (WHERE rejected)::int AS rejected_calls,
@@ -48,7 +50,7 @@ export async function usageSummary(db: Db, orgId: string, from: Date, to: Date):
            COALESCE(sum(cost) FILTER (WHERE NOT rejected), 0)::float8 AS spend_usd
     FROM (SELECT *, 'rejected' = ANY(tags) AS rejected FROM calls
           WHERE organization_id = ${orgId} AND created_at >= ${from.toISOString()}::timestamptz
-            AND created_at < ${to.toISOString()}::timestamptz) w`);
+            AND created_at < ${to.toISOString()}::timestamptz ${excluded}) w`);
   return {
     from: from.toISOString(),
     to: to.toISOString(),

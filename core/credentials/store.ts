@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
 import { HEADER_NAME } from '../agent-config/schema.ts';
-import { decryptJson, encryptJson, keyOf, mask } from '../secrets.ts';
+import { decryptJson, encryptJson, keyOf, mask, SecretUnreadable } from '../secrets.ts';
 
 type Q = Pick<Db, 'one' | 'maybeOne' | 'any' | 'oneFirst' | 'anyFirst'>;
 
@@ -70,25 +70,50 @@ export const credentialRow = z.object({
 export type CredentialRow = z.infer<typeof credentialRow>;
 const COLS = sql.fragment`id, uuid::text, organization_id::text, name, type, secret, created_at, updated_at`;
 
-export const openSecret = (config: Config, row: CredentialRow): CredentialSecret => ({ ...decryptJson<Record<string, string>>(keyOf(config), row.secret), type: row.type }) as CredentialSecret;
+/** The decrypted credential; throws SecretUnreadable naming it when the current key cannot open it. */
+export const openSecret = (config: Config, row: CredentialRow): CredentialSecret => ({
+  ...decryptJson<Record<string, string>>(keyOf(config), row.secret, `credential '${row.name}' (${row.uuid})`,
+    `send its fields again with PATCH /credentials/${row.uuid}`),
+  type: row.type,
+}) as CredentialSecret;
+/** The decrypted credential, or null when the current key cannot open it. */
+export function readSecret(config: Config, row: CredentialRow): CredentialSecret | null {
+  try {
+    return openSecret(config, row);
+  } catch (err) {
+    if (err instanceof SecretUnreadable) return null;
+    throw err;
+  }
+}
 const seal = (config: Config, s: CredentialSecret) => sql.binary(encryptJson(keyOf(config), s));
 
-/** `{credential_uuid, name, type, <clear fields>, <secret fields masked>, created_at, updated_at}`. */
+/**
+ * `{credential_uuid, name, type, <clear fields>, <secret fields masked>, credentials_state, created_at, updated_at}`.
+ * A credential the current key cannot open (TELEPHONY_ENCRYPTION_KEY changed) shows no fields and
+ * `credentials_state: 'credentials_unreadable'`.
+ */
 export function credentialView(config: Config, row: CredentialRow) {
-  const { type: _t, ...fields } = openSecret(config, row) as Record<string, string>;
+  const opened = readSecret(config, row);
   const shown: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) shown[k] = SECRET_FIELDS[row.type].includes(k) ? mask(v) : v;
-  return { credential_uuid: row.uuid, name: row.name, type: row.type, ...shown, created_at: row.created_at, updated_at: row.updated_at };
+  if (opened) {
+    const { type: _t, ...fields } = opened as Record<string, string>;
+    for (const [k, v] of Object.entries(fields)) shown[k] = SECRET_FIELDS[row.type].includes(k) ? mask(v) : v;
+  }
+  return {
+    credential_uuid: row.uuid, name: row.name, type: row.type, ...shown,
+    credentials_state: opened ? 'ok' : 'credentials_unreadable', created_at: row.created_at, updated_at: row.updated_at,
+  };
 }
 
 /**
  * PATCH merge: with the same type, the given fields replace the stored ones (a secret can be replaced, never read);
  * a new type needs its own fields in full. Returns the candidate for `credentialFields[type]` to parse.
  */
-export function mergePatch(stored: CredentialSecret, patch: Record<string, unknown>): { type: CredentialType; fields: Record<string, unknown> } {
+export function mergePatch(stored: CredentialSecret | { type: CredentialType; unreadable: true }, patch: Record<string, unknown>): { type: CredentialType; fields: Record<string, unknown> } {
   const type = (patch.type as CredentialType | undefined) ?? stored.type;
   const given = Object.fromEntries(Object.entries(patch).filter(([k]) => k !== 'name' && k !== 'type'));
-  if (type !== stored.type) return { type, fields: given };
+  // a new type, or stored fields the current key cannot open: the patch must carry every field
+  if (type !== stored.type || 'unreadable' in stored) return { type, fields: given };
   const { type: _t, ...old } = stored;
   return { type, fields: { ...old, ...given } };
 }

@@ -143,6 +143,18 @@ export async function checkUrlResolved(url: string, policy: OutboundPolicy): Pro
   return bad ? `host '${host}' resolves to ${bad.address}, which is not a public address` : null;
 }
 
+/**
+ * A refusal of a URL at save time, with what the operator can do about it: a private, loopback or intranet host is
+ * reachable once OUTBOUND_ALLOW_HOSTS lists it (a block-listed one once OUTBOUND_BLOCK_HOSTS no longer does).
+ */
+export function explainRefusal(reason: string): string {
+  if (/is blocked$/.test(reason)) return `${reason} by OUTBOUND_BLOCK_HOSTS`;
+  if (/not a public address|is not allowed$/.test(reason)) {
+    return `${reason}: the host is private (loopback, private network or intranet) and requests are sent to public hosts only; list it in OUTBOUND_ALLOW_HOSTS to allow it`;
+  }
+  return reason;
+}
+
 export class OutboundBlockedError extends Error {
   readonly code = 'ERR_OUTBOUND_BLOCKED';
 }

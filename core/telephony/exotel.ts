@@ -147,8 +147,19 @@ export const exotel: CarrierAdapter = {
     // a Connect Voice AI call ends when its stream closes (the media side closes it before calling this)
   },
 
-  async transfer() {
-    throw new CarrierHttpError('exotel', 501, 'provider_not_supported: Exotel offers no transfer of a streaming call');
+  // A Connect Voice AI call (and a Voicebot applet's stream) has no transfer API: Exotel hands the call on only from a
+  // flow, where a Connect applet after the Voicebot applet could dial a number the flow learns from a dynamic URL —
+  // an App Bazaar flow the customer builds, outside what the stream or the REST API can ask for. Not supported.
+  transferSupport: (destination) =>
+    `Exotel cannot transfer a call to '${destination.trim()}': it offers no transfer of a streaming (Voicebot) call through its API`,
+  // outbound: the dial's Record; inbound calls come from the number's flow, whose own recording setting decides
+  recordingSupport: (what) =>
+    what === 'outbound_call' ? null
+      : what === 'inbound_call' ? "Exotel's API cannot record an inbound call: recording is a setting of the number's flow in Exotel (App Bazaar); turn it on there and leave recordInProviderConsole off"
+        : 'Exotel offers no transfer of a streaming call, so no transferred conversation to record',
+
+  async transfer(_ctx, _c, _id, req) {
+    throw new CarrierHttpError('exotel', 501, `provider_not_supported: ${exotel.transferSupport(req.destination)}`);
   },
 
   verifyWebhook: () => false,

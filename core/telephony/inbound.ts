@@ -8,7 +8,7 @@
 import { MEDIA_AT_CAPACITY, weightOf } from '../media-nodes.ts';
 import { announceUnconnected, finishUnconnected } from './ended.ts';
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import { insertRejectedCall, type CallAgentRef } from '../calls/rows.ts';
 import { sql } from '../db/pool.ts';
@@ -17,12 +17,12 @@ import { checkAgentProviders } from '../providers.ts';
 import type { PhoneEndDeps } from './ended.ts';
 import { sameNumber, toE164 } from './numbers.ts';
 import { parseCustomIdentifier } from './signing.ts';
-import { bindingRow, BINDING_COLS, getConfigById, numberRow, openCredentials, type BindingRow, type ConfigRow, type NumberRow } from './store.ts';
+import { bindingRow, BINDING_COLS, getConfigById, numberRow, readCredentials, type BindingRow, type ConfigRow, type NumberRow } from './store.ts';
 import type { Credentials } from './types.ts';
 
 export type InboundRoute =
   | { kind: 'binding'; orgId: string; binding: BindingRow; config: ConfigRow | null; credentials: Credentials | null }
-  | { kind: 'number'; orgId: string; number: NumberRow; config: ConfigRow; credentials: Credentials };
+  | { kind: 'number'; orgId: string; number: NumberRow; config: ConfigRow; credentials: Credentials | null };
 
 /** `replay`: a retried webhook of a carrier call admitted (or refused) before — nothing new was created. */
 export type InboundAdmission =
@@ -56,13 +56,23 @@ function pickRoute(deps: PhoneEndDeps, bindings: readonly BindingRow[], numbers:
   const b = bindings.filter((x) => x.organization_id === org).sort((x, y) => y.updated_at.localeCompare(x.updated_at))[0];
   if (b) return routeOfBinding(deps, b);
   const hit = numbers.filter(({ n }) => n.organization_id === org)[0]!;
-  return { kind: 'number', orgId: org, number: hit.n, config: hit.c, credentials: openCredentials(deps.config, hit.c.credentials) };
+  return { kind: 'number', orgId: org, number: hit.n, config: hit.c, credentials: routeCredentials(deps, hit.c.credentials) };
 }
 
 async function routeOfBinding(deps: PhoneEndDeps, b: BindingRow): Promise<InboundRoute> {
   const config = b.telephony_config_id !== null ? await getConfigById(deps.db, b.telephony_config_id) : null;
   const blob = b.credentials ?? config?.credentials ?? null;
-  return { kind: 'binding', orgId: b.organization_id, binding: b, config, credentials: blob ? openCredentials(deps.config, blob) : null };
+  return { kind: 'binding', orgId: b.organization_id, binding: b, config, credentials: blob ? routeCredentials(deps, blob) : null };
+}
+
+/**
+ * A route's credentials, or null when the current key cannot open them (TELEPHONY_ENCRYPTION_KEY changed): such a
+ * route verifies no webhook and the carrier hears a refusal, never a 500; the operator gets the error in the logs.
+ */
+function routeCredentials(deps: PhoneEndDeps, blob: Buffer): Credentials | null {
+  const creds = readCredentials(deps.config, blob);
+  if (!creds) deps.logger.error('the credentials of an inbound route cannot be decrypted with the current TELEPHONY_ENCRYPTION_KEY: save them again');
+  return creds;
 }
 
 /**
@@ -84,7 +94,7 @@ export async function carrierRoutes(deps: PhoneEndDeps, provider: string, to: st
   const first = await pickRoute(deps, bindings, pairs);
   const all: InboundRoute[] = first ? [first] : [];
   for (const b of bindings) if (!(first?.kind === 'binding' && first.binding.id === b.id)) all.push(await routeOfBinding(deps, b));
-  for (const { n, c } of pairs) if (!(first?.kind === 'number' && first.number.id === n.id)) all.push({ kind: 'number', orgId: n.organization_id, number: n, config: c, credentials: openCredentials(deps.config, c.credentials) });
+  for (const { n, c } of pairs) if (!(first?.kind === 'number' && first.number.id === n.id)) all.push({ kind: 'number', orgId: n.organization_id, number: n, config: c, credentials: routeCredentials(deps, c.credentials) });
   return all;
 }
 
@@ -199,7 +209,7 @@ async function admitInboundOnce(
   const savedVariables = agent.config.contextVariables ?? {};
   const resolved = resolveSnapshot(agent.config, { savedVariables, callVariables: null, builtins: liveCallBuiltins({ customerNumber: customer, platformNumber: platform }) });
   // the saved agent keeps the archived tools and recordings it referenced
-  const kept = { referencedTools: savedToolRefs(agent.config), referencedRecordings: recordingRefs(agent.config) };
+  const kept = { referencedTools: savedToolRefs(agent.config), referencedRecordings: recordingRefs(agent.config), referencedWebhook: webhookRef(agent.config) };
   const checked = await validateAgentConfig(resolved, { db: deps.db, orgId: route.orgId, policy: policyFromConfig(deps.config), partialModelCheck: true, ...kept });
   const base = {
     organizationId: route.orgId,

@@ -3,7 +3,7 @@
 // insert the pending row (exactly once per dialKey), dial the carrier with answer / status / stream URLs built from
 // PUBLIC_URL (the stream's from the assigned media node's own address when it has one), store the carrier call id. A carrier refusal leaves a `dial_failed` row and throws ProviderRejected.
 import { z } from 'zod';
-import { liveCallBuiltins, loadAgent, recordingRefs, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
+import { liveCallBuiltins, loadAgent, recordingRefs, webhookRef, resolveSnapshot, savedToolRefs, validateAgentConfig, type AgentConfig } from '../agent-config/index.ts';
 import { admitCall } from '../calls/gates.ts';
 import type { CallSource } from '../calls/model.ts';
 import { insertRejectedCall, type CallAgentRef, type NewCall } from '../calls/rows.ts';
@@ -16,7 +16,7 @@ import { announceUnconnected, onPhoneCallEnded, type PhoneEndDeps } from './ende
 import { GateRefused, OutboundInvalid, ProviderRejected } from './errors.ts';
 import { carrierFor } from './registry.ts';
 import { customIdentifier } from './signing.ts';
-import { getConfig, openCredentials, sealCredentials } from './store.ts';
+import { configUnreadable, getConfig, readCredentials, sealCredentials } from './store.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
 import { carrierHookUrl, carrierStreamUrl, smartfloStreamUrl } from './urls.ts';
 
@@ -100,7 +100,10 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     if (!row) throw new OutboundInvalid(400, 'telephony_configuration_not_found', 'missing_credentials');
     adapter = carrierFor(row.provider);
     if (!adapter) throw new OutboundInvalid(501, `Outbound calls with provider '${row.provider}' are not implemented yet`, 'provider_not_supported');
-    creds = openCredentials(config, row.credentials);
+    const opened = readCredentials(config, row.credentials);
+    // a changed TELEPHONY_ENCRYPTION_KEY: refused naming the configuration (campaigns: initiation_failed)
+    if (!opened) throw new OutboundInvalid(409, configUnreadable(row).message, 'missing_credentials');
+    creds = opened;
     configId = row.id;
     amdEnabled = row.amd_enabled;
   } else if (req.inline) {
@@ -133,7 +136,7 @@ export async function placeOutboundCall(deps: OutboundDeps, req: OutboundRequest
     builtins: liveCallBuiltins({ customerNumber: req.toNumber, platformNumber: req.fromNumber }),
   });
   // a saved agent (or one the api already validated) keeps the archived tools and recordings it referenced
-  const kept = { referencedTools: savedToolRefs(agentConfig), referencedRecordings: recordingRefs(agentConfig) };
+  const kept = { referencedTools: savedToolRefs(agentConfig), referencedRecordings: recordingRefs(agentConfig), referencedWebhook: webhookRef(agentConfig) };
   const checked = await validateAgentConfig(resolved, { db, orgId: req.orgId, policy: policyFromConfig(config), partialModelCheck: true, ...kept });
 
   const base: Omit<NewCall, 'configSnapshot'> = {

@@ -15,11 +15,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus } from './status.ts';
+import { mapCarrierStatus, withReason } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest,
 } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { carrierHookUrl, withBase } from './urls.ts';
 
 export const plivoCredentials = z.object({
@@ -96,7 +96,7 @@ export function plivoBusyXml(): string {
 export function plivoTransferXml(req: TransferRequest): string {
   const attrs = [`timeout="${Math.round(req.timeoutS)}"`];
   if (req.callerId) attrs.push(`callerId="${xmlEscape(plivoNumber(req.callerId))}"`);
-  const to = transferTarget('plivo', req.destination);
+  const to = dialOutTarget('plivo', 'Plivo', req.destination);
   const target = to.kind === 'sip' ? `<User>${xmlEscape(to.uri)}</User>` : `<Number>${xmlEscape(plivoNumber(to.number))}</Number>`;
   // recordTransfer: <Record startOnDialAnswer> before the <Dial> records the bridged (caller-to-destination) legs from
   // the moment the destination answers; Plivo posts RecordUrl / RecordingDuration to callbackUrl when the file is ready
@@ -158,10 +158,8 @@ export function verifyPlivoSignature(authToken: string, req: WebhookRequest): bo
 const TERMINAL = new Set(['completed', 'busy', 'failed', 'timeout', 'no-answer', 'cancel']);
 
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  if (s === 'timeout') return 'no_answer'; // the ring timeout ran out
-  if (s === 'cancel') return 'cancelled';
-  return mapCarrierStatus(s);
+  // `timeout`: the ring timeout ran out; a failed call's HangupCauseName (`failed:destination_out_of_order`) says why
+  return mapCarrierStatus(raw, (s) => (s === 'timeout' ? 'no_answer' : s === 'cancel' ? 'cancelled' : undefined));
 }
 
 function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
@@ -188,7 +186,8 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
       const raw = (p.CallStatus ?? '').toLowerCase();
       if (!raw) return [];
       const duration = p.Duration !== undefined && p.Duration !== '' ? Number(p.Duration) : null;
-      return [{ type: 'status', raw, terminal: TERMINAL.has(raw), carrierCallId: uuid, durationS: Number.isFinite(duration) ? duration : null }];
+      const reason = raw === 'failed' ? p.HangupCauseName : undefined;
+      return [{ type: 'status', raw: withReason(raw, reason), terminal: TERMINAL.has(raw), carrierCallId: uuid, durationS: Number.isFinite(duration) ? duration : null }];
     }
     default:
       return [];
@@ -273,9 +272,13 @@ export const plivo: CarrierAdapter = {
     check(r);
   },
 
+  transferSupport: (destination) => dialOutSupport('Plivo', destination),
+  // <Record recordSession> in the answer XML, <Record startOnDialAnswer> before a transfer's <Dial>
+  recordingSupport: () => null,
+
   async transfer(ctx, c, carrierCallId, req) {
     if (!req.callId) throw new CarrierHttpError('plivo', 400, 'provider_not_supported: the transfer has no call to answer its leg URL');
-    transferTarget('plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
+    dialOutTarget('plivo', 'Plivo', req.destination); // a destination Plivo cannot dial is refused now, not when the leg URL is fetched
     const r = await request(ctx, creds(c), 'POST', `/Call/${encodeURIComponent(carrierCallId)}/`, {
       legs: 'aleg', aleg_url: carrierHookUrl(ctx.config, 'plivo', 'transfer', req.callId), aleg_method: 'POST',
     });

@@ -9,7 +9,7 @@ import { carrierRequest, type CarrierResponse } from './http.ts';
 import { sameNumber } from './numbers.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { parseTransferDestination, transferTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const smartfloCredentials = z.object({
@@ -107,12 +107,27 @@ export const smartflo: CarrierAdapter = {
 
   // Call Operations API (docs.smartflo.tatatelebusiness.com/reference/v1calloptions): `POST /v1/call/options`
   // `{type: 4 (transfer), call_id, intercom}` where intercom is the agent's 10-digit mobile number, an extension or a
-  // department intercom. PSTN destinations only (Indian numbers as 10 digits, others as international digits); a SIP
-  // destination has no Smartflo equivalent → provider_not_supported. Smartflo then takes the call off the stream.
+  // department intercom. Numbers (Indian numbers as 10 digits, others as international digits) and host-less
+  // extensions (`PJSIP/123`, `SIP/123` → intercom 123) transfer; a SIP URI has no Smartflo equivalent. Smartflo then
+  // takes the call off the stream.
+  transferSupport(destination) {
+    const to = parseTransferDestination(destination);
+    if (to.kind === 'sip') return `Smartflo cannot transfer a call to the SIP address '${destination.trim()}': its transfer API takes numbers, extensions and departments of the account only (write an extension as PJSIP/<number>)`;
+    if (to.kind === 'extension' && !/^\d{1,15}$/.test(to.extension)) return `Smartflo cannot transfer a call to '${to.endpoint}': its extensions are numbers (intercom), e.g. PJSIP/123`;
+    return null;
+  },
+  // Smartflo records calls by the account's own settings (the number's call recording in the Smartflo portal); its
+  // click-to-call, stream and transfer APIs take no recording request
+  recordingSupport(what) {
+    return what === 'transfer_leg'
+      ? "Smartflo's transfer API cannot record the transferred conversation (call recording is a setting of the number in the Smartflo portal)"
+      : "Smartflo's API cannot start a recording of the call: call recording is a setting of the number in the Smartflo portal (turn it on there and leave recordInProviderConsole off)";
+  },
+
   async transfer(ctx, c, carrierCallId, req) {
-    const to = transferTarget('smartflo', req.destination);
-    if (to.kind === 'sip') throw new CarrierHttpError('smartflo', 400, `provider_not_supported: Smartflo transfers to numbers, extensions and departments only, not to SIP (${req.destination})`);
-    const intercom = /^\+91\d{10}$/.test(to.number) ? to.number.slice(3) : to.number.replace(/^\+/, '');
+    const to = transferTarget('smartflo', req.destination, smartflo.transferSupport(req.destination));
+    const intercom = to.kind === 'extension' ? to.extension
+      : to.kind === 'pstn' ? (/^\+91\d{10}$/.test(to.number) ? to.number.slice(3) : to.number.replace(/^\+/, '')) : '';
     const r = await carrierRequest(ctx.config, 'smartflo', `${apiBase(ctx.config)}/v1/call/options`, {
       method: 'POST', headers: { authorization: bearer(creds(c).auth_token) }, json: { type: '4', call_id: carrierCallId, intercom: [intercom] },
     });
@@ -122,5 +137,5 @@ export const smartflo: CarrierAdapter = {
   },
 
   verifyWebhook: () => false,
-  mapStatus: mapCarrierStatus,
+  mapStatus: (raw) => mapCarrierStatus(raw),
 };

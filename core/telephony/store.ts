@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { sql, type Db } from '../db/pool.ts';
-import { decryptJson, encryptJson, keyOf, mask } from '../secrets.ts';
+import { decryptJson, encryptJson, keyOf, mask, SecretUnreadable } from '../secrets.ts';
 import { carrierFor } from './registry.ts';
 import type { CarrierAdapter, Credentials } from './types.ts';
 import { smartfloStreamUrl } from './urls.ts';
@@ -11,7 +11,31 @@ import { smartfloStreamUrl } from './urls.ts';
 type Q = Pick<Db, 'one' | 'maybeOne' | 'any' | 'query' | 'oneFirst' | 'maybeOneFirst'>;
 
 export const sealCredentials = (config: Config, creds: Credentials) => encryptJson(keyOf(config), creds);
-export const openCredentials = (config: Config, blob: Buffer) => decryptJson<Credentials>(keyOf(config), blob);
+/** Decrypted credentials; throws SecretUnreadable (naming `what`) when the current key cannot open them. */
+export const openCredentials = (config: Config, blob: Buffer, what = 'a telephony configuration', remedy?: string) =>
+  decryptJson<Credentials>(keyOf(config), blob, what, remedy);
+/** Decrypted credentials, or null when the current key cannot open them (reads that show the record without them). */
+export function readCredentials(config: Config, blob: Buffer): Credentials | null {
+  try {
+    return openCredentials(config, blob);
+  } catch (err) {
+    if (err instanceof SecretUnreadable) return null;
+    throw err;
+  }
+}
+/** What a response says of stored credentials: readable, unreadable with the current key, or none stored. */
+export type CredentialsState = 'ok' | 'credentials_unreadable' | 'none';
+
+/** The refusal of a configuration whose credentials the current key cannot open: names it and how to repair it. */
+export const configUnreadable = (row: Pick<ConfigRow, 'id' | 'name'>) =>
+  new SecretUnreadable(`telephony configuration '${row.name}' (id ${row.id})`, `send the complete credentials again with PUT /organizations/telephony-configs/${row.id}`);
+
+/** A configuration's credentials; throws configUnreadable(row) when the current key cannot open them. */
+export function configCredentials(config: Config, row: Pick<ConfigRow, 'id' | 'name' | 'credentials'>): Credentials {
+  const creds = readCredentials(config, row.credentials);
+  if (!creds) throw configUnreadable(row);
+  return creds;
+}
 
 // ── configurations ─────────────────────────────────────────────────────────────────────────────────────────────
 export const configRow = z.object({
@@ -63,12 +87,15 @@ export async function insertConfig(db: Db, config: Config, c: {
 }
 
 export async function updateConfig(db: Db, config: Config, orgId: string, id: number, c: {
-  name: string; creds: Credentials; accountRef: string | null; amdEnabled: boolean; isDefault: boolean;
+  /** null: the stored credentials (and account_ref) stay as they are */
+  name: string; creds: Credentials | null; accountRef: string | null; amdEnabled: boolean; isDefault: boolean;
 }): Promise<ConfigRow | null> {
   return db.transaction(async (tx) => {
     if (c.isDefault) await tx.query(sql.unsafe`UPDATE telephony_configs SET is_default_outbound = false, updated_at = now() WHERE organization_id = ${orgId} AND is_default_outbound AND id <> ${id}`);
     return tx.maybeOne(sql.type(configRow)`
-      UPDATE telephony_configs SET name = ${c.name}, credentials = ${sql.binary(sealCredentials(config, c.creds))}, account_ref = ${c.accountRef},
+      UPDATE telephony_configs SET name = ${c.name},
+        credentials = ${c.creds ? sql.binary(sealCredentials(config, c.creds)) : sql.fragment`credentials`},
+        account_ref = ${c.creds ? c.accountRef : sql.fragment`account_ref`},
         amd_enabled = ${c.amdEnabled}, is_default_outbound = ${c.isDefault}, updated_at = now()
       WHERE id = ${id} AND organization_id = ${orgId}
       RETURNING ${CONFIG_COLS}`);
@@ -82,9 +109,13 @@ export function maskedCredentials(adapter: CarrierAdapter, creds: Credentials): 
   return out;
 }
 
+/**
+ * A configuration as responses show it. Credentials the current key cannot open (TELEPHONY_ENCRYPTION_KEY changed)
+ * are left out of `config`, and `credentials_state` says so: the record stays readable, never a 500.
+ */
 export function configView(config: Config, row: ConfigRow, numbers?: number) {
   const adapter = carrierFor(row.provider);
-  const creds = openCredentials(config, row.credentials);
+  const creds = readCredentials(config, row.credentials);
   return {
     id: row.id,
     name: row.name,
@@ -92,9 +123,10 @@ export function configView(config: Config, row: ConfigRow, numbers?: number) {
     is_default_outbound: row.is_default_outbound,
     config: {
       provider: row.provider,
-      ...(adapter ? maskedCredentials(adapter, creds) : {}),
+      ...(adapter && creds ? maskedCredentials(adapter, creds) : {}),
       ...(row.provider === 'twilio' ? { amd_enabled: row.amd_enabled } : {}),
     },
+    credentials_state: (creds ? 'ok' : 'credentials_unreadable') satisfies CredentialsState,
     ...(row.provider === 'smartflo' ? { voice_bot_wss_url: smartfloStreamUrl(config, row.id) } : {}),
     ...(adapter?.configFields?.(config, row.id) ?? {}),
     ...(numbers === undefined ? {} : { phone_numbers_count: numbers }),
@@ -204,14 +236,9 @@ export async function getBinding(db: Q, orgId: string, id: number): Promise<Bind
 
 export function bindingView(config: Config, row: BindingRow) {
   const adapter = carrierFor(row.provider);
-  let credentials: Record<string, unknown> | null = null;
-  if (row.credentials && adapter) {
-    try {
-      credentials = maskedCredentials(adapter, openCredentials(config, row.credentials));
-    } catch {
-      credentials = null;
-    }
-  }
+  const opened = row.credentials ? readCredentials(config, row.credentials) : null;
+  const credentials = opened && adapter ? maskedCredentials(adapter, opened) : null;
+  const state: CredentialsState = !row.credentials ? 'none' : opened ? 'ok' : 'credentials_unreadable';
   return {
     id: row.id,
     provider: row.provider,
@@ -223,6 +250,7 @@ export function bindingView(config: Config, row: BindingRow) {
     contextVariables: row.context_variables,
     telephony_configuration_id: row.telephony_config_id,
     credentials,
+    credentials_state: state,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -256,7 +284,10 @@ export interface CallCarrier {
   transport: string;
 }
 
-/** The adapter and decrypted credentials of a phone call (inline credentials first, else its configuration's). */
+/**
+ * The adapter and decrypted credentials of a phone call (inline credentials first, else its configuration's). Throws
+ * SecretUnreadable when the current key cannot open them.
+ */
 export async function callCarrier(db: Q, config: Config, callId: string): Promise<CallCarrier | null> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(callId)) return null;
   const row = await db.maybeOne(sql.type(callCarrierRow)`
@@ -272,7 +303,7 @@ export async function callCarrier(db: Q, config: Config, callId: string): Promis
     callId: row.id,
     orgId: row.organization_id,
     adapter,
-    creds: openCredentials(config, blob),
+    creds: openCredentials(config, blob, row.carrier_credentials ? `call ${row.id}` : `the telephony configuration of call ${row.id} (id ${row.telephony_config_id})`),
     carrierCallId: row.carrier_call_id,
     telephonyConfigId: row.telephony_config_id,
     platformNumber: row.platform_number,

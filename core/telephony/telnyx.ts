@@ -18,7 +18,7 @@ import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
 import { mapCarrierStatus } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type WebhookRequest } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const telnyxCredentials = z.object({
@@ -102,8 +102,8 @@ const HANGUP_CAUSES: Record<string, string> = {
 
 /** A `call.hangup` cause → connectionStatus (unknown causes pass through as telephony_<cause>). */
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  return HANGUP_CAUSES[s] ?? mapCarrierStatus(s);
+  // the causes not listed here (destination_out_of_order, normal_temporary_failure, …) are status.ts's common reasons
+  return mapCarrierStatus(raw, (s) => HANGUP_CAUSES[s]);
 }
 
 const AMD: Record<string, string> = { human: 'human', machine: 'machine_start', not_sure: 'unknown', fax_detected: 'fax', silence: 'unknown' };
@@ -232,8 +232,12 @@ export const telnyx: CarrierAdapter = {
     check(r);
   },
 
+  transferSupport: (destination) => dialOutSupport('Telnyx', destination),
+  // record on dial/answer, record on the transfer command
+  recordingSupport: () => null,
+
   async transfer(ctx, c, carrierCallId, req) {
-    const to = transferTarget('telnyx', req.destination);
+    const to = dialOutTarget('telnyx', 'Telnyx', req.destination);
     const r = await request(ctx, creds(c), 'POST', `/v2/calls/${encodeURIComponent(carrierCallId)}/actions/transfer`, {
       to: to.kind === 'sip' ? to.uri : to.number, timeout_secs: Math.round(req.timeoutS), ...(req.callerId ? { from: req.callerId } : {}),
       // recordTransfer: Telnyx records the bridged legs from the destination's answer and sends the transferred leg's

@@ -5,12 +5,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus, TERMINAL_STATUSES } from './status.ts';
+import { mapCarrierStatus, TERMINAL_STATUSES, withReason } from './status.ts';
 import {
   CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type CarrierReply, type Credentials, type DialRequest,
   type TransferRequest, type WebhookRequest,
 } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 export const twilioCredentials = z.object({
@@ -73,7 +73,7 @@ export function transferTwiml(req: TransferRequest): string {
     attrs.push('record="record-from-answer-dual"', `recordingStatusCallback="${xmlEscape(req.recordingCallbackUrl)}"`,
       'recordingStatusCallbackMethod="POST"', 'recordingStatusCallbackEvent="completed absent"');
   }
-  const to = transferTarget('twilio', req.destination);
+  const to = dialOutTarget('twilio', 'Twilio', req.destination);
   const target = to.kind === 'sip' ? `<Sip>${xmlEscape(to.uri)}</Sip>` : `<Number>${xmlEscape(to.number)}</Number>`;
   return `<?xml version="1.0" encoding="UTF-8"?><Response><Dial ${attrs.join(' ')}>${target}</Dial></Response>`;
 }
@@ -123,7 +123,9 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
     case 'voice-status': {
       const raw = (p.CallStatus ?? '').toLowerCase();
       const durationS = p.CallDuration !== undefined && /^\d+$/.test(p.CallDuration) ? Number(p.CallDuration) : null;
-      return raw ? [{ type: 'status', raw, terminal: TERMINAL_STATUSES.has(raw), carrierCallId, durationS }] : [];
+      // a failed dial's SIP response code says why (503: unreachable, 404: no such number): `failed:sip_503`
+      const sip = raw === 'failed' && /^\d{3}$/.test(p.SipResponseCode ?? '') ? `sip_${p.SipResponseCode}` : null;
+      return raw ? [{ type: 'status', raw: withReason(raw, sip), terminal: TERMINAL_STATUSES.has(raw), carrierCallId, durationS }] : [];
     }
     case 'amd': {
       const answeredBy = (p.AnsweredBy ?? '').toLowerCase();
@@ -241,6 +243,10 @@ export const twilio: CarrierAdapter = {
     check(r);
   },
 
+  transferSupport: (destination) => dialOutSupport('Twilio', destination),
+  // the dial's Record, the Call Recordings API on inbound calls, <Dial record> on a transfer
+  recordingSupport: () => null,
+
   async transfer(ctx, c, carrierCallId, req) {
     const r = await carrierRequest(ctx.config, 'twilio', accountUrl(ctx.config, creds(c), `/Calls/${encodeURIComponent(carrierCallId)}.json`), {
       method: 'POST', headers: { authorization: basic(creds(c)) }, form: new URLSearchParams({ Twiml: transferTwiml(req) }),
@@ -252,7 +258,7 @@ export const twilio: CarrierAdapter = {
     return verifyTwilioSignature(creds(c).auth_token, req);
   },
 
-  mapStatus: mapCarrierStatus,
+  mapStatus: (raw) => mapCarrierStatus(raw),
   carrierAmd: true,
   amdMessageEnd: true,
   accountRef: (c) => creds(c).account_sid,

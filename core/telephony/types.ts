@@ -33,6 +33,9 @@ export class CarrierHttpError extends Error {
   }
 }
 
+/** What a carrier may be asked to record on its side (CarrierAdapter.recordingSupport). */
+export type CarrierRecording = 'outbound_call' | 'inbound_call' | 'transfer_leg';
+
 export type ProbeResult = { ok: true } | { ok: false; reason: string };
 
 /** Number ownership on the carrier account. `ref` is the carrier's id of the number (Twilio PhoneNumberSid). */
@@ -175,6 +178,19 @@ export interface CarrierAdapter {
    * carrier's own whole-call recording on the live call through its REST API. Absent: the answer/dial asks for it.
    */
   startRecording?(ctx: CarrierContext, creds: Credentials, carrierCallId: string): Promise<void>;
+  /**
+   * Static and network-free: can this carrier move a live call to `destination` (transfer-target.ts: a number, a SIP
+   * URI, a host-less extension)? null = it can; else why not, naming the carrier and the destination. The API refuses
+   * an agent whose transfer the carrier of a number, binding, call or campaign cannot make; the transfer tool asks
+   * again before it speaks its transfer message.
+   */
+  transferSupport(destination: string): string | null;
+  /**
+   * Static: can this carrier record on its own side? `outbound_call` / `inbound_call`: the whole call of that
+   * direction (recordInProviderConsole); `transfer_leg`: the transferred conversation (recordTransfer). null = it can;
+   * else why not.
+   */
+  recordingSupport(what: CarrierRecording): string | null;
   /** Move the live call to `destination` (Twilio: call update with <Dial> TwiML). The media stream then stops. */
   transfer(ctx: CarrierContext, creds: Credentials, carrierCallId: string, req: TransferRequest): Promise<void>;
   /**

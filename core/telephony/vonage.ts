@@ -15,9 +15,9 @@ import { createHash, createHmac, createPrivateKey, randomUUID, sign as signData,
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { carrierRequest, type CarrierResponse } from './http.ts';
-import { mapCarrierStatus } from './status.ts';
+import { mapCarrierStatus, withReason } from './status.ts';
 import { CarrierHttpError, type CarrierAdapter, type CarrierContext, type CarrierEvent, type Credentials, type TransferRequest, type WebhookRequest } from './types.ts';
-import { transferTarget } from './transfer-target.ts';
+import { dialOutSupport, dialOutTarget } from './transfer-target.ts';
 import { withBase } from './urls.ts';
 
 const pem = z.string().min(1).max(16384).refine((v) => {
@@ -88,7 +88,7 @@ export function vonageConnectNcco(streamUrl: string, callId: string): unknown[] 
 }
 
 function transferNcco(req: TransferRequest): unknown[] {
-  const to = transferTarget('vonage', req.destination);
+  const to = dialOutTarget('vonage', 'Vonage', req.destination);
   const endpoint = to.kind === 'sip' ? { type: 'sip', uri: to.uri } : { type: 'phone', number: digits(to.number) };
   const connect = { action: 'connect', timeout: Math.round(req.timeoutS), ...(req.callerId ? { from: digits(req.callerId) } : {}), endpoint: [endpoint] };
   // recordTransfer: an asynchronous `record` before the `connect` records the conversation the caller has with the
@@ -128,10 +128,8 @@ export function verifyVonageSignature(signatureSecret: string, req: WebhookReque
 const TERMINAL = new Set(['busy', 'cancelled', 'failed', 'rejected', 'timeout', 'unanswered', 'completed']);
 
 function mapStatus(raw: string): string {
-  const s = raw.trim().toLowerCase();
-  if (s === 'timeout' || s === 'unanswered') return 'no_answer';
-  if (s === 'rejected') return 'rejected';
-  return mapCarrierStatus(s);
+  // a failed or rejected call's `detail` (`failed:cannot_route`, `rejected:unavailable`) says why
+  return mapCarrierStatus(raw, (s) => (s === 'timeout' || s === 'unanswered' ? 'no_answer' : s === 'rejected' ? 'rejected' : undefined));
 }
 
 function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
@@ -158,7 +156,8 @@ function parse(hook: string, req: WebhookRequest): CarrierEvent[] {
     return [{ type: 'amd', answeredBy, carrierCallId: uuid }];
   }
   const duration = b.duration !== undefined ? Number(b.duration) : null;
-  return [{ type: 'status', raw: status, terminal: TERMINAL.has(status), carrierCallId: uuid, durationS: duration !== null && Number.isFinite(duration) ? duration : null }];
+  const reason = status === 'failed' || status === 'rejected' ? str(b.detail) : '';
+  return [{ type: 'status', raw: withReason(status, reason), terminal: TERMINAL.has(status), carrierCallId: uuid, durationS: duration !== null && Number.isFinite(duration) ? duration : null }];
 }
 
 const ncco = (body: unknown) => ({ status: 200, contentType: 'application/json', body: JSON.stringify(body) });
@@ -245,6 +244,10 @@ export const vonage: CarrierAdapter = {
     if (r.status === 404) return;
     check(r);
   },
+
+  transferSupport: (destination) => dialOutSupport('Vonage', destination),
+  // an NCCO record action on dial/answer and before a transfer's connect
+  recordingSupport: () => null,
 
   async transfer(ctx, c, carrierCallId, req) {
     const r = await voice(ctx, creds(c), 'PUT', `/v1/calls/${encodeURIComponent(carrierCallId)}`, {

@@ -125,18 +125,33 @@ export interface LlmSchemaResult {
   finishReason: string;
 }
 
+/** What a call's requests will start with, known before its next request (llm.prewarm). */
+export interface LlmPrefillContext {
+  /** the conversation so far: the system prompt, then the greeting once it is said */
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+}
+
 export interface LlmService {
   readonly provider: string;
   readonly model: string;
   /** Streams chunks; throws an Error with `engineError: EngineError` on vendor failure; stops on signal abort. */
   stream(req: LlmRequest): AsyncIterable<LlmChunk>;
-  /** One tiny hidden request to warm connections (llm.prewarm). */
+  /** One tiny hidden request to warm connections (llm.prewarm); the in-process model loads. */
   prewarm?(): Promise<void>;
   /**
    * One answer in the shape of `req.schema` (LlmSchemaRequest). Throws an Error with `engineError` on vendor
    * failure (as stream does); absent on engines that cannot constrain their output (the demo responder).
    */
   completeWithSchema?(req: LlmSchemaRequest): Promise<LlmSchemaResult>;
+  /**
+   * Process the conversation so far ahead of the next request (llm.prewarm; in-process models only): the model
+   * evaluates the system prompt and tools as the call starts, and the greeting once it is said, so that a reply
+   * evaluates only the caller's turn.
+   */
+  prefill?(context: LlmPrefillContext): Promise<void>;
+  /** The call is over: release what the engine holds for it (the in-process model's sequence). */
+  close?(): Promise<void>;
 }
 
 // ── TTS ─────────────────────────────────────────────────────────────────────────────────────────────────

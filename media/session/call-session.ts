@@ -325,6 +325,7 @@ export class CallSession {
     if (cfg.llm.prewarm && this.o.engines.llm.prewarm) {
       this.o.engines.llm.prewarm().catch((err: unknown) => this.log.debug({ err }, 'llm prewarm failed'));
     }
+    this.prefillLlm();
     if (cfg.backgroundSound.enabled) {
       try {
         this.mixer.setBackground(backgroundSource(cfg.backgroundSound));
@@ -482,7 +483,7 @@ export class CallSession {
     }
     this.pacer.close();
     this.clock.poll(); // see media/session/runner.ts: a burst of calls ending together
-    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.(), this.o.engines.llm.close?.()]);
     this.clock.poll();
     this.ctx.prune();
     // The carrier moved the call (its stream stopped) before answering the transfer request: that transfer succeeded.
@@ -513,7 +514,7 @@ export class CallSession {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.pacer.close();
-    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.()]);
+    await Promise.allSettled([this.input.close(), this.output.close(), this.o.engines.tts.close?.(), this.o.engines.llm.close?.()]);
   }
 
   /** An unhandled failure after connect: tell the client, end with pipeline_error. */
@@ -755,8 +756,16 @@ export class CallSession {
     this.greeted = true;
     const g = this.cfg.greeting;
     const msgs = g.firstMessages.filter((m) => m.trim());
-    if (msgs.length) this.say(msgs[Math.floor(Math.random() * msgs.length)]!, 'greeting', g.interruptible);
-    else this.startReply('greeting', g.interruptible, null);
+    if (msgs.length) {
+      this.say(msgs[Math.floor(Math.random() * msgs.length)]!, 'greeting', g.interruptible);
+      this.prefillLlm(); // the greeting is in the context now: the first reply's prompt starts with it
+    } else this.startReply('greeting', g.interruptible, null);
+  }
+
+  /** llm.prewarm: the in-process model evaluates the conversation so far (vendors: nothing). */
+  private prefillLlm(): void {
+    if (!this.cfg.llm.prewarm || !this.o.engines.llm.prefill) return;
+    this.o.engines.llm.prefill({ messages: this.ctx.forLlm(), tools: this.o.tools.specs }).catch((err: unknown) => this.log.debug({ err }, 'llm prefill failed'));
   }
 
   /** Speak a fixed text as one utterance (kept in the context as the assistant's words). */

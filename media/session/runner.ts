@@ -40,6 +40,7 @@ import {
   type CallRow,
 } from './lifecycle.ts';
 import { FileSink } from './spool.ts';
+import { textModeEngines } from './text-mode.ts';
 
 /** Per-call extras a transport family contributes (telephony: transfer hooks, voicemail detection, …). */
 export interface RunOptions {
@@ -48,7 +49,7 @@ export interface RunOptions {
   /** Extra session options (e.g. hooks a carrier needs); merged over the runner's. */
   session?: Partial<Pick<SessionOptions, 'holdMusicMs' | 'observers'>> & Record<string, unknown>;
   /** Extra tool capabilities of this transport (carrier transfer). */
-  tools?: Pick<ToolRunContext, 'transfer'>;
+  tools?: Pick<ToolRunContext, 'transfer' | 'transferSupport'>;
   /** The carrier's DTMF API (sendDtmf keys through the carrier, not as tones); absent: in-band tones. */
   carrierDtmf?(digits: string): Promise<void>;
   /** Why the call ended when the far end goes away (default user_hangup; a carrier stream stops after a transfer). */
@@ -214,10 +215,16 @@ export function createCallRunner(deps: MediaDeps, runnerOpts: RunnerOptions = {}
     const systemPrompt = substitute(config.systemPrompt, vars);
     let made: CallSession | null = null;
     const [{ engines, vad }, tools] = await Promise.all([
-      // the greeting's audio starts rendering (or comes from the cache) while the rest is set up
-      engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) =>
-        audioCache ? { ...built, engines: withFixedTextCache(built.engines, config, audioCache) } : built,
-      ),
+      // the greeting's audio starts rendering (or comes from the cache) while the rest is set up; a text-mode call
+      // keeps the agent's LLM and exchanges text instead of speech (text-mode.ts)
+      engineFactory({ callId: row.id, config, appConfig: deps.config }).then((built) => {
+        if (transport.textMode) {
+          const text = textModeEngines(built.engines, (ev) => transport.sendEvent(ev));
+          transport.onText?.((t) => text.input.deliver(t));
+          return { ...built, engines: text.engines };
+        }
+        return audioCache ? { ...built, engines: withFixedTextCache(built.engines, config, audioCache) } : built;
+      }),
       buildToolSet(
         {
           db: deps.db,

@@ -3,7 +3,7 @@
 // tool). The secret never reaches a log line or the LLM: a failure names the credential id only.
 import { isUuid } from '../../core/agent-config/index.ts';
 import type { Config } from '../../core/config.ts';
-import { getCredential, openSecret, type CredentialSecret } from '../../core/credentials/store.ts';
+import { getCredential, readSecret, type CredentialSecret } from '../../core/credentials/store.ts';
 import type { Db } from '../../core/db/pool.ts';
 
 /** Headers for one request of a tool using `credentialUuid`, or an error message for the LLM and the logs. */
@@ -33,7 +33,9 @@ export function storedCredentialAuth(db: Db, config: Config, orgId: string): Too
       return { error: `The stored credential ${credentialUuid} this tool uses could not be read; the request was not sent.` };
     }
     if (!row) return { error: `The stored credential ${credentialUuid} this tool uses was not found; the request was not sent.` };
-    return { headers: credentialHeaders(openSecret(config, row)) };
+    const secret = readSecret(config, row);
+    if (!secret) return { error: `The stored credential ${credentialUuid} this tool uses cannot be decrypted with the current encryption key; the request was not sent.` };
+    return { headers: credentialHeaders(secret) };
   };
 }
 

@@ -39,6 +39,11 @@ export interface ToolRunContext {
   searchKnowledge?: SearchKnowledge;
   /** Phone calls: move the caller to `destination` through the carrier. Absent on web calls (provider_not_supported). */
   transfer?: CarrierTransfer;
+  /**
+   * Phone calls: the carrier's static answer whether it can transfer to `destination` (null = it can, else why not;
+   * CarrierAdapter.transferSupport). A transfer it cannot make is refused before its transfer message is said.
+   */
+  transferSupport?: (destination: string) => string | null;
   /** Saved HTTP tools with a `credential_uuid`: the stored credential's headers (media/tools/http-auth.ts). */
   auth?: ToolAuth;
   /** The organization's stored audio recordings (tool messages and farewells of type 'audio'). */
@@ -356,16 +361,23 @@ function transferTool(ctx: ToolRunContext, name: string, description: string, t:
     status: 'failed' as const,
     content: JSON.stringify({ error: 'provider_not_supported', message: `${reason} Tell the caller you cannot transfer them and keep helping.` }),
   });
+  // the carrier's own limit (Exotel: no transfer; Smartflo: no SIP URI; the others: no host-less extension), known
+  // before the call starts: the tool then says nothing and refuses, and the call goes on
+  const unsupported = t.destination && ctx.transferSupport ? ctx.transferSupport(t.destination) : null;
   return {
     spec: { name, description: description || `Transfer the caller to ${t.destination || 'a human agent'}.`, parameters: { type: 'object', properties: {} } },
     kind: 'transferCall',
-    messages: ctx.transfer && t.destination && t.message ? [t.message] : [],
+    messages: ctx.transfer && t.destination && t.message && !unsupported ? [t.message] : [],
     messagesOrder: 'random',
     async run(_args, _signal, live) {
       const web = ['websocket', 'webrtc', 'web'].includes(ctx.transport);
       if (web) return refuse('Call transfer is not possible on a web call.');
       if (!ctx.transfer) return refuse('Carrier transfer is not configured for this call.');
       if (!t.destination) return { status: 'failed', content: 'This transfer tool has no destination configured. Tell the caller you cannot transfer them and keep helping.' };
+      if (unsupported) {
+        ctx.logger.warn({ tool: name, destination: t.destination, reason: unsupported }, 'transfer refused: the carrier cannot make it');
+        return refuse(`${unsupported}.`);
+      }
       await live?.spoken; // the caller hears the whole transfer message first
       const r = await ctx.transfer({ destination: t.destination, timeoutS: t.timeoutS, recordTransfer: t.recordTransfer });
       if (!r.ok) {

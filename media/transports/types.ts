@@ -37,5 +37,9 @@ export interface LiveTransport extends Transport {
   onClose(cb: () => void): void;
   /** Out-of-band events from the far end (DTMF). */
   onEvent?(cb: (ev: TransportEvent) => void): void;
+  /** Text mode (media/session/text-mode.ts): the far end types its turns and hears no audio. */
+  readonly textMode?: boolean;
+  /** Text mode: the caller's typed turns. */
+  onText?(cb: (text: string) => void): void;
   close(kind: CloseKind, reason?: string): void;
 }

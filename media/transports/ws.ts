@@ -1,5 +1,6 @@
 // WebSocket audio transport (spec "WebSocket audio protocol"): binary s16le 16 kHz mono in, binary s16le 24 kHz
-// mono out (already paced), JSON text events out.
+// mono out (already paced), JSON text events out. In text mode (`?mode=text`, media/session/text-mode.ts) the client
+// sends its turns as JSON text messages `{type: 'user-text', text}` instead of audio, and no audio goes out.
 import type { WebSocket } from 'ws';
 import { timed } from '../stage-cpu.ts';
 import type { CloseKind, LiveTransport } from './types.ts';
@@ -12,14 +13,23 @@ export class WsTransport implements LiveTransport {
   /** caller audio that arrived before onAudio was registered (bounded) */
   private early: Int16Array[] | null = [];
   private audioCb: ((pcm16k: Int16Array) => void) | null = null;
+  private textCb: ((text: string) => void) | null = null;
+  private earlyText: string[] = [];
+  readonly textMode: boolean;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly maxBufferedBytes = 256 * 1024,
+    opts: { text?: boolean } = {},
   ) {
+    this.textMode = opts.text === true;
     // listen from the first moment, so audio sent while the call is being claimed is not lost
     ws.on('message', (data, isBinary) => timed('websocket: receive', () => {
-      if (!isBinary) return; // the protocol has no client text messages
+      if (this.textMode) {
+        if (!isBinary) this.onTextMessage(String(data));
+        return;
+      }
+      if (!isBinary) return; // the audio protocol has no client text messages
       const pcm = this.decode(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer));
       if (this.audioCb) this.audioCb(pcm);
       else if (this.early && this.early.length < 500) this.early.push(pcm);
@@ -31,7 +41,7 @@ export class WsTransport implements LiveTransport {
   }
 
   sendAudio(pcm: Int16Array): void {
-    if (!this.open) return;
+    if (!this.open || this.textMode) return;
     if (this.ws.bufferedAmount > this.maxBufferedBytes) {
       this.dropped++;
       return;
@@ -47,6 +57,29 @@ export class WsTransport implements LiveTransport {
     this.audioCb = cb;
     for (const pcm of this.early ?? []) cb(pcm);
     this.early = null;
+  }
+
+  /** Text mode: the caller's typed turns. */
+  onText(cb: (text: string) => void): void {
+    this.textCb = cb;
+    for (const t of this.earlyText.splice(0)) cb(t);
+  }
+
+  /** `{type: 'user-text', text}` (text at most 4000 characters); anything else is answered with an error event. */
+  private onTextMessage(raw: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      msg = null;
+    }
+    const m = msg as { type?: unknown; text?: unknown } | null;
+    if (!m || m.type !== 'user-text' || typeof m.text !== 'string' || m.text.length > 4000) {
+      this.sendEvent({ type: 'error', message: "text mode expects {\"type\": \"user-text\", \"text\": \"...\"} messages (text at most 4000 characters)" });
+      return;
+    }
+    if (this.textCb) this.textCb(m.text);
+    else if (this.earlyText.length < 20) this.earlyText.push(m.text);
   }
 
   onClose(cb: () => void): void {

@@ -1,16 +1,14 @@
 // The audio work of one WebRTC call, wherever it runs (inline on the media process's event loop, or in a codec
 // worker process: media/webrtc/codec-pool.ts): agent audio at 24 kHz → 20 ms Opus packets, and the jitter buffer's
-// play instructions → Opus decode (with concealment) → 16 kHz for the session. Keeping it in one class is what makes
-// the worker path give exactly the audio of the inline path.
+// play instructions → Opus decode (with concealment) → 16 kHz for the call session. One class for both paths, so the
+// worker path gives exactly the audio of the inline path.
 //
-// No resampler (issue 24): libopus takes the 24 kHz agent audio as it is (the packets are ordinary Opus at the
-// 48 kHz RTP clock; the browser decodes them at 48 kHz, band-limited at 12 kHz) and decodes the caller's packets
-// straight to 16 kHz (its CELT/SILK synthesis band-limits; measured on tones: flat to 7.5 kHz, 8.5 kHz and above
-// at −79 dB or less; test/webrtc/media-units.test.ts). The encoder is CELT ('audio' application, 32 kb/s,
-// complexity 5 by default, the level where CELT's pitch pre-filter for voiced speech is on; WEBRTC_OPUS_COMPLEXITY sets it,
-// and from 7 up libopus codes speech in hybrid mode: PESQ-WB +0.35 for 4–6× the encoding, bench/codec ONLY=quality): bench/codec measured it at a
-// quarter to a third of the CPU of the SILK/hybrid 'voip' encoder at the same bitrate and complexity. What it trades: no in-band FEC (that is a SILK feature; our
-// NACK responder retransmits lost packets instead) and CELT's rather than SILK's concealment in the browser.
+// No resampler: libopus takes the 24 kHz agent audio as it is (ordinary Opus at the 48 kHz RTP clock, band-limited at
+// 12 kHz) and decodes the caller's packets straight to 16 kHz, band-limiting itself (test/webrtc/media-units.test.ts).
+// The encoder is CELT ('audio' application, 32 kb/s, complexity 5 by default, the level where CELT's pitch pre-filter
+// for voiced speech is on; WEBRTC_OPUS_COMPLEXITY sets it, from 7 up in hybrid mode), cheaper than the SILK/hybrid
+// 'voip' encoder (bench/codec compares them). It gives up in-band FEC (a SILK feature; the NACK responder retransmits lost
+// packets instead), and the browser conceals with CELT's rather than SILK's concealment.
 import { DecodeStage, type FrameSink } from './jitter.ts';
 import { OpusDecoder48, OpusEncoder48, type OpusEncoderOptions } from '../../core/audio/opus.ts';
 

@@ -1,39 +1,14 @@
-// The Opus codec of WebRTC calls off the event loop, when asked for (WEBRTC_CODEC_THREADS ≥ 1; default 0 = inline).
-// It was built for issue 24 when a WebRTC call's codec work (Opus at libopus's defaults, plus the 24→48 / 48→16 kHz
-// resamplers) cost ≈ 1.5 % of a core; with CELT from 24 kHz and decoding straight to 16 kHz (call-codec.ts) it costs
-// ≈ 0.3 %, and bench/webrtc measured the pool's IPC at more than the work it moves: more CPU per call than inline
-// (≈ 1.3 vs 1.0 % of a core at 20 calls, same machine) and worse output jitter at the sizes a 2-core node admits
-// (README "Browser calls (WebRTC)"). So inline is the default; the pool stays for a node whose event loop is
-// short of time with many calls and whose cores are not (measure with bench/webrtc before turning it on).
-//
-// WEBRTC_CODEC_DECODE=inline (with WEBRTC_CODEC_THREADS ≥ 1) moves only the encoding: the caller's packets are
-// decoded on the event loop as they come (node-datachannel hands them over one event-loop turn each, so sending them
-// to a worker cost a message per packet), while the agent's frames of every call, produced together by the 20 ms
-// clock, go to the workers as one message per tick. At 150 WebRTC calls (bench/webrtc, 4 alternated pairs) that
-// shortened the tick the main thread spends on all calls: the server's part of a turn p99 8.4–14.9 against
-// 15.9–20.4 ms in every pair, frames late 0–31 against 0–113, server-added p99 lower in 3 of 4 (31.5–87.7 against
-// 37.9–180.2 ms), for 8–16 points more CPU (the IPC) and a p50 0.1–3.9 ms higher. Not the default: 50 WebRTC calls
-// cost 50.1 % of a core with it against 33.7 % inline (fourteenth session; README "Browser calls (WebRTC)").
-//
-// With WEBRTC_CODEC_THREADS ≥ 1, a pool of worker processes holds the codec state of the calls:
-// each call is pinned to one worker for its life (the one with the fewest calls when it opens), so its Opus
-// encoder/decoder state never moves. Work of all calls queued within one turn of the event loop travels as ONE
-// message per worker: the shared 20 ms frame clock ticks every call's pacer in one turn, so agent audio goes as one
-// message per worker per tick; caller packets that node-datachannel delivers in the same turn share a message too.
-// Results come back per call in submission order. Timing (the pacer, the jitter buffer's decisions and its gap
-// timer) stays on the event loop; only the arithmetic moves.
-//
-// Processes, not worker threads: @evan/opus's native addon keeps one output buffer per process, so encoders in two
-// threads at once corrupt each other's packets (and crash the process at exit); its WASM build is thread-safe but
-// costs ≈ 2.7× (encode) the native CPU (bench/codec, same run). A child process per worker runs the
-// native build alone; the price is that IPC copies the buffers (advanced serialization) where threads would
-// transfer them: ~1 KB per call per tick.
-//
-// A worker that dies (crash, OOM, kill): its in-flight work is lost (agent frames counted unsent; caller frames
-// replaced by silence of the same length, counted concealed), a new worker replaces it and its calls reopen there
-// with fresh codec state (the browser's decoder re-converges within a frame). If workers keep
-// dying (more than MAX_DEATHS within DEATH_WINDOW_MS) the pool is declared broken: every call, current and new,
-// continues with its codec inline on the event loop (logged once, with the reason) — no call ends because of it.
+// The Opus codec of WebRTC calls in worker processes, when asked for (WEBRTC_CODEC_THREADS ≥ 1; default 0 = inline:
+// at the sizes a node admits, the IPC costs more CPU than the work it moves; docs/benchmarks.md, and measure with
+// bench/webrtc before turning it on). Each call is pinned to one worker for its life (the least loaded when it opens),
+// so its codec state never moves. Work queued in one event-loop turn travels as ONE message per worker (the 20 ms clock
+// ticks every call's pacer in one turn); results come back per call in submission order; timing (the pacer, the
+// jitter buffer and its gap timer) stays on the event loop. WEBRTC_CODEC_DECODE=inline moves only the encoding: caller
+// packets arrive one turn each, so a worker would cost a message per packet. Processes, not threads: the native Opus
+// addon keeps one output buffer per process (core/audio/opus.ts), and the thread-safe WASM build costs more CPU.
+// A worker that dies loses its in-flight work (agent frames counted unsent, caller frames replaced by silence and
+// counted concealed); a fresh worker takes its calls with new codec state. More than MAX_DEATHS deaths within
+// DEATH_WINDOW_MS break the pool: every call, current and new, continues inline (logged once); no call ends for it.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../core/logger.ts';

@@ -2,13 +2,12 @@
 // packets that arrive after their slot was played, and fills gaps: a lost packet (sequence gap that is still open
 // after `maxWaitMs`, or more than `depth` packets queued behind it) becomes one concealed frame (decoder PLC, else
 // the last frame repeated with a fading gain, then silence); a timestamp jump with contiguous sequence numbers
-// (the sender paused, DTX) becomes silence of the same length (capped). Output is decoded 48 kHz PCM in order.
-// It also keeps the RFC 3550 interarrival jitter estimate and loss counters for stats and the benchmark.
-//
-// The buffer itself only decides *what* plays and *when* (timing stays on the media process's event loop); what it
-// decides goes to a FrameSink as an ordered list of instructions (play this packet / conceal one frame / this much
-// silence). DecodeStage turns those instructions into PCM: inline (a FrameDecoder given to the constructor), or in
-// a codec worker thread (media/webrtc/codec-pool.ts runs the same DecodeStage there), so both give the same audio.
+// (the sender paused, DTX) becomes silence of the same length (capped). Output is decoded PCM in order (48 kHz
+// unless the decoder runs at less). It also keeps the RFC 3550 interarrival jitter estimate and loss counters.
+// The buffer only decides *what* plays and *when* (timing stays on the event loop); its decisions go to a FrameSink
+// as ordered instructions (play this packet / conceal one frame / this much silence). DecodeStage turns them into PCM,
+// inline (a FrameDecoder given to the constructor) or in a codec worker process (codec-pool.ts runs the same
+// DecodeStage there), so both give the same audio.
 import { FRAME_SAMPLES, OPUS_RATE } from '../../core/audio/opus.ts';
 import { seqDiff, type RtpPacket } from './rtp.ts';
 

@@ -11,8 +11,7 @@ import { TurnBatch, unpackAudio, type FromPlane, type PlaneInit, type PlaneReply
 const init = workerData as PlaneInit;
 // Opus: the WASM build here, as on every thread but the main one (core/audio/opus.ts). Not the native one although
 // no other thread of the process codes Opus then: @evan/opus's native addon crashes the process (SIGSEGV) when a
-// worker thread that loaded it ends, at the latest at process exit (measured: a worker that made 50 encoders and
-// decoders, at its port's close or the process's exit; the same with the WASM build ends cleanly).
+// worker thread that loaded it ends, at the latest at process exit; a worker on the WASM build ends cleanly.
 shareWebRtcCounts(init.counts);
 const { WebRtcTransport, OfferError } = await import('./transport.ts');
 const nodeDataChannel = (await import('node-datachannel')).default;
@@ -96,8 +95,8 @@ port.on('message', (m: ToPlane) => {
  * runtime cleaned up, the port closed, so the thread's event loop empties and it exits. A worker terminated while the
  * addon is loaded (by Worker.terminate(), or by an uncaught exception) aborts the whole process ("terminate called
  * after throwing an instance of 'Napi::Error'"), and a second thread loading the addon after the first one ended
- * crashes it ("Check failed: node->IsInUse()" in napi_get_and_clear_last_exception): measured here. So the plane
- * thread lives as long as the process.
+ * crashes it ("Check failed: node->IsInUse()" in napi_get_and_clear_last_exception). So the plane thread lives as
+ * long as the process.
  */
 function stop(afterMs: number): void {
   if (stopping) return;

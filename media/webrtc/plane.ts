@@ -1,26 +1,14 @@
-// The WebRTC media plane on a thread of its own (WEBRTC_MEDIA_THREAD=1, issue 24): every peer connection of the
-// media process — node-datachannel's peer, the Opus encoder and decoder, the jitter buffer, RTP packetizing and SRTP
-// sends, the events data channel — runs on one worker thread (plane-thread.ts, the ordinary WebRtcTransport there),
-// and the main thread keeps the pipeline (VAD, STT/LLM/TTS adapters, the 20 ms pacer) and sees each call through a
-// PlanePeer: the same Transport interface, so the call session never learns where its peer runs.
-//
-// Why: at 150 WebRTC calls the main thread's 20 ms tick spent ~10–12 ms on the frames of ~100 speaking calls (57 %
-// Opus encode, 28 % SRTP send), and caller packets waited behind it; a slow tick became a stall of 100–200 ms
-// (README "Browser calls (WebRTC)", fourteenth session). Here that work runs beside the pipeline on the second core.
-//
-// Traffic: one message per event-loop turn each way, whatever the number of calls. Main → plane ('down'): the agent
-// frames the pacer produced this turn (all calls' PCM in one transferred buffer, with each part's call and length),
-// then data-channel events and close/destroy in order. Plane → main ('up'): the caller audio decoded this turn (same
-// packing), then connected / failed / gone. Offers, renegotiations and candidates are requests with a reply.
-//
-// Threads, not processes: node-datachannel may be loaded by one thread of a process only; with the plane on, the main
-// thread never loads it (signaling.ts imports the transport lazily). Opus runs here as its WASM build (plane-thread.ts
-// says why not the native one). The plane thread keeps the main thread's raised priority
-// (core/priority.ts): it paces RTP as the main thread did. Counters it keeps are shared memory (metrics.ts).
-//
-// A fault on the plane thread ends its calls — connected ones as pipeline_error (the far end did not hang up), joining
-// ones as never connected — and the thread goes on taking calls. It is started once per process and never
-// restarted: node-datachannel cannot be loaded by a second thread after the first ended (plane-thread.ts).
+// The WebRTC media plane on a thread of its own (WEBRTC_MEDIA_THREAD=1): every peer connection of the media process
+// (node-datachannel, Opus, the jitter buffer, RTP packetizing and SRTP, the events data channel) runs on one worker
+// thread as the ordinary WebRtcTransport (plane-thread.ts); the main thread keeps the pipeline and sees each call
+// through a PlanePeer, the same Transport interface. Why: with many calls, the Opus encoding and SRTP sends of each
+// 20 ms tick hold up the main thread and the caller packets behind it; here they run beside it on another core.
+// Traffic: one message per event-loop turn each way (down: all calls' agent PCM in one transferred buffer, then events
+// and close/destroy; up: decoded caller audio, then connected/failed/gone/lost); offers and candidates are requests.
+// node-datachannel may be loaded by one thread of a process only, never again after it ended: the main thread never
+// loads it with the plane on (signaling.ts imports the transport lazily), and the plane thread is never restarted.
+// It keeps the main thread's raised priority (core/priority.ts), runs Opus as WASM, shares its counters (metrics.ts).
+// A fault on it ends its calls (connected ones as pipeline_error, joining ones as never connected), not the thread.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../core/logger.ts';
 import type { CloseKind } from '../transports/types.ts';

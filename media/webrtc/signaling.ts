@@ -1,20 +1,13 @@
-// WebRTC signaling, served by the media process (spec "WebRTC signaling", "States and transitions"):
+// WebRTC signaling, served by the media process (spec "WebRTC signaling"; docs/calls.md "WebRTC (browser calls)"):
 //   POST  /api/v1/webrtc/offer/{call_id}   {sdp, type: 'offer', pc_id?}  → {sdp, type: 'answer', pc_id, iceServers}
 //   PATCH /api/v1/webrtc/offer/{call_id}   {candidate, pc_id?}          → {success: true}   (trickle ICE)
 //   GET   /api/v1/webrtc/ice-servers                                       → {iceServers}
-// All with X-API-Key. The first offer for a pending web call answers within the POST and claims the row
-// (pending → active); the pipeline (greeting first) starts once the peer connection is established, which is when
-// call.started goes out. A second offer while the call is starting or running → 409; an offer carrying the live
-// peer's pc_id renegotiates that peer. Another organization's call, a non-web call, or a call that is not
-// pending → 404. An answered peer that never connects within WEBRTC_CONNECT_TIMEOUT_S (or whose ICE fails first)
-// ends the call as no_participant (status error, endedReason null, tag not_connected), frees its slot and follows
-// the never-connected rule (core/calls/unconnected.ts: call.ended, then call.completed).
-// Backpressure: a first offer while the node is draining → 503 'Server is draining', while it is at capacity
-// (MEDIA_MAX_CALLS, live calls plus joins on every transport) → 503 'Media node at capacity'; either way nothing is
-// claimed (the row stays pending, a retry on another node works). An answered peer counts toward capacity from its
-// offer until its call runs or ends. Renegotiating a live peer (its pc_id) is never refused. The peers run on this
-// event loop (media/webrtc/transport.ts) or, with WEBRTC_MEDIA_THREAD, on the media-plane thread
-// (media/webrtc/plane.ts); a peer that fails on our side ends its call as pipeline_error.
+// All with X-API-Key. The first offer for a pending web call is answered within the POST and claims the row; the
+// pipeline starts once the peer connects. A peer that never connects within WEBRTC_CONNECT_TIMEOUT_S (or whose ICE
+// fails first) ends the call as no_participant by the never-connected rule (core/calls/unconnected.ts). A first offer
+// while draining or at capacity → 503 with nothing claimed (a retry on another node works); an answered peer counts
+// toward capacity until its call runs or ends; renegotiating a live peer (its pc_id) is never refused. Peers run on
+// this event loop or on the media-plane thread (plane.ts); one that fails on our side ends its call as pipeline_error.
 import type http from 'node:http';
 import { z } from 'zod';
 import type { HttpHandler } from '../../core/http-server.ts';

@@ -1,7 +1,7 @@
 // WebRTC audio transport (spec "WebRTC signaling"): one node-datachannel peer connection per call, answering the
-// browser's offer. Caller audio: RTP → jitter buffer (reorder, gap filling, PLC) → Opus decode at 48 kHz →
-// 16 kHz (→ phone-line simulation for telephonySim test calls) → the session. Agent audio: 24 kHz → 48 kHz →
-// 20 ms Opus frames → node-datachannel's RTP packetizer (+ RTCP sender reports, NACK responder, receiver
+// browser's offer. Caller audio: RTP → jitter buffer (reorder, gap filling, PLC) → Opus decode straight to 16 kHz
+// (→ phone-line simulation for telephonySim test calls) → the call session. Agent audio: 24 kHz → 20 ms Opus
+// frames (call-codec.ts) → node-datachannel's RTP packetizer (+ RTCP sender reports, NACK responder, receiver
 // reports/REMB from its RtcpReceivingSession). Events (`rtf-*`, `error`) go to the browser as JSON text on the
 // data channel the browser opened; the browser may send `{"type":"hangup"}` on it to end the call at once.
 //
@@ -25,7 +25,7 @@ import { OfferError, PeerListeners, type WebRtcOptions, type WebRtcPeer } from '
  * The Opus parameters of our side of the SDP. `maxplaybackrate` (RFC 7587 §6.1): the caller's audio is decoded
  * straight to CALLER_RATE (16 kHz) for the VAD, the STT and the recording, so nothing above 8 kHz is ever heard; a
  * browser that honours it (libwebrtc caps its encoder's band: ≤ 16 kHz → wideband) sends SILK wideband instead of
- * hybrid fullband — fewer bytes, and ~40 % less decoding per frame here (26.9 → 16.4 µs, native libopus, 16 kHz out).
+ * hybrid fullband: fewer bytes, and less decoding per frame here.
  */
 const OPUS_FMTP = `minptime=10;useinbandfec=1;maxplaybackrate=${CALLER_RATE}`;
 
@@ -386,8 +386,7 @@ export class WebRtcTransport implements WebRtcPeer {
     this.codec.close();
     // data channels before their peer connection: node-datachannel's cleanup() releases a data channel's callbacks
     // a second time (a use after free: a segfault on a worker thread, the media plane's) unless the channel was
-    // closed first (measured with a pair of connected peers on a worker thread: 0 of 9 crashes this way, every run
-    // crashed without)
+    // closed first
     for (const dc of this.channels) {
       try {
         dc.close();

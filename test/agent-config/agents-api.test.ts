@@ -1,7 +1,11 @@
 // Agents API behaviour: envelope, webhookSecret, list/archive/duplicate, the seven PATCH rules, preview-snapshot,
 // catalog endpoints, OpenAPI + docs without a key, organization scoping.
 import test from 'ava';
+import dns from 'node:dns';
+import os from 'node:os';
+import { validateAgentConfig } from '../../core/agent-config/index.ts';
 import { sql } from '../../core/db/pool.ts';
+import { isBlockedAddress, policyFromConfig } from '../../core/net/ssrf.ts';
 import { createApiKey } from '../../core/orgs.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -440,4 +444,44 @@ test('the stored config in the database is the resolved config', async (t) => {
   t.deepEqual(row.config, a.config);
   t.is(row.name, 'Agent');
   t.is(row.org, orgId);
+});
+
+test('a webhook on a private host is refused at save (400 naming OUTBOUND_ALLOW_HOSTS), unless the setting lists it; a stored one is not judged again', async (t) => {
+  const r = await s.request('POST', '/agents', { key, body: base({ webhook: 'http://10.20.30.40:8080/events' }) });
+  t.is(r.status, 400);
+  t.is(r.body.detail.error, 'invalid_agent_config');
+  t.is(r.body.detail.details.length, 1);
+  t.deepEqual(r.body.detail.details[0].loc, ['webhook', 'url']);
+  t.is(r.body.detail.details[0].type, 'value_error');
+  t.regex(r.body.detail.details[0].msg, /^webhook\.url is not allowed: address 10\.20\.30\.40 is not a public address: the host is private .* list it in OUTBOUND_ALLOW_HOSTS to allow it$/);
+  // a host name resolving to a private address is refused too (this machine's own name resolves locally here)
+  const name = os.hostname();
+  const addrs = await dns.promises.lookup(name, { all: true }).catch(() => []);
+  if (addrs.length > 0 && addrs.every((a) => isBlockedAddress(a.address))) {
+    const byName = await s.request('POST', '/agents', { key, body: base({ webhook: `http://${name}:8080/events` }) });
+    t.is(byName.status, 400);
+    t.regex(byName.body.detail.details[0].msg, /resolves to .* OUTBOUND_ALLOW_HOSTS/);
+  }
+  // POST /call with an inline agent: the same refusal in the call's error shape
+  const call = await s.request('POST', '/call', { key, body: { transport: 'websocket', agent: base({ webhook: { url: 'http://192.168.0.10/hook', headers: {} } }) } });
+  t.is(call.status, 400);
+  t.is(call.body.detail.error, 'Agent configuration validation failed');
+  t.like(call.body.detail.details[0], { path: 'agent.webhook.url', type: 'value_error' });
+  t.regex(call.body.detail.details[0].message, /OUTBOUND_ALLOW_HOSTS/);
+  // PATCH to a private host: refused, nothing changed
+  const a = await create(base({ webhook: 'https://hooks.example.com/x' }));
+  const p = await patch(a.uuid, { webhook: 'http://127.0.0.1:9/x' });
+  t.is(p.status, 400);
+  t.deepEqual(p.body.detail.details[0].loc, ['webhook', 'url']);
+  t.is((await s.request('GET', `/agents/${a.uuid}`, { key })).body.config.webhook.url, 'https://hooks.example.com/x');
+  // a webhook stored before this check is kept by a PATCH of another field (the send-time guard still applies)
+  await s.db.query(sql.unsafe`UPDATE agents SET config = jsonb_set(config, '{webhook}', '{"url": "http://10.1.1.1/old", "headers": {}}') WHERE uuid = ${a.uuid}`);
+  const other = await patch(a.uuid, { description: 'still works' });
+  t.is(other.status, 200, JSON.stringify(other.body));
+  t.is(other.body.config.webhook.url, 'http://10.1.1.1/old');
+  // OUTBOUND_ALLOW_HOSTS listing the host (or its network) lets it through
+  for (const allow of ['10.20.30.40', '10.0.0.0/8']) {
+    const v = await validateAgentConfig(base({ webhook: 'http://10.20.30.40:8080/events' }), { db: s.db, orgId, policy: policyFromConfig({ OUTBOUND_ALLOW_HOSTS: allow, OUTBOUND_BLOCK_HOSTS: '' }) });
+    t.true(v.ok, allow);
+  }
 });

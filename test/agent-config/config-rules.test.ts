@@ -209,6 +209,13 @@ const cases: Case[] = [
   { rule: 'webhook object url scheme', body: with_({ webhook: { url: 'hooks.example.com' } }), expect: bad(['webhook', 'url'], 'string_pattern_mismatch') },
   { rule: 'webhook url ≤ 2048', body: with_({ webhook: `https://h.example.com/${'a'.repeat(2030)}` }), expect: bad(['webhook'], 'string_too_long') },
   { rule: 'webhook header name', body: with_({ webhook: { url: 'https://h.example.com', headers: { 'Bad Header': 'x' } } }), expect: bad(['webhook', 'headers', 'Bad Header']) },
+  { rule: 'webhook private IP refused, naming the setting', body: with_({ webhook: 'http://10.1.2.3/hook' }), expect: bad(['webhook', 'url'], 'value_error', /10\.1\.2\.3 is not a public address: the host is private .*OUTBOUND_ALLOW_HOSTS/) },
+  { rule: 'webhook object url loopback', body: with_({ webhook: { url: 'http://127.0.0.1:9000/hook', headers: {} } }), expect: bad(['webhook', 'url'], 'value_error', /OUTBOUND_ALLOW_HOSTS/) },
+  { rule: 'webhook localhost', body: with_({ webhook: 'http://localhost:8080/events' }), expect: bad(['webhook', 'url'], 'value_error', /localhost.*OUTBOUND_ALLOW_HOSTS/) },
+  { rule: 'webhook link-local metadata address', body: with_({ webhook: 'http://169.254.169.254/latest' }), expect: bad(['webhook', 'url'], 'value_error', /private/) },
+  { rule: 'webhook IPv6 unique-local', body: with_({ webhook: 'https://[fd00::5]/hook' }), expect: bad(['webhook', 'url'], 'value_error', /OUTBOUND_ALLOW_HOSTS/) },
+  { rule: 'webhook blocked host names the block list', body: with_({ webhook: 'https://blocked.example.com/hook' }), expect: bad(['webhook', 'url'], 'value_error', /blocked by OUTBOUND_BLOCK_HOSTS/) },
+  { rule: 'function url private IP names the setting', body: tools(fn({}, { server: { url: 'http://10.9.9.9/x' } })), expect: bad(['tools', 0, 'config', 'server', 'url'], 'value_error', /OUTBOUND_ALLOW_HOSTS/) },
   { rule: 'webhook unknown key', body: with_({ webhook: { url: 'https://h.example.com', secret: 'x' } }), expect: bad(['webhook', 'secret'], 'extra_forbidden') },
   // flags
   { rule: 'flags defaults', body: base, expect: ok((c) => c.voicemailDetection === true && c.enableSummarization === false && c.recordInProviderConsole === null) },

@@ -265,6 +265,34 @@ test('gates over HTTP: wallet 402 object, quota 402 string, both persisted as re
   t.is(typeof q.body.detail, 'string');
   t.regex(q.body.detail, /monthly call minutes quota/);
   t.like(await onlyRejected(capped.orgId), { connection_status: 'insufficient_balance', transport: 'webrtc' });
+
+  // the monthly calls quota: the spec's plain-string 402 variant
+  const counted = await s.createOrg({ monthlyCalls: 1 });
+  t.is((await s.request('POST', '/call', { key: counted.apiKey, body: { agent: inline() } })).status, 200);
+  const over = await s.request('POST', '/call', { key: counted.apiKey, body: { agent: inline() } });
+  t.deepEqual([over.status, over.body.detail], [402, 'The organization has exceeded its monthly calls quota (1 of 1 calls started this month)']);
+  const countedRows = await rowsOf(s.db, counted.orgId);
+  t.deepEqual(countedRows.filter((r) => r.tags.includes('rejected')).map((r) => r.connection_status), ['insufficient_balance']);
+  t.is(countedRows.length, 2);
+
+  // another wallet reason: 403 with the 402's object shape, its code as connectionStatus (POST /call and the test call)
+  const { setWalletStatus } = await import('../../core/orgs.ts');
+  const held = await s.createOrg({ balanceUsd: 10 });
+  await setWalletStatus(s.db, held.orgId, 'suspended', 'fraud review');
+  const w = await s.request('POST', '/call', { key: held.apiKey, body: { agent: inline() } });
+  t.is(w.status, 403);
+  t.deepEqual(Object.keys(w.body.detail).sort(), ['balance_usd', 'error_code', 'error_message', 'threshold_usd']);
+  t.like(w.body.detail, { error_code: 'wallet_rejected', balance_usd: '10.00', threshold_usd: '0.50' });
+  t.regex(w.body.detail.error_message, /suspended: fraud review/);
+  const saved = await saveAgent(held.orgId, inline());
+  const tc = await s.request('POST', `/agents/${saved.uuid}/test-call`, { key: held.apiKey, body: {} });
+  t.is(tc.status, 403);
+  t.is(tc.body.detail.error_code, 'wallet_rejected');
+  const listed = await s.request('GET', '/calls?connection_status=wallet_rejected', { key: held.apiKey });
+  t.is(listed.status, 200);
+  t.true(listed.body.total >= 1);
+  t.like(listed.body.items[0], { connectionStatus: 'wallet_rejected', status: 'error', endedReason: null });
+  t.true(listed.body.items[0].tags.includes('rejected'));
 });
 
 test('concurrency over HTTP: ceiling 5, 100 simultaneous POST /call → exactly 5 admitted, 95 × 429', async (t) => {

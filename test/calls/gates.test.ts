@@ -140,6 +140,65 @@ test('quota 0 blocks every call start', async (t) => {
   if (!r.ok) t.is(r.rejection.status, 402);
 });
 
+test('monthly calls quota: calls started this month (rejected attempts and earlier months not counted) >= quota → 402 string', async (t) => {
+  const { orgId } = await s.createOrg({ monthlyCalls: 2 });
+  const lastMonth = new Date();
+  lastMonth.setUTCDate(1);
+  lastMonth.setUTCDate(0);
+  await seedCall(s.db, { organizationId: orgId, createdAt: lastMonth.toISOString() });
+  await seedCall(s.db, { organizationId: orgId, status: 'error', connectionStatus: 'concurrency_limit_reached', tags: ['api', 'rejected'] });
+  await seedCall(s.db, { organizationId: orgId, durationSeconds: 1 });
+  const second = await admitCall(deps, webCall(orgId), { configSnapshot: {} });
+  t.true(second.ok, 'one call of the quota was left');
+  const third = await admitCall(deps, webCall(orgId), { configSnapshot: {} });
+  t.false(third.ok);
+  if (third.ok) return;
+  t.is(third.rejection.status, 402);
+  t.is(third.rejection.detail, 'The organization has exceeded its monthly calls quota (2 of 2 calls started this month)');
+  const rows = await rowsOf(s.db, orgId);
+  const refused = rows.filter((x) => x.tags.includes('rejected') && x.connection_status === 'insufficient_balance');
+  t.is(refused.length, 1);
+  t.regex(JSON.stringify(refused[0]!.logs.validation_error), /monthly calls quota/);
+});
+
+test('monthly calls quota is exact under parallel starts: quota 3, 30 at once → 3 admitted', async (t) => {
+  const { orgId } = await s.createOrg({ monthlyCalls: 3, concurrency: 100 });
+  const results = await Promise.all(Array.from({ length: 30 }, () => admitCall(deps, webCall(orgId), { configSnapshot: {} })));
+  t.is(results.filter((r) => r.ok).length, 3);
+  t.true(results.every((r) => r.ok || r.rejection.status === 402));
+  t.is((await rowsOf(s.db, orgId)).filter((r) => !r.tags.includes('rejected')).length, 3);
+});
+
+test('wallet suspended by the operator → 403 wallet_rejected (the 402 shape), a rejected row; lifted → admitted', async (t) => {
+  const { setWalletStatus } = await import('../../core/orgs.ts');
+  const { orgId } = await s.createOrg({ balanceUsd: 25 });
+  await setWalletStatus(s.db, orgId, 'suspended', 'invoice 1042 overdue');
+  const r = await admitCall(deps, webCall(orgId), { configSnapshot: {} });
+  t.false(r.ok);
+  if (r.ok) return;
+  t.is(r.rejection.status, 403);
+  t.deepEqual(r.rejection.detail, {
+    error_code: 'wallet_rejected',
+    error_message: "The organization's wallet is suspended: invoice 1042 overdue. No call can start until the operator lifts the suspension.",
+    balance_usd: '25.00', threshold_usd: '0.50',
+  });
+  const rows = await rowsOf(s.db, orgId);
+  t.deepEqual(rows.map((x) => x.connection_status), ['wallet_rejected']);
+  t.true(rows[0]!.tags.includes('rejected'));
+  await setWalletStatus(s.db, orgId, 'active');
+  t.true((await admitCall(deps, webCall(orgId), { configSnapshot: {} })).ok);
+});
+
+test('an organization that does not exist → 403 org_not_found, no row (nothing to hang it on), no exception', async (t) => {
+  const gone = '00000000-0000-4000-8000-000000000000';
+  const r = await admitCall(deps, webCall(gone), { configSnapshot: {} });
+  t.false(r.ok);
+  if (r.ok) return;
+  t.is(r.rejection.status, 403);
+  t.like(r.rejection.detail, { error_code: 'org_not_found', error_message: 'Organization not found' });
+  t.is((await rowsOf(s.db, gone)).length, 0);
+});
+
 test('rejected-row throttle: one row per org + reason per minute; other reasons and validation rejections are not throttled', async (t) => {
   const { orgId } = await s.createOrg({ balanceUsd: 0 });
   const a = await insertRejectedCall(s.db, { ...webCall(orgId), reason: 'insufficient_balance', payload: { n: 1 } });

@@ -169,6 +169,35 @@ test('from_date / to_date bound created_at inclusively; a date-only to_date cove
   t.deepEqual(setOf((await list('to_date=2026-01-11T12:30:00%2B02:30')).items), ['c1', 'c2'], 'offsets honoured');
 });
 
+test('impossible dates and times → 422 naming the part, never a 500', async (t) => {
+  for (const [q, why] of [
+    ['from_date=2025-02-30', 'day 30 does not exist in 2025-02'],
+    ['to_date=2025-02-29', 'day 29 does not exist in 2025-02'],
+    ['from_date=0000-01-01', 'year 0000'],
+    ['from_date=0000-06-15T10:00:00Z', 'year 0000'],
+    ['to_date=2025-13-01', 'month 13'],
+    ['from_date=2025-01-01T25:00:00Z', 'hour 25'],
+    ['from_date=2025-01-01T24:00:00Z', 'hour 24'],
+    ['from_date=2025-01-01T10:60:00Z', 'minute 60'],
+    ['from_date=2025-01-01T10:00:61', 'second 61'],
+    ['to_date=2025-01-01T10:00:00%2B25:00', 'offset +25:00'],
+    ['to_date=2025-04-31T00:00:00Z', 'day 31 does not exist in 2025-04'],
+  ] as const) {
+    const r = await s.request('GET', `/calls?${q}`, { key: keyA });
+    t.is(r.status, 422, q);
+    t.true(Array.isArray(r.body.detail), q);
+    t.is(r.body.detail.length, 1, q);
+    const [d] = r.body.detail;
+    t.deepEqual(d.loc, ['query', q.split('=')[0]], q);
+    t.is(d.type, 'datetime_from_date_parsing', q);
+    t.true(d.msg.includes(why), `${q}: ${d.msg}`);
+  }
+  // leap days, offsets without a colon and fractions still parse
+  t.is((await s.request('GET', '/calls?from_date=2024-02-29&to_date=2024-02-29T23:59:59.123456789%2B0530', { key: keyA })).status, 200);
+  t.is((await s.request('GET', '/calls?from_date=2000-02-29T00:00z', { key: keyA })).status, 200);
+  t.deepEqual(setOf((await list('from_date=2026-01-12T15:30:00%2B0530&to_date=2026-01-12 17:30')).items), ['c3', 'c4'], 'offset without a colon, space separator');
+});
+
 test('invalid parameters → 422 array with every failure, loc in query', async (t) => {
   const r = await s.request('GET', '/calls?sort_by=name&sort_order=up&page=0&per_page=101&status=completed,done&transport=fax&agent_id=xyz&from_date=yesterday&campaign_id=abc&ended_reason=bored&call_source=x&connection_status=telephony_', { key: keyA });
   t.is(r.status, 422);

@@ -79,6 +79,16 @@ test('bad dates and an empty window → 422 arrays', async (t) => {
   t.is(same.status, 422);
 });
 
+test('impossible dates (day 30 of February, year 0000, month 13, hour 25) → 422, never a 500 or a rolled-over day', async (t) => {
+  for (const q of ['from=2026-02-30', 'from=0000-01-01&to=2026-01-01', 'to=2026-13-01', 'from=2026-03-01T25:00:00Z', 'from=2026-03-01T10:00:00%2B15:00']) {
+    const r = await s.request('GET', `/wallet/dashboard/usage-summary?${q}`, { key });
+    t.is(r.status, 422, q);
+    t.is(r.body.detail[0].type, 'datetime_from_date_parsing', q);
+  }
+  const leap = await s.request('GET', '/wallet/dashboard/usage-summary?from=2024-02-29&to=2026-03-01T00:00:00.5%2B00:00', { key });
+  t.is(leap.status, 200);
+});
+
 test('no organization → 400', async (t) => {
   const { createApiKey } = await import('../../core/orgs.ts');
   const { key: orgless } = await createApiKey(s.db, null, 'orgless');

@@ -153,6 +153,17 @@ test('list is paginated; another organization sees none of it (404 on every rout
   t.false(list.body.items.some((c: { id: number }) => ids.includes(c.id)));
 });
 
+test('GET /campaign/{id}/calls: impossible dates → 422 arrays, never a 500', async (t) => {
+  const r = await create(valid({ name: 'dates' }));
+  t.is(r.status, 200);
+  for (const q of ['from_date=2025-02-30', 'from_date=0000-01-01', 'to_date=2025-13-01', 'to_date=2025-01-01T25:00:00Z']) {
+    const x = await env.s.request('GET', `/campaign/${r.body.id}/calls?${q}`, { key: org.apiKey });
+    t.is(x.status, 422, q);
+    t.deepEqual(x.body.detail.map((d: { loc: string[] }) => d.loc), [['query', q.split('=')[0]]], q);
+  }
+  t.is((await env.s.request('GET', `/campaign/${r.body.id}/calls?from_date=2024-02-29`, { key: org.apiKey })).status, 200);
+});
+
 test('PATCH: fields, validation, concurrency limits; transitions of a created campaign are refused naming the state', async (t) => {
   const c = (await create(valid())).body;
   const r = await env.s.request('PATCH', `/campaign/${c.id}`, { key: org.apiKey, body: { name: 'Renamed', max_concurrency: 2, retry_config: { max_retries: 5 }, circuit_breaker: { window_seconds: 60 }, schedule_config: farSlot(), agent_uuid: 'ignored' } });
@@ -284,4 +295,44 @@ test('create and start refuse an agent whose engine has no credentials on this i
   const start = await env.s.request('POST', `/campaign/${c.body.id}/start`, { key: org.apiKey });
   t.deepEqual([start.status, start.body], [400, { detail: "stt provider 'assemblyai' needs ASSEMBLYAI_API_KEY" }]);
   t.is((await campaign(env.s, org.apiKey, c.body.id)).state, 'created');
+});
+
+test('an agent whose transfer the campaign\'s carrier cannot make: create and start refuse it (400 naming Twilio and the destination); PATCH of its agent and PUT of its saved transfer tool too', async (t) => {
+  const o = await setupOrg(env, { numbers: 1 });
+  const src = await uploadCsv(env.s, o.apiKey, csvOf(phoneList(2)));
+  const key = o.apiKey;
+  const mkAgent = async (tools: unknown[]) => {
+    const r = await env.s.request('POST', '/agents', { key, body: { name: 'Desk agent', llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: 'deepgram' }, tts: { provider: 'elevenlabs' }, tools } });
+    if (r.status !== 201) throw new Error(JSON.stringify(r.body));
+    return r.body.uuid as string;
+  };
+  const ext = await mkAgent([{ type: 'transferCall', name: 'to_desk', config: { destination: 'PJSIP/123' } }]);
+  const refused = await env.s.request('POST', '/campaign/create', { key, body: { name: 'x', agent_uuid: ext, source_type: 'csv', source_id: src } });
+  t.is(refused.status, 400);
+  t.is(refused.body.detail, "The campaign's agent cannot place Twilio calls: tools.0.config.destination: Twilio cannot reach the SIP endpoint 'PJSIP/123': it has no host. Write it with the SIP server that serves it, e.g. sip:123@pbx.example.com (or SIP/123@<host>)");
+  t.is((await env.s.request('GET', '/campaign', { key })).body.total, 0, 'nothing created');
+
+  // a saved transfer tool the campaign's agent references
+  const tool = await env.s.request('POST', '/tools', { key, body: { name: 'Desk', definition: { type: 'transferCall', config: { destination: '+15550001111' } } } });
+  t.is(tool.status, 200);
+  const agentUuid = await mkAgent([tool.body.tool_uuid]);
+  const c = await env.s.request('POST', '/campaign/create', { key, body: { name: 'Desk calls', agent_uuid: agentUuid, source_type: 'csv', source_id: src, schedule_config: farSlot() } });
+  t.is(c.status, 200, JSON.stringify(c.body));
+  const put = await env.s.request('PUT', `/tools/${tool.body.tool_uuid}`, { key, body: { definition: { type: 'transferCall', config: { destination: 'SIP/123' } } } });
+  t.is(put.status, 400);
+  t.true(put.body.detail.startsWith("Saved tool 'Desk' cannot take the destination 'SIP/123': Twilio cannot reach the SIP endpoint 'SIP/123'"), put.body.detail);
+  t.true(put.body.detail.includes(`(agent 'Desk agent' (${agentUuid}) dials for campaign ${c.body.id} 'Desk calls' (created))`), put.body.detail);
+  t.is((await env.s.request('GET', `/tools/${tool.body.tool_uuid}`, { key })).body.definition.config.destination, '+15550001111');
+  t.is((await env.s.request('PUT', `/tools/${tool.body.tool_uuid}`, { key, body: { definition: { type: 'transferCall', config: { destination: 'sip:desk@pbx.example.com' } } } })).status, 200, 'a SIP URI Twilio can dial');
+  const patched = await env.s.request('PATCH', `/agents/${agentUuid}`, { key, body: { tools: [tool.body.tool_uuid, { type: 'transferCall', name: 'to_ext', config: { destination: 'PJSIP/77' } }] } });
+  t.is(patched.status, 400);
+  t.deepEqual(patched.body.detail.details.map((d: { loc: unknown[] }) => d.loc), [['tools', 1, 'config', 'destination']]);
+  t.regex(patched.body.detail.details[0].msg, /Twilio cannot reach the SIP endpoint 'PJSIP\/77'.*dials for campaign/);
+
+  // start checks again (an agent changed by other means since create)
+  await env.s.db.query(sql.unsafe`UPDATE agents SET config = jsonb_set(config, '{tools}', ${sql.jsonb([{ type: 'transferCall', name: 'to_ext', description: '', config: { destination: 'PJSIP/9', customMessage: null, timeout: 30, recordTransfer: true } }] as never)}) WHERE uuid = ${agentUuid}`);
+  const start = await env.s.request('POST', `/campaign/${c.body.id}/start`, { key });
+  t.is(start.status, 400);
+  t.regex(start.body.detail, /^The campaign's agent cannot place Twilio calls: tools\.0\.config\.destination: Twilio cannot reach the SIP endpoint 'PJSIP\/9'/);
+  t.is((await env.s.request('GET', `/campaign/${c.body.id}`, { key })).body.state, 'created');
 });

@@ -68,7 +68,7 @@ test.serial('create each type → 201 with non-secret fields in clear and secret
   for (const r of made) t.is(r.status, 201, JSON.stringify(r.body));
   const [b, k, basic, custom] = made.map((r) => r.body);
   t.regex(b.credential_uuid, /^[0-9a-f-]{36}$/);
-  t.deepEqual(Object.keys(b).sort(), ['created_at', 'credential_uuid', 'name', 'token', 'type', 'updated_at']);
+  t.deepEqual(Object.keys(b).sort(), ['created_at', 'credential_uuid', 'credentials_state', 'name', 'token', 'type', 'updated_at']);
   t.is(b.token, `••••${SECRETS.token.slice(-4)}`);
   t.is(k.header_name, 'X-Api-Key');
   t.is(k.api_key, `••••${SECRETS.apiKey.slice(-4)}`);

@@ -21,7 +21,7 @@ export interface TestServer {
   /** The same storage the api and media use (local dir under the test's DATA_DIR unless S3_BUCKET is given). */
   storage: Storage;
   combined: Combined;
-  createOrg(opts?: { name?: string; balanceUsd?: number; concurrency?: number; ratePerMinute?: number; monthlyMinutes?: number }): Promise<{ orgId: string; apiKey: string }>;
+  createOrg(opts?: { name?: string; balanceUsd?: number; concurrency?: number; ratePerMinute?: number; monthlyMinutes?: number; monthlyCalls?: number }): Promise<{ orgId: string; apiKey: string }>;
   /** fetch against baseUrl with the key header set; returns status and parsed JSON. */
   request(method: string, pathname: string, opts?: { key?: string | null; body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
@@ -61,8 +61,8 @@ export async function startTestServer(opts: { env?: Record<string, string>; temp
     combined,
     async createOrg(o = {}) {
       const org = await createOrganization(db, { name: o.name ?? 'Test org', balanceUsd: o.balanceUsd ?? 100 });
-      if (o.concurrency !== undefined || o.ratePerMinute !== undefined || o.monthlyMinutes !== undefined) {
-        await setOrganizationLimits(db, org.id, { concurrency: o.concurrency, ratePerMinute: o.ratePerMinute, monthlyMinutes: o.monthlyMinutes });
+      if (o.concurrency !== undefined || o.ratePerMinute !== undefined || o.monthlyMinutes !== undefined || o.monthlyCalls !== undefined) {
+        await setOrganizationLimits(db, org.id, { concurrency: o.concurrency, ratePerMinute: o.ratePerMinute, monthlyMinutes: o.monthlyMinutes, monthlyCalls: o.monthlyCalls });
       }
       const { key } = await createApiKey(db, org.id, 'test');
       defaultKey ??= key;

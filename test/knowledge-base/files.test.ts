@@ -244,6 +244,58 @@ test('list, get, delete and cross-organization isolation', async (t) => {
   t.is((await s.request('DELETE', `/files/${done.id}`, { key: orgA.apiKey })).status, 404);
 });
 
+test('DELETE of a document an agent, a saved query tool or an inline binding uses → 409 naming them; nothing deleted; free once they let go', async (t) => {
+  const org = await s.createOrg({ name: 'KB users' });
+  const key = org.apiKey;
+  const doc = async (name: string) => s.db.oneFirst(sql.type(z.object({ id: z.string() }))`
+    INSERT INTO documents (organization_id, name, original_name, storage_key, status)
+    VALUES (${org.orgId}, ${name}, ${name}, ${`documents/${org.orgId}/${name}`}, 'completed') RETURNING id::text`);
+  const faq = await doc('faq.md');
+  const prices = await doc('prices.csv');
+  const unused = await doc('unused.txt');
+  const queryTool = (ids: string[]) => ({ type: 'query', name: 'kb', config: { knowledgeBases: [{ name: 'Help', description: 'Help articles', documentIds: ids }] } });
+  const agentBody = (name: string, ids: string[]) => ({ name, llm: { provider: 'openai', model: 'gpt-4o-mini' }, stt: { provider: 'deepgram' }, tts: { provider: 'elevenlabs' }, tools: [queryTool(ids)] });
+  const support = await s.request('POST', '/agents', { key, body: agentBody('Support', [prices, faq.toUpperCase()]) });
+  t.is(support.status, 201, JSON.stringify(support.body));
+  const sales = await s.request('POST', '/agents', { key, body: agentBody('Sales', [faq]) });
+  t.is(sales.status, 201);
+  const tool = await s.request('POST', '/tools', { key, body: { name: 'Price list', definition: { type: 'query', config: { groups: [{ name: 'Prices', description: 'Current prices', documentIds: [prices] }] } } } });
+  t.is(tool.status, 200, JSON.stringify(tool.body));
+  const snapshot = agentBody('Inline front desk', [prices]);
+  const binding = await s.db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    INSERT INTO inbound_bindings (organization_id, provider, address, address_normalized, agent_snapshot)
+    VALUES (${org.orgId}, 'twilio', '+14155550100', '+14155550100', ${sql.jsonb(snapshot as never)}) RETURNING id`);
+  const exists = async (id: string) => (await s.request('GET', `/files/${id}`, { key })).status === 200;
+
+  const r = await s.request('DELETE', `/files/${faq}`, { key });
+  t.is(r.status, 409);
+  t.is(r.body.detail, `Document 'faq.md' is used by the query tools of agents 'Support' (${support.body.uuid}), 'Sales' (${sales.body.uuid}); remove it from their knowledge bases first.`);
+  t.true(await exists(faq));
+  const p = await s.request('DELETE', `/files/${prices}`, { key });
+  t.is(p.status, 409);
+  t.is(p.body.detail, `Document 'prices.csv' is used by the query tools of agent 'Support' (${support.body.uuid}) and saved tool 'Price list' (${tool.body.tool_uuid}) and inbound binding ${binding} (+14155550100); remove it from their knowledge bases first.`);
+  t.true(await exists(prices));
+  t.is((await s.request('DELETE', `/files/${unused}`, { key })).status, 200, 'a document nobody uses is deleted');
+
+  // the agents still validate and can be used: POST /call is not refused for a missing document
+  const preview = await s.request('POST', '/agents/preview-snapshot', { key, body: { agentId: support.body.uuid } });
+  t.is(preview.status, 200, JSON.stringify(preview.body));
+
+  // they let go: Sales is archived, Support's tool moves to another document → faq can go
+  t.is((await s.request('DELETE', `/agents/${sales.body.uuid}`, { key })).status < 300, true);
+  const moved = await s.request('PATCH', `/agents/${support.body.uuid}`, { key, body: { tools: [queryTool([prices])] } });
+  t.is(moved.status, 200, JSON.stringify(moved.body));
+  t.is((await s.request('DELETE', `/files/${faq}`, { key })).status, 200);
+  t.false(await exists(faq));
+  // the archived saved tool still holds prices (agents referencing it keep running it)
+  await s.request('DELETE', `/tools/${tool.body.tool_uuid}`, { key });
+  await s.db.query(sql.unsafe`DELETE FROM inbound_bindings WHERE id = ${binding}`);
+  await s.request('PATCH', `/agents/${support.body.uuid}`, { key, body: { tools: [] } });
+  const archivedTool = await s.request('DELETE', `/files/${prices}`, { key });
+  t.is(archivedTool.status, 409);
+  t.true(archivedTool.body.detail.includes(`saved tool 'Price list' (${tool.body.tool_uuid}, archived)`), archivedTool.body.detail);
+});
+
 test('503 when document processing (Temporal) is not configured; nothing is stored', async (t) => {
   const bare = await startTestServer({ temporal: false });
   try {

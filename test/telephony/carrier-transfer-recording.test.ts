@@ -70,7 +70,8 @@ for (const d of drivers) {
     await agentQuiet(phone);
     await phone.tone(600);
     await phone.silence(600);
-    await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+    const asked = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+    t.true(asked.includes(`/recording/${callId}`), `the transfer asks for the leg's recording: ${asked}`);
     phone.hangup(); // the call leaves the stream for the transfer
     t.is((await endedRow(s.db, callId)).ended_reason, 'transferred');
 
@@ -92,5 +93,37 @@ for (const d of drivers) {
     // the workflow has finished its one event: nothing else is coming for this call
     await s.temporal!.client.workflow.getHandle(`transferRecording-${callId}`).result();
     t.is(mine().length, 1, 'exactly one transfer-recording event');
+  });
+}
+
+for (const d of drivers) {
+  test.serial(`${d.id}: with recordInProviderConsole the carrier records the whole call, so the transferred leg is not recorded a second time (logs say why)`, async (t) => {
+    const { apiKey: key } = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
+    const acc = d.account();
+    d.addNumber(acc, FROM);
+    const name = `transfer-whole-call-${d.id}-${++n}`;
+    scenarios.set(name, { stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'Transferring.' }] });
+    const agent = phoneAgent({
+      name, webhook: { url: hooks.url }, recordInProviderConsole: true,
+      tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: true } }],
+    });
+    const seen = d.dialCount();
+    const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
+    t.is(r.status, 200, JSON.stringify(r.body));
+    const callId = r.body.callId as string;
+    const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
+    const phone = await d.answerAndConnect(acc, call);
+    await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
+    await agentQuiet(phone);
+    await phone.tone(600);
+    await phone.silence(600);
+    const asked = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+    t.false(asked.includes('/recording/'), `no recording of the transferred leg asked for: ${asked}`);
+    t.false(/startOnDialAnswer|record-from-answer|"action":"record"/.test(asked), `no recording of the leg in the transfer request: ${asked}`);
+    phone.hangup();
+    t.is((await endedRow(s.db, callId)).ended_reason, 'transferred');
+    const logs = await s.db.oneFirst(sql.type(z.object({ l: z.any() }))`SELECT logs AS l FROM calls WHERE id = ${callId}`);
+    t.like(logs.transfer, { destination: '+15550009999', record: false });
+    t.regex(String(logs.transfer.recordSkipped), /records the whole call \(recordInProviderConsole\)/);
   });
 }

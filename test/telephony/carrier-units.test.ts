@@ -85,6 +85,30 @@ test('carrier statuses → the spec connectionStatus values (unknown ones pass t
     ['completed', 'busy', 'no_answer', 'connection_failed', 'cancelled']);
 });
 
+test('congestion and unreachable destinations → unreachable on every carrier that reports them', (t) => {
+  // Telnyx hangup causes
+  t.deepEqual(['destination_out_of_order', 'normal_temporary_failure', 'switch_congestion', 'no_route_destination', 'network_out_of_order', 'subscriber_absent', 'service_unavailable'].map((s) => telnyx.mapStatus(s)),
+    Array(7).fill('unreachable'));
+  // Plivo: a failed call's HangupCauseName, as the status callback parses it
+  const plivoStatus = (params: Record<string, string>) => plivo.hooks!.parse('status', { url: 'https://x/status', headers: {}, params: { CallUUID: 'u1', ...params } });
+  const failed = plivoStatus({ CallStatus: 'failed', HangupCauseName: 'Destination Out Of Order' })[0] as { raw: string; terminal: boolean };
+  t.deepEqual([failed.raw, failed.terminal], ['failed:destination_out_of_order', true]);
+  t.is(plivo.mapStatus(failed.raw), 'unreachable');
+  t.is(plivo.mapStatus((plivoStatus({ CallStatus: 'failed', HangupCauseName: 'Unroutable' })[0] as { raw: string }).raw), 'unreachable');
+  t.is(plivo.mapStatus((plivoStatus({ CallStatus: 'failed', HangupCauseName: 'Invalid Destination Address' })[0] as { raw: string }).raw), 'invalid_number');
+  t.is(plivo.mapStatus((plivoStatus({ CallStatus: 'failed', HangupCauseName: 'Something Else' })[0] as { raw: string }).raw), 'connection_failed');
+  t.is(plivo.mapStatus((plivoStatus({ CallStatus: 'busy', HangupCauseName: 'Busy Line' })[0] as { raw: string }).raw), 'busy');
+  // Vonage: a failed call's detail
+  const vonageEvent = (body: Record<string, unknown>) => vonage.hooks!.parse('status', { url: 'https://x/status', headers: {}, params: {}, json: { uuid: 'v1', ...body } })[0] as { raw: string; terminal: boolean };
+  const cannot = vonageEvent({ status: 'failed', detail: 'cannot_route' });
+  t.deepEqual([cannot.raw, cannot.terminal], ['failed:cannot_route', true]);
+  t.is(vonage.mapStatus(cannot.raw), 'unreachable');
+  t.is(vonage.mapStatus(vonageEvent({ status: 'rejected', detail: 'unavailable' }).raw), 'unreachable');
+  t.is(vonage.mapStatus(vonageEvent({ status: 'failed', detail: 'number_out_of_service' }).raw), 'invalid_number');
+  t.is(vonage.mapStatus(vonageEvent({ status: 'rejected', detail: 'restricted' }).raw), 'rejected');
+  t.is(vonage.mapStatus(vonageEvent({ status: 'timeout' }).raw), 'no_answer');
+});
+
 test('<CARRIER>_API_BASE_URL replaces scheme, host and port only', (t) => {
   const c = loadConfig({ PLIVO_API_BASE_URL: 'http://127.0.0.1:9001/ignored', TELNYX_API_BASE_URL: 'http://127.0.0.1:9002', VONAGE_API_BASE_URL: 'http://127.0.0.1:9003', EXOTEL_API_BASE_URL: 'http://127.0.0.1:9004' });
   t.is(plivo.apiBase(c), 'http://127.0.0.1:9001');

@@ -246,6 +246,50 @@ for (const d of drivers) {
     });
   }
 
+  if (d.transferred) {
+    const transferred = d.transferred;
+    for (const [destination, expected] of [['+15550009999', '15550009999'], ['SIP/alice@pbx.example.com', 'sip:alice@pbx.example.com']] as const) {
+      test.serial(`${d.id}: transferCall to ${destination} moves the call through the carrier${expected.startsWith('sip:') ? ' as a SIP dial' : ''} → endedReason transferred`, async (t) => {
+        const { apiKey: key, acc } = await setup(d);
+        const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination, timeout: 20, recordTransfer: false } }];
+        const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
+        const { callId, call } = await dial(d, key, acc, a);
+        const phone = await d.answerAndConnect(acc, call);
+        await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
+        await agentQuiet(phone);
+        await phone.tone(600);
+        await phone.silence(600);
+        const seen = await until(() => transferred(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+        t.true(seen.includes(expected), seen);
+        if (expected.startsWith('sip:')) t.false(/<Number>|"type":"phone"|"to":"\+/.test(seen), `never dialled as a phone number: ${seen}`);
+        phone.hangup(); // the call leaves the stream for the transfer
+        const row = await endedRow(s.db, callId);
+        t.is(row.ended_reason, 'transferred');
+        t.like((await callById(s, callId))!.logs.transfer, { destination });
+      });
+    }
+  }
+
+  // A destination this carrier cannot reach: Exotel transfers nothing, the dial-out carriers no host-less extension.
+  const unreachable = d.transferred ? 'PJSIP/123' : '+15550009999';
+  const carrierLabel = { plivo: 'Plivo', telnyx: 'Telnyx', vonage: 'Vonage', exotel: 'Exotel' }[d.id] ?? d.id;
+  test.serial(`${d.id}: an agent whose transfer to ${unreachable} this carrier cannot make → POST /call 400 naming the carrier and destination, nothing dialled`, async (t) => {
+    const { apiKey: key, orgId, acc } = await setup(d);
+    const tools = [{ type: 'transferCall', name: 'transfer_to_desk', description: 'Transfer to the desk', config: { destination: unreachable } }];
+    const seen = d.dialCount();
+    const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent: agent({}, { tools }) } });
+    t.is(r.status, 400, JSON.stringify(r.body));
+    t.is(r.body.detail.error, 'Agent configuration validation failed');
+    t.like(r.body.detail.details[0], { path: 'agent.tools.0.config.destination', type: 'value_error' });
+    t.true(r.body.detail.details[0].message.startsWith(`${carrierLabel} cannot`), r.body.detail.details[0].message);
+    t.true(r.body.detail.details[0].message.includes(unreachable), r.body.detail.details[0].message);
+    t.is(d.dialCount(), seen, 'nothing dialled');
+    const rows = await s.db.any(sql.type(z.object({ connection_status: z.string().nullable(), tags: z.array(z.string()) }))`
+      SELECT connection_status, tags FROM calls WHERE organization_id = ${orgId}`);
+    t.deepEqual(rows.map((x) => x.connection_status), ['provider_not_supported']);
+    t.true(rows[0]!.tags.includes('rejected'));
+  });
+
   test.serial(`${d.id}: sendDtmf — the keys reach the carrier ${d.id === 'exotel' ? 'as in-band tones (Goertzel)' : 'through its DTMF API, the stream going on'}; the LLM and the logs say what was sent`, async (t) => {
     const { apiKey: key, acc } = await setup(d);
     const a = agent({ stt: { utterances: ['for appointments press two then pound'] }, llm: [{ toolCalls: [{ name: 'send_dtmf', arguments: JSON.stringify({ digits: '2w#' }) }] }, { text: 'Done.' }] }, { tools: [{ type: 'sendDtmf', config: {} }] });
@@ -291,41 +335,32 @@ for (const d of drivers) {
     phone.hangup();
   });
 
-  const transfers: Array<[string, string]> = d.transferred ? [['+15550009999', '15550009999'], ['SIP/alice@pbx.example.com', 'sip:alice@pbx.example.com']] : [['+15550009999', '']];
-  for (const [destination, expected] of transfers) {
-  test.serial(`${d.id}: transferCall to ${destination} ${d.transferred ? `moves the call through the carrier${expected.startsWith('sip:') ? ' as a SIP dial' : ''} → endedReason transferred` : 'is refused (provider_not_supported) and the call goes on'}`, async (t) => {
+  test.serial(`${d.id}: a live call whose transfer to ${unreachable} this carrier cannot make: refused before the transfer message is said, the LLM hears why, the call goes on`, async (t) => {
     const { apiKey: key, acc } = await setup(d);
-    const tools = [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination, timeout: 20, recordTransfer: false } }];
-    const a = agent({ stt: { utterances: ['put me through to sales'] }, llm: [{ toolCalls: [{ name: 'transfer_to_sales' }] }, { text: 'I cannot transfer you.' }] }, { tools });
+    const a = agent({ stt: { utterances: ['put me through to the desk'] }, llm: [{ toolCalls: [{ name: 'transfer_to_desk' }] }, { text: 'I cannot transfer you, but I can help.' }] });
     const { callId, call } = await dial(d, key, acc, a);
+    // an agent that met the carrier before the API refused such agents: the call's snapshot carries the transfer
+    const tool = { type: 'transferCall', name: 'transfer_to_desk', description: 'Transfer to the desk', config: { destination: unreachable, customMessage: 'Connecting you to the desk now.', timeout: 30, recordTransfer: true } };
+    await s.db.query(sql.unsafe`UPDATE calls SET config_snapshot = jsonb_set(config_snapshot, '{tools}', (config_snapshot->'tools') || ${sql.jsonb([tool] as never)}) WHERE id = ${callId}`);
     const phone = await d.answerAndConnect(acc, call);
     await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
     await agentQuiet(phone);
     await phone.tone(600);
     await phone.silence(600);
-    if (d.transferred) {
-      const seen = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
-      t.true(seen.includes(expected), seen);
-      if (expected.startsWith('sip:')) t.false(/<Number>|"type":"phone"|"to":"\+/.test(seen), `never dialled as a phone number: ${seen}`);
-      phone.hangup(); // the call leaves the stream for the transfer
-      const row = await endedRow(s.db, callId);
-      t.is(row.ended_reason, 'transferred');
-      t.like((await callById(s, callId))!.logs.transfer, { destination });
-    } else {
-      await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, { what: 'the LLM hears the refusal', timeoutMs: 20_000 });
-      t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
-      phone.hangup();
-      await d.completed(acc, call, 5);
-      const row = await endedRow(s.db, callId);
-      t.is(row.ended_reason, 'user_hangup');
-      const tool = (row.transcript as Array<{ role: string; name?: string; status?: string; result?: unknown }>).find((e) => e.role === 'tool');
-      t.truthy(tool);
-      t.not(tool!.status, 'success');
-      // the LLM is told why: its next request carries the tool result
-      t.regex(JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages), /provider_not_supported/);
-    }
+    await until(() => made.get(a.name as string)!.engines.llm.requests.length > 1, { what: 'the LLM hears the refusal', timeoutMs: 20_000 });
+    t.is((await getCallRow(s.db, callId)).status, 'active', 'the call goes on');
+    phone.hangup();
+    await d.completed(acc, call, 5);
+    const row = await endedRow(s.db, callId);
+    t.is(row.ended_reason, 'user_hangup');
+    const entry = (row.transcript as Array<{ role: string; name?: string; status?: string }>).find((e) => e.role === 'tool');
+    t.like(entry, { name: 'transfer_to_desk', status: 'failed' });
+    const told = JSON.stringify(made.get(a.name as string)!.engines.llm.requests[1]!.messages);
+    t.regex(told, /provider_not_supported/);
+    t.true(told.includes(`${carrierLabel} cannot`), told);
+    t.false(made.get(a.name as string)!.engines.tts.texts.some((x) => x.includes('Connecting you to the desk')), 'the transfer message was never said');
+    t.is((await callById(s, callId))!.logs.transfer, undefined, 'no transfer was asked of the carrier');
   });
-  }
 
   /** An organization whose number FROM answers with a saved agent (configuration + number attachment). */
   async function inboundSetup(t: ExecutionContext, org: { apiKey: string; orgId: string }, a: Record<string, unknown>) {

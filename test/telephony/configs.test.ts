@@ -119,6 +119,51 @@ test('PUT is partial, re-probes new credentials, refuses a provider change; set-
   t.deepEqual([gone.status, gone.body.detail], [404, 'Telephony configuration not found']);
 });
 
+test('DELETE of a configuration with live calls or unfinished campaigns → 409 naming them, nothing deleted; once they are done → 204', async (t) => {
+  const { apiKey: key, orgId } = await s.createOrg();
+  const acc = twilio.addAccount();
+  const cfg = await twilioConfig(s, key, acc, 'Busy line');
+  const other = await twilioConfig(s, key, twilio.addAccount(), 'Other line');
+  const agent = await saveAgent(s, orgId);
+  const insertCall = (status: string, configId: number) => s.db.oneFirst(sql.type(z.object({ id: z.string() }))`
+    INSERT INTO calls (organization_id, transport, status, call_source, telephony_provider, telephony_config_id, config_snapshot)
+    VALUES (${orgId}, 'outbound', ${status}, 'api_outbound', 'twilio', ${configId}, '{}'::jsonb) RETURNING id::text`);
+  const insertCampaign = (name: string, state: string, configId: number) => s.db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    INSERT INTO campaigns (organization_id, name, state, agent_id, source_type, source_id, source_key, telephony_configuration_id,
+                           max_concurrency, retry_config, circuit_breaker)
+    VALUES (${orgId}, ${name}, ${state}, ${agent.id}, 'csv', 'x', 'x', ${configId}, 1, '{}'::jsonb, '{}'::jsonb) RETURNING id`);
+  const pending = await insertCall('pending', cfg.id);
+  const active = await insertCall('active', cfg.id);
+  await insertCall('completed', cfg.id); // finished calls do not hold it
+  await insertCall('active', other.id); // nor calls of another configuration
+  const paused = await insertCampaign('Spring recall', 'paused', cfg.id);
+  const created = await insertCampaign('Later', 'created', cfg.id);
+  await insertCampaign('Done', 'completed', cfg.id);
+  await insertCampaign('Broken', 'failed', cfg.id);
+  const exists = async () => (await s.request('GET', `/organizations/telephony-configs/${cfg.id}`, { key })).status === 200;
+
+  const r = await s.request('DELETE', `/organizations/telephony-configs/${cfg.id}`, { key });
+  t.is(r.status, 409);
+  t.is(typeof r.body.detail, 'string');
+  t.true(r.body.detail.startsWith("Telephony configuration 'Busy line' is in use by 2 live call(s) ("), r.body.detail);
+  for (const id of [pending, active]) t.true(r.body.detail.includes(id), id);
+  t.true(r.body.detail.includes(`2 campaign(s) not completed or failed (${paused} 'Spring recall' paused, ${created} 'Later' created)`), r.body.detail);
+  t.false(r.body.detail.includes("'Done'"));
+  t.true(await exists());
+
+  // the calls end: the campaigns alone still hold it
+  await s.db.query(sql.unsafe`UPDATE calls SET status = 'completed' WHERE id IN (${pending}, ${active})`);
+  const r2 = await s.request('DELETE', `/organizations/telephony-configs/${cfg.id}`, { key });
+  t.is(r2.status, 409);
+  t.false(r2.body.detail.includes('live call'), r2.body.detail);
+  t.true(await exists());
+
+  await s.db.query(sql.unsafe`UPDATE campaigns SET state = 'completed' WHERE id IN (${paused}, ${created})`);
+  t.is((await s.request('DELETE', `/organizations/telephony-configs/${cfg.id}`, { key })).status, 204);
+  t.false(await exists());
+  t.is((await s.request('DELETE', `/organizations/telephony-configs/${other.id}`, { key })).status, 409, 'the other configuration has a live call');
+});
+
 test("another organization's configuration and numbers → 404", async (t) => {
   const mine = await s.createOrg();
   const other = await s.createOrg();

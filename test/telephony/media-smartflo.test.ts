@@ -132,6 +132,29 @@ test.serial('outbound: the stream is correlated by its signed custom identifier 
   t.is(x.logs.carrier_stop, 'hangup');
 });
 
+test.serial('what Smartflo cannot record is said in the call logs: recordInProviderConsole (carrier_recording_unsupported) and a transfer\'s recordTransfer (recordSkipped); a PJSIP/123 extension transfer is attempted', async (t) => {
+  const name = rig.scenarios.add({ stt: { utterances: ['put me through'] }, llm: [{ toolCalls: [{ name: 'to_desk' }] }, { text: 'Sorry, I could not.' }] });
+  const callId = await pendingOutbound(await snapshotOf(name, {
+    voicemailDetection: false, recordInProviderConsole: true,
+    tools: [{ type: 'transferCall', name: 'to_desk', description: 'Transfer to the desk', config: { destination: 'PJSIP/123' } }],
+  }));
+  const m = connectSmartfloStream(url, { callSid: 'sf-out-rec', from: NUMBER, to: '+919800000002', direction: 'outbound', customParameters: { custom_identifier: customIdentifier(rig.s.config, callId) } });
+  await until(async () => (await getCallRow(rig.s.db, callId)).status === 'active', { what: 'our outbound call claimed', timeoutMs: 15_000 });
+  await until(() => m.heardMs > 200, { what: 'greeting', timeoutMs: 15_000 });
+  await m.tone(500);
+  await m.silence(500);
+  // the transfer goes to Smartflo's API (a closed port here: it fails, and the call goes on)
+  const logs = await until(async () => {
+    const l = (await getCallRow(rig.s.db, callId)).logs as Record<string, any>;
+    return l.transfer?.error ? l : null;
+  }, { what: 'the transfer attempt logged', timeoutMs: 20_000 });
+  t.like(logs.transfer, { destination: 'PJSIP/123', record: false });
+  t.regex(logs.transfer.recordSkipped, /^Smartflo's transfer API cannot record the transferred conversation/);
+  t.regex(logs.carrier_recording_unsupported, /^Smartflo's API cannot start a recording of the call/);
+  m.stop('hangup');
+  t.is((await endedRow(rig.s.db, callId)).ended_reason, 'user_hangup');
+});
+
 test.serial('voicemail heuristics (no carrier AMD): a long first greeting ends the outbound call as voicemail', async (t) => {
   const name = rig.scenarios.add({
     stt: { utterances: ['hi you have reached the voicemail of john smith please leave a message after the tone'] },

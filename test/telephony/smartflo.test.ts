@@ -205,6 +205,80 @@ test('transfer: Call Operations type 4 with the 10-digit number (the documented 
   t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8131', intercom: ['9812345678'] });
   await adapter.transfer(cx, { auth_token: acc.token }, '1758782566.8132', req('+14155550123'));
   t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8132', intercom: ['14155550123'] });
-  await t.throwsAsync(adapter.transfer(cx, { auth_token: acc.token }, 'x', req('sip:desk@pbx.example.com')), { message: /^provider_not_supported: / });
+  // a host-less extension (the spec's PJSIP/123) is a Smartflo intercom
+  await adapter.transfer(cx, { auth_token: acc.token }, '1758782566.8133', req('PJSIP/123'));
+  t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8133', intercom: ['123'] });
+  await adapter.transfer(cx, { auth_token: acc.token }, '1758782566.8134', req('SIP/4501'));
+  t.deepEqual(smartflo.transfers.at(-1), { callId: '1758782566.8134', intercom: ['4501'] });
+  const before = smartflo.transfers.length;
+  await t.throwsAsync(adapter.transfer(cx, { auth_token: acc.token }, 'x', req('sip:desk@pbx.example.com')), { message: /^provider_not_supported: Smartflo cannot transfer a call to the SIP address 'sip:desk@pbx\.example\.com'/ });
+  await t.throwsAsync(adapter.transfer(cx, { auth_token: acc.token }, 'x', req('SIP/desk@pbx.example.com')), { message: /^provider_not_supported: Smartflo cannot/ });
+  t.is(smartflo.transfers.length, before, 'nothing asked of Smartflo');
   await t.throwsAsync(adapter.transfer(cx, { auth_token: 'wrong' }, 'x', req('+919812345678')), { message: /Unauthenticated/ });
+});
+
+test('where an agent meets Smartflo: a SIP transfer or recordInProviderConsole is refused (400 naming Smartflo) at number attachment, POST /call, PATCH of an attached agent and binding PATCH; PJSIP/123 is accepted', async (t) => {
+  const { apiKey: key, orgId, cfg } = await setup();
+  const sipTool = { type: 'transferCall', name: 'to_desk', config: { destination: 'sip:desk@pbx.example.com' } };
+  const extTool = { type: 'transferCall', name: 'to_desk', config: { destination: 'PJSIP/123' } };
+  // an agent saved alone meets no carrier: any destination the schema takes, the spec's PJSIP/123 included
+  const sipAgent = await s.request('POST', '/agents', { key, body: inlineAgent({ name: 'SIP desk', tools: [sipTool] }) });
+  t.is(sipAgent.status, 201, JSON.stringify(sipAgent.body));
+  const extAgent = await s.request('POST', '/agents', { key, body: inlineAgent({ name: 'Extension desk', tools: [extTool] }) });
+  t.is(extAgent.status, 201);
+  const recAgent = await s.request('POST', '/agents', { key, body: inlineAgent({ name: 'Recorder', recordInProviderConsole: true }) });
+  t.is(recAgent.status, 201);
+
+  // number attachment
+  const attachSip = await addNumber(s, key, cfg.id, { address: '+914045678901', inbound_agent_uuid: sipAgent.body.uuid });
+  t.is(attachSip.status, 400);
+  t.is(attachSip.body.detail, `Agent 'SIP desk' (${sipAgent.body.uuid}) cannot answer Smartflo calls: tools.0.config.destination: Smartflo cannot transfer a call to the SIP address 'sip:desk@pbx.example.com': its transfer API takes numbers, extensions and departments of the account only (write an extension as PJSIP/<number>)`);
+  t.is((await s.request('GET', `/organizations/telephony-configs/${cfg.id}/phone-numbers`, { key })).body.total, 0, 'nothing saved');
+  const attachRec = await addNumber(s, key, cfg.id, { address: '+914045678901', inbound_agent_uuid: recAgent.body.uuid });
+  t.is(attachRec.status, 400);
+  t.regex(attachRec.body.detail, /^Agent 'Recorder' .* cannot answer Smartflo calls: recordInProviderConsole: recordInProviderConsole cannot be honoured on inbound calls: Smartflo's API cannot start a recording/);
+  const attached = await addNumber(s, key, cfg.id, { address: '+914045678901', inbound_agent_uuid: extAgent.body.uuid });
+  t.is(attached.status, 200, JSON.stringify(attached.body));
+  const putSip = await s.request('PUT', `/organizations/telephony-configs/${cfg.id}/phone-numbers/${attached.body.id}`, { key, body: { inbound_agent_uuid: sipAgent.body.uuid } });
+  t.is(putSip.status, 400);
+  t.is((await s.request('GET', `/organizations/telephony-configs/${cfg.id}/phone-numbers/${attached.body.id}`, { key })).body.inbound_agent_uuid, extAgent.body.uuid);
+
+  // PATCH of the attached agent: its new SIP destination is refused naming where it answers; nothing changed
+  const patched = await s.request('PATCH', `/agents/${extAgent.body.uuid}`, { key, body: { tools: [sipTool] } });
+  t.is(patched.status, 400);
+  t.is(patched.body.detail.error, 'invalid_agent_config');
+  t.deepEqual(patched.body.detail.details[0].loc, ['tools', 0, 'config', 'destination']);
+  t.regex(patched.body.detail.details[0].msg, /^Smartflo cannot transfer a call to the SIP address 'sip:desk@pbx\.example\.com'.*\(the agent answers \+914045678901 \(telephony configuration 'Smartflo'\)\)$/);
+  t.is((await s.request('GET', `/agents/${extAgent.body.uuid}`, { key })).body.config.tools[0].config.destination, 'PJSIP/123');
+  t.is((await s.request('PATCH', `/agents/${extAgent.body.uuid}`, { key, body: { description: 'fine' } })).status, 200);
+  // the unattached SIP agent can still be edited freely
+  t.is((await s.request('PATCH', `/agents/${sipAgent.body.uuid}`, { key, body: { description: 'alone' } })).status, 200);
+
+  // POST /call inbound with an inline agent: the call-shaped 400 and a rejected row
+  const before = (await callsOf(s, orgId)).length;
+  const inbound = await s.request('POST', '/call', { key, body: { type: 'inbound', callConfig: { provider: 'smartflo', phoneNumber: '+914045678901' }, agent: inlineAgent({ tools: [sipTool] }) } });
+  t.is(inbound.status, 400);
+  t.like(inbound.body.detail.details[0], { path: 'agent.tools.0.config.destination', type: 'value_error' });
+  t.regex(inbound.body.detail.details[0].message, /^Smartflo cannot transfer/);
+  const rows = await callsOf(s, orgId);
+  t.is(rows.length, before + 1);
+  t.is(rows.at(-1)!.connection_status, 'provider_not_supported');
+  // POST /call outbound with a saved agent: paths relative to the agent
+  const outbound = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: 'smartflo', phoneNumber: '+914045678901' }, toNumber: '+919812345678', agentId: recAgent.body.uuid } });
+  t.is(outbound.status, 400);
+  t.like(outbound.body.detail.details[0], { path: 'recordInProviderConsole' });
+  t.regex(outbound.body.detail.details[0].message, /outbound calls: Smartflo/);
+
+  // binding PATCH
+  const reg = await s.request('POST', '/call', { key, body: { type: 'inbound', callConfig: { provider: 'smartflo', phoneNumber: '+914045678901' }, agent: inlineAgent({ tools: [extTool] }) } });
+  t.is(reg.status, 200, JSON.stringify(reg.body));
+  const swap = await s.request('PATCH', `/telephony/inbound/bindings/${reg.body.bindingId}`, { key, body: { agentId: sipAgent.body.uuid } });
+  t.is(swap.status, 400);
+  t.regex(swap.body.detail, /^Agent 'SIP desk' cannot answer Smartflo calls: tools\.0\.config\.destination: Smartflo cannot transfer/);
+  t.is((await s.request('GET', `/telephony/inbound/bindings/${reg.body.bindingId}`, { key })).body.agent_name, reg.body.agentName);
+  // a saved agent bound to the number: a PATCH adding a SIP transfer names the binding
+  t.is((await s.request('PATCH', `/telephony/inbound/bindings/${reg.body.bindingId}`, { key, body: { agentId: extAgent.body.uuid } })).status, 200);
+  const p2 = await s.request('PATCH', `/agents/${extAgent.body.uuid}`, { key, body: { tools: [sipTool] } });
+  t.is(p2.status, 400);
+  t.true(p2.body.detail.details.some((d: { msg: string }) => /inbound binding/.test(d.msg)), JSON.stringify(p2.body.detail));
 });

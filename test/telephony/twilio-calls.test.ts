@@ -113,6 +113,23 @@ for (const [raw, expected] of [['busy', 'busy'], ['no-answer', 'no_answer'], ['f
   });
 }
 
+for (const [code, expected] of [['503', 'unreachable'], ['480', 'unreachable'], ['404', 'invalid_number'], ['500', 'connection_failed']] as const) {
+  test(`outbound failed with SipResponseCode ${code} → row ${expected} (congestion / unreachable → unreachable)`, async (t) => {
+    const { apiKey: key, acc } = await setup();
+    const r = await dial(key, acc);
+    t.is(r.status, 200);
+    const callId: string = r.body.callId;
+    const call = twilio.calls.get(r.body.carrierCallId)!;
+    const cb = await twilio.statusCallback(call, 'failed', { SipResponseCode: code, CallDuration: '0' });
+    t.is(cb!.status, 204);
+    t.like(await callById(s, callId), { status: 'error', connection_status: expected, ended_reason: null, carrier_status: `failed:sip_${code}` });
+    const ended = await until(() => eventsOf(callId).find((e) => e.event === 'call.ended'), { what: 'call.ended', timeoutMs: 10_000 });
+    t.like(ended, { connectionStatus: expected, endedReason: null });
+    const list = await s.request('GET', `/calls?connection_status=${expected}&call_id=${callId}`, { key });
+    t.is(list.body.total, 1);
+  });
+}
+
 test('forged or missing X-Twilio-Signature → 403 and nothing changes', async (t) => {
   const { apiKey: key, acc } = await setup();
   const r = await dial(key, acc);

@@ -32,7 +32,13 @@ test('carrier status → connectionStatus (spec values; unknown ones pass throug
   t.is(mapCarrierStatus('failed'), 'connection_failed');
   t.is(mapCarrierStatus('canceled'), 'cancelled');
   t.is(mapCarrierStatus('completed'), 'completed');
-  t.is(mapCarrierStatus('Network Congestion!'), 'telephony_network_congestion');
+  t.is(mapCarrierStatus('failed:sip_503'), 'unreachable');
+  t.is(mapCarrierStatus('failed:congestion'), 'unreachable');
+  t.is(mapCarrierStatus('failed:sip_404'), 'invalid_number');
+  t.is(mapCarrierStatus('failed:sip_599'), 'connection_failed', 'an unknown reason falls back to the status');
+  t.is(mapCarrierStatus('weird:unknown_reason'), 'telephony_weird');
+  t.is(mapCarrierStatus('Network Congestion!'), 'unreachable', 'congestion is the spec\'s unreachable');
+  t.is(mapCarrierStatus('Line Glitch!'), 'telephony_line_glitch');
 });
 
 test('addresses: E.164, country_code for bare digits, SIP kept, format-tolerant matching', (t) => {
@@ -91,17 +97,50 @@ test('base-URL overrides replace scheme, host and port only; transfer TwiML', (t
   t.regex(transferTwiml({ destination: 'sip:desk@pbx.example.com', timeoutS: 20, recordingCallbackUrl: null, callerId: '+14155550100' }), /<Dial timeout="20" callerId="\+14155550100"><Sip>sip:desk@pbx\.example\.com<\/Sip><\/Dial>/);
 });
 
-test('transfer destinations: SIP/… and PJSIP/… endpoints with a host are SIP URIs on every carrier, never a phone number; without a host provider_not_supported', async (t) => {
-  const { transferTarget } = await import('../../core/telephony/transfer-target.ts');
+test('transfer destinations: numbers, SIP URIs (SIP/… and PJSIP/… with a host) and host-less extensions; dial-out carriers refuse an extension', async (t) => {
+  const { parseTransferDestination, dialOutTarget } = await import('../../core/telephony/transfer-target.ts');
   const { plivoTransferXml } = await import('../../core/telephony/plivo.ts');
-  t.deepEqual(transferTarget('twilio', '+14155550123'), { kind: 'pstn', number: '+14155550123' });
-  t.deepEqual(transferTarget('twilio', 'SIP/alice@pbx.example.com'), { kind: 'sip', uri: 'sip:alice@pbx.example.com' });
-  t.deepEqual(transferTarget('twilio', 'PJSIP/1001@10.0.0.5:5060'), { kind: 'sip', uri: 'sip:1001@10.0.0.5:5060' });
-  t.deepEqual(transferTarget('twilio', 'SIPS:desk@pbx.example.com'), { kind: 'sip', uri: 'sips:desk@pbx.example.com' });
-  t.throws(() => transferTarget('twilio', 'PJSIP/1001'), { message: /^provider_not_supported: the SIP endpoint 'PJSIP\/1001' has no host/ });
+  t.deepEqual(parseTransferDestination('+14155550123'), { kind: 'pstn', number: '+14155550123' });
+  t.deepEqual(parseTransferDestination('SIP/alice@pbx.example.com'), { kind: 'sip', uri: 'sip:alice@pbx.example.com' });
+  t.deepEqual(parseTransferDestination('PJSIP/1001@10.0.0.5:5060'), { kind: 'sip', uri: 'sip:1001@10.0.0.5:5060' });
+  t.deepEqual(parseTransferDestination('SIPS:desk@pbx.example.com'), { kind: 'sip', uri: 'sips:desk@pbx.example.com' });
+  t.deepEqual(parseTransferDestination(' PJSIP/123 '), { kind: 'extension', extension: '123', endpoint: 'PJSIP/123' });
+  t.deepEqual(parseTransferDestination('SIP/123'), { kind: 'extension', extension: '123', endpoint: 'SIP/123' });
+  t.throws(() => dialOutTarget('twilio', 'Twilio', 'PJSIP/1001'), { message: /^provider_not_supported: Twilio cannot reach the SIP endpoint 'PJSIP\/1001': it has no host/ });
   const req = (destination: string) => ({ destination, timeoutS: 20, recordingCallbackUrl: null, callerId: null });
   t.regex(transferTwiml(req('SIP/alice@pbx.example.com')), /<Sip>sip:alice@pbx\.example\.com<\/Sip>/);
   t.notRegex(transferTwiml(req('PJSIP/1001@pbx.example.com')), /<Number>/);
   t.regex(plivoTransferXml(req('SIP/alice@pbx.example.com')), /<User>sip:alice@pbx\.example\.com<\/User>/);
   t.regex(plivoTransferXml(req('+14155550123')), /<Number>14155550123<\/Number>/);
+});
+
+test('what each carrier can transfer to and record: transferSupport / recordingSupport are static and name the carrier and destination', async (t) => {
+  const { carrierFor } = await import('../../core/telephony/registry.ts');
+  const can = (id: string, d: string) => carrierFor(id)!.transferSupport(d);
+  const destinations = ['+14155550123', 'sip:desk@pbx.example.com', 'PJSIP/7001@10.0.0.5', 'PJSIP/123', 'SIP/123'];
+  // [number, SIP URI, SIP endpoint with host, host-less PJSIP, host-less SIP] → can (true) or not
+  const table: Record<string, boolean[]> = {
+    twilio: [true, true, true, false, false],
+    plivo: [true, true, true, false, false],
+    telnyx: [true, true, true, false, false],
+    vonage: [true, true, true, false, false],
+    smartflo: [true, false, false, true, true],
+    exotel: [false, false, false, false, false],
+  };
+  for (const [id, row] of Object.entries(table)) {
+    destinations.forEach((d, i) => {
+      const why = can(id, d);
+      t.is(why === null, row[i]!, `${id} → ${d}: ${why}`);
+      if (why) {
+        t.true(why.startsWith(`${{ twilio: 'Twilio', plivo: 'Plivo', telnyx: 'Telnyx', vonage: 'Vonage', smartflo: 'Smartflo', exotel: 'Exotel' }[id]} cannot`), why);
+        t.true(why.includes(d), why);
+      }
+    });
+  }
+  t.regex(can('smartflo', 'PJSIP/desk')!, /extensions are numbers/);
+  const rec = (id: string, what: 'outbound_call' | 'inbound_call' | 'transfer_leg') => carrierFor(id)!.recordingSupport(what) === null;
+  for (const id of ['twilio', 'plivo', 'telnyx', 'vonage']) for (const w of ['outbound_call', 'inbound_call', 'transfer_leg'] as const) t.true(rec(id, w), `${id} ${w}`);
+  t.deepEqual([rec('exotel', 'outbound_call'), rec('exotel', 'inbound_call'), rec('exotel', 'transfer_leg')], [true, false, false]);
+  t.deepEqual([rec('smartflo', 'outbound_call'), rec('smartflo', 'inbound_call'), rec('smartflo', 'transfer_leg')], [false, false, false]);
+  t.regex(carrierFor('exotel')!.recordingSupport('inbound_call')!, /^Exotel.*flow/);
 });

@@ -7,12 +7,14 @@ import { sql } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
 import { policyFromConfig } from '../../../core/net/ssrf.ts';
 import { bakeBindingSnapshot } from '../../../core/telephony/bindings.ts';
+import { agentCarrierProblems, problemsText } from '../../../core/telephony/fit.ts';
+import { carrierFor } from '../../../core/telephony/registry.ts';
 import { bindingRow, bindingView, BINDING_COLS, getBinding } from '../../../core/telephony/store.ts';
 import type { ApiDeps } from '../../deps.ts';
 import { parseOr422 } from '../../parse.ts';
 import { requireOrg } from '../../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../../pagination.ts';
-import { idOf } from './carriers.ts';
+import { carrierName, idOf } from './carriers.ts';
 
 export function inboundBindingRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
@@ -69,6 +71,9 @@ export function inboundBindingRoutes(router: Router, deps: ApiDeps): void {
       agentRef = { id: null, uuid: null, name: checked.config.name };
       agentCfg = checked.config as unknown as Record<string, unknown>;
     }
+    const adapter = carrierFor(existing.provider);
+    const problems = adapter ? await agentCarrierProblems(db, orgId, adapter, 'inbound', agentCfg) : [];
+    if (problems.length) throw new HttpError(400, `Agent '${agentRef.name}' cannot answer ${carrierName(existing.provider)} calls: ${problemsText(problems)}`);
     const baked = await bakeBindingSnapshot(deps, orgId, agentCfg, body.contextVariables ?? null);
     if (!baked.ok) throw new HttpError(baked.status, baked.message);
     const row = await db.one(sql.type(bindingRow)`

@@ -9,11 +9,13 @@ import type { CallAgentRef } from '../../../core/calls/rows.ts';
 import { gateError, type GateRejection } from '../../../core/calls/gates.ts';
 import { HttpError, type ErrorDetail } from '../../../core/http-error.ts';
 import { bakeBindingSnapshot, upsertBinding } from '../../../core/telephony/bindings.ts';
+import { agentCarrierProblems } from '../../../core/telephony/fit.ts';
 import { GateRefused, OutboundError, OutboundInvalid, ProviderRejected } from '../../../core/telephony/errors.ts';
 import { normalizeAddress, sameNumber } from '../../../core/telephony/numbers.ts';
 import { placeOutboundCall } from '../../../core/telephony/outbound.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
-import { activeNumbersOfProvider, getConfigById, openCredentials, type NumberRow } from '../../../core/telephony/store.ts';
+import { activeNumbersOfProvider, configUnreadable, getConfigById, readCredentials, type NumberRow } from '../../../core/telephony/store.ts';
+import type { SecretUnreadable } from '../../../core/secrets.ts';
 import { CarrierHttpError, type CarrierAdapter, type Credentials } from '../../../core/telephony/types.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl, smartfloStreamUrl } from '../../../core/telephony/urls.ts';
 import { toCallDetails, zodToItems, type ValidationItem } from '../../../core/validation.ts';
@@ -51,6 +53,13 @@ export async function telephonyCall(i: TelephonyCallInput): Promise<void> {
   if (!cc.phoneNumber) {
     return reject('schema_validation', 400, validationError([{ type: 'missing', path: ['callConfig', 'phoneNumber'], msg: 'Field required', input: undefined }]));
   }
+  // what this carrier cannot do for the agent (a transfer it cannot make, a recording it cannot ask for): nothing dialled or registered
+  const direction = body.type === 'outbound' ? 'outbound' : 'inbound';
+  const problems = await agentCarrierProblems(i.deps.db, i.orgId, adapter, direction, i.agentConfig);
+  if (problems.length) {
+    const prefix = body.agent !== undefined ? ['agent'] : [];
+    return reject('provider_not_supported', 400, validationError(problems.map((p) => ({ type: 'value_error', path: [...prefix, ...p.path], msg: p.msg, input: p.input }))));
+  }
   return body.type === 'outbound' ? outbound(i, adapter, cc.phoneNumber) : inbound(i, adapter, cc.phoneNumber);
 }
 
@@ -85,13 +94,18 @@ async function outbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNum
     // when no inline auth was sent).
     const candidates = await ownedNumber(deps, orgId, adapter.id, phoneNumber);
     let match: NumberRow | undefined;
+    let unreadable: SecretUnreadable | null = null;
     for (const n of candidates) {
       const cfg = await getConfigById(deps.db, n.telephony_config_id);
-      if (cfg && adapter.canDial(openCredentials(deps.config, cfg.credentials))) {
+      if (!cfg) continue;
+      const creds = readCredentials(deps.config, cfg.credentials);
+      if (!creds) unreadable ??= configUnreadable(cfg);
+      else if (adapter.canDial(creds)) {
         match = n;
         break;
       }
     }
+    if (!match && unreadable) return reject('missing_credentials', 409, unreadable.message);
     if (!match) {
       if (adapter.id === 'smartflo' || candidates.length > 0) {
         return reject('missing_credentials', 400, `phone_number_not_configured: ${phoneNumber} is not added and active under a ${adapter.id} configuration of this organization${adapter.id === 'smartflo' ? ' that has a click_to_call_api_key' : ''}`);
@@ -147,7 +161,9 @@ async function inbound(i: TelephonyCallInput, adapter: CarrierAdapter, phoneNumb
     const match = candidates[0];
     if (!match) return reject('inbound_invalid', 400, `phone_number_not_configured: ${phoneNumber} is not added or not active under any of this organization's ${adapter.id} configurations`);
     const cfg = await getConfigById(deps.db, match.telephony_config_id);
-    creds = cfg ? openCredentials(deps.config, cfg.credentials) : {};
+    const opened = cfg ? readCredentials(deps.config, cfg.credentials) : {};
+    if (cfg && !opened) return reject('missing_credentials', 409, configUnreadable(cfg).message);
+    creds = opened ?? {};
     if (!cfg || typeof creds.auth_token !== 'string' || creds.auth_token.length === 0) {
       return reject('missing_credentials', 400, `${adapter.id}_config_missing_token: the configuration owning ${phoneNumber} has no auth token`);
     }

@@ -1,7 +1,8 @@
 // What the telephony resources share: the carrier of a body (400 unknown / 501 not built), its credentials (422 on
 // shape), the carrier's probes (credentials, number ownership) with their refusal statuses, and id parsing.
 import { CARRIERS } from '../../../core/calls/request.ts';
-import type { Db } from '../../../core/db/pool.ts';
+import { z } from 'zod';
+import { sql, type Db } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { getConfig, type ConfigRow } from '../../../core/telephony/store.ts';
@@ -33,6 +34,40 @@ export async function configOr404(db: Db, orgId: string, rawId: string | undefin
   return row;
 }
 
+export interface ConfigUsage {
+  /** Pending or active calls on the configuration: their count and the first few ids. */
+  liveCalls: { total: number; ids: string[] };
+  /** Campaigns on it that are neither completed nor failed. */
+  campaigns: Array<{ id: number; name: string; state: string }>;
+}
+
+/** What keeps a configuration from being deleted (null: nothing): live calls would lose their carrier for hang-ups, transfers and callbacks, campaigns their caller numbers. */
+export async function configUsage(q: Pick<Db, 'any' | 'oneFirst'>, orgId: string, configId: number): Promise<ConfigUsage | null> {
+  const ids = await q.any(sql.type(z.object({ id: z.string() }))`
+    SELECT id::text FROM calls WHERE organization_id = ${orgId} AND status IN ('pending', 'active') AND telephony_config_id = ${configId}
+    ORDER BY created_at LIMIT 5`);
+  const total = ids.length < 5 ? ids.length : await q.oneFirst(sql.type(z.object({ c: z.number() }))`
+    SELECT count(*)::int AS c FROM calls WHERE organization_id = ${orgId} AND status IN ('pending', 'active') AND telephony_config_id = ${configId}`);
+  const campaigns = await q.any(sql.type(z.object({ id: z.number(), name: z.string(), state: z.string() }))`
+    SELECT id, name, state FROM campaigns
+    WHERE organization_id = ${orgId} AND telephony_configuration_id = ${configId} AND state NOT IN ('completed', 'failed') ORDER BY id`);
+  if (total === 0 && campaigns.length === 0) return null;
+  return { liveCalls: { total, ids: ids.map((r) => r.id) }, campaigns: [...campaigns] };
+}
+
+/** The 409 detail of a configuration still in use. */
+export function configInUseMessage(name: string, u: ConfigUsage): string {
+  const parts: string[] = [];
+  if (u.liveCalls.total) {
+    const more = u.liveCalls.total > u.liveCalls.ids.length ? `, and ${u.liveCalls.total - u.liveCalls.ids.length} more` : '';
+    parts.push(`${u.liveCalls.total} live call(s) (${u.liveCalls.ids.join(', ')}${more})`);
+  }
+  if (u.campaigns.length) {
+    parts.push(`${u.campaigns.length} campaign(s) not completed or failed (${u.campaigns.map((c) => `${c.id} '${c.name}' ${c.state}`).join(', ')})`);
+  }
+  return `Telephony configuration '${name}' is in use by ${parts.join(' and ')}; it can be deleted once the calls have ended and the campaigns have completed or failed.`;
+}
+
 /** The carrier of a config body, or the spec's 400 (unknown) / 501 (known carrier not built yet). */
 export function adapterOrThrow(provider: string): CarrierAdapter {
   const adapter = carrierFor(provider);
@@ -49,13 +84,23 @@ export function parseCredentials(adapter: CarrierAdapter, raw: Record<string, un
   const items = [];
   const parsed = adapter.credentialsSchema.safeParse(rest);
   if (!parsed.success) items.push(...zodToItems(parsed.error, rest).map((i) => ({ ...i, path: ['config', ...i.path] })));
-  if (amd !== undefined && (adapter.id !== 'twilio' || typeof amd !== 'boolean')) {
-    items.push(adapter.id !== 'twilio'
-      ? { type: 'extra_forbidden', path: ['config', 'amd_enabled'], msg: 'Extra inputs are not permitted', input: amd }
-      : { type: 'bool_type', path: ['config', 'amd_enabled'], msg: 'Input should be a valid boolean', input: amd });
-  }
+  items.push(...amdItems(adapter, amd));
   if (items.length || !parsed.success) throw new HttpError(422, to422(items, 'body'));
   return { creds: parsed.data, amd: amd as boolean | undefined };
+}
+
+function amdItems(adapter: CarrierAdapter, amd: unknown) {
+  if (amd === undefined || (adapter.id === 'twilio' && typeof amd === 'boolean')) return [];
+  return [adapter.id !== 'twilio'
+    ? { type: 'extra_forbidden', path: ['config', 'amd_enabled'], msg: 'Extra inputs are not permitted', input: amd }
+    : { type: 'bool_type', path: ['config', 'amd_enabled'], msg: 'Input should be a valid boolean', input: amd }];
+}
+
+/** Twilio's amd_enabled of a config body that carries no credentials (422 on shape). */
+export function parseAmd(adapter: CarrierAdapter, amd: unknown): boolean | undefined {
+  const items = amdItems(adapter, amd);
+  if (items.length) throw new HttpError(422, to422(items, 'body'));
+  return amd as boolean | undefined;
 }
 
 /** Probe credentials with the carrier: 400 invalid_credentials when refused, 502 when it cannot answer. */

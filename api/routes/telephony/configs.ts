@@ -5,14 +5,14 @@ import { z } from 'zod';
 import { sql } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
-import { configView, getConfig, insertConfig, listConfigs, openCredentials, updateConfig, type ConfigRow } from '../../../core/telephony/store.ts';
+import { configView, getConfig, insertConfig, listConfigs, readCredentials, updateConfig, type ConfigRow } from '../../../core/telephony/store.ts';
 import { to422, zodToItems } from '../../../core/validation.ts';
 import type { ApiDeps } from '../../deps.ts';
 import { parseOr422 } from '../../parse.ts';
 import { requireOrg } from '../../middleware/auth.ts';
 import type { CarrierAdapter, Credentials } from '../../../core/telephony/types.ts';
 import { envelope, pageWindow, paginationQuery } from '../../pagination.ts';
-import { adapterOrThrow, CONFIG_NOT_FOUND, configOr404, parseCredentials, probeOrThrow, uniqueViolation } from './carriers.ts';
+import { adapterOrThrow, CONFIG_NOT_FOUND, configInUseMessage, configOr404, configUsage, parseAmd, parseCredentials, probeOrThrow, uniqueViolation } from './carriers.ts';
 
 const configEnvelope = z.object({
   name: z.string().trim().min(1).max(64),
@@ -95,12 +95,16 @@ export function telephonyConfigRoutes(router: Router, deps: ApiDeps): void {
     if (body.config?.provider !== undefined && body.config.provider !== row.provider) {
       throw new HttpError(400, `The provider of a telephony configuration cannot be changed (this configuration is '${row.provider}'); create a new configuration instead.`);
     }
-    const stored = openCredentials(config, row.credentials);
-    let creds = stored;
+    // Credentials the current key cannot open are replaced by the body's, which must then carry them in full (422
+    // naming what is missing); a PUT without `config` leaves them as stored.
+    const stored = readCredentials(config, row.credentials);
+    let creds: Credentials | null = stored;
     let amd = row.amd_enabled;
-    if (body.config) {
+    if (body.config && !stored && Object.keys(body.config).every((k) => k === 'provider' || k === 'amd_enabled')) {
+      amd = parseAmd(adapter, body.config.amd_enabled) ?? amd;
+    } else if (body.config) {
       const { provider: _p, ...patch } = body.config;
-      const merged = { ...stored, ...Object.fromEntries(Object.entries(patch).filter(([k]) => k !== 'amd_enabled')) };
+      const merged = { ...(stored ?? {}), ...Object.fromEntries(Object.entries(patch).filter(([k]) => k !== 'amd_enabled')) };
       const parsed = parseCredentials(adapter, { ...merged, ...(patch.amd_enabled !== undefined ? { amd_enabled: patch.amd_enabled } : {}) });
       creds = parsed.creds;
       if (parsed.amd !== undefined) amd = parsed.amd;
@@ -111,11 +115,11 @@ export function telephonyConfigRoutes(router: Router, deps: ApiDeps): void {
         SELECT id FROM telephony_configs WHERE organization_id = ${orgId} AND name = ${name} AND id <> ${row.id}`);
       if (clash) throw new HttpError(409, `A telephony configuration named '${name}' already exists in this organization.`);
     }
-    if (JSON.stringify(creds) !== JSON.stringify(stored)) await probeOrThrow(deps, adapter, creds);
+    if (creds && JSON.stringify(creds) !== JSON.stringify(stored)) await probeOrThrow(deps, adapter, creds);
     let updated: ConfigRow | null;
     try {
       updated = await updateConfig(db, config, orgId, row.id, {
-        name, creds, accountRef: accountRefOf(adapter, creds), amdEnabled: amd, isDefault: body.is_default_outbound ?? row.is_default_outbound,
+        name, creds, accountRef: creds ? accountRefOf(adapter, creds) : row.account_ref, amdEnabled: amd, isDefault: body.is_default_outbound ?? row.is_default_outbound,
       });
     } catch (err) {
       if (uniqueViolation(err)) throw new HttpError(409, `A telephony configuration named '${name}' already exists in this organization.`);
@@ -128,7 +132,16 @@ export function telephonyConfigRoutes(router: Router, deps: ApiDeps): void {
   router.delete('/organizations/telephony-configs/:config_id', async (ctx) => {
     const orgId = requireOrg(ctx);
     const row = await configOr404(db, orgId, ctx.params.config_id);
-    await db.query(sql.unsafe`DELETE FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId}`);
+    await db.transaction(async (tx) => {
+      // The row lock makes new calls on this configuration (their FK takes a key-share lock) and new campaigns
+      // (campaign create locks it the same way) wait for this decision.
+      const locked = await tx.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
+        SELECT id FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId} FOR UPDATE`);
+      if (!locked) throw new HttpError(404, CONFIG_NOT_FOUND);
+      const inUse = await configUsage(tx, orgId, row.id);
+      if (inUse) throw new HttpError(409, configInUseMessage(row.name, inUse));
+      await tx.query(sql.unsafe`DELETE FROM telephony_configs WHERE id = ${row.id} AND organization_id = ${orgId}`);
+    });
     ctx.status = 204;
   });
 

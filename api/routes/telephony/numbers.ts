@@ -2,18 +2,20 @@
 // agent attachment, synced to the carrier's per-number webhook where it has one.
 import type Router from '@koa/router';
 import { z } from 'zod';
-import { isUuid, loadAgent } from '../../../core/agent-config/index.ts';
+import { isUuid, loadAgent, type LoadedAgent } from '../../../core/agent-config/index.ts';
 import { sql } from '../../../core/db/pool.ts';
 import { HttpError } from '../../../core/http-error.ts';
+import { agentCarrierProblems, problemsText } from '../../../core/telephony/fit.ts';
 import { normalizeAddress } from '../../../core/telephony/numbers.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
-import { getNumber, listNumbers, numberView, openCredentials, type ConfigRow } from '../../../core/telephony/store.ts';
+import { configCredentials, getNumber, listNumbers, numberView, type ConfigRow } from '../../../core/telephony/store.ts';
+import { SecretUnreadable } from '../../../core/secrets.ts';
 import { carrierVoiceStatusUrl, carrierVoiceUrl } from '../../../core/telephony/urls.ts';
 import type { ApiDeps } from '../../deps.ts';
 import { parseOr422 } from '../../parse.ts';
 import { requireOrg } from '../../middleware/auth.ts';
 import { envelope, pageWindow, paginationQuery } from '../../pagination.ts';
-import { adapterOrThrow, configOr404, idOf, NUMBER_EXISTS, NUMBER_NOT_FOUND, ownershipOrThrow, uniqueViolation } from './carriers.ts';
+import { adapterOrThrow, carrierName, configOr404, idOf, NUMBER_EXISTS, NUMBER_NOT_FOUND, ownershipOrThrow, uniqueViolation } from './carriers.ts';
 
 const agentUuid = z.string().refine(isUuid, { message: 'Input should be a valid UUID (the public agent uuid)' });
 const numberCreate = z.object({
@@ -41,6 +43,16 @@ function normalizedOrThrow(address: string, countryCode: string | null | undefin
   return n;
 }
 
+/** An agent attached to a number answers that carrier's inbound calls: what the carrier cannot do for it is a 400. */
+async function checkInboundFit(deps: ApiDeps, orgId: string, provider: string, agent: LoadedAgent): Promise<void> {
+  const adapter = carrierFor(provider);
+  if (!adapter) return;
+  const problems = await agentCarrierProblems(deps.db, orgId, adapter, 'inbound', agent.config);
+  if (problems.length) {
+    throw new HttpError(400, `Agent '${agent.name}' (${agent.uuid}) cannot answer ${carrierName(provider)} calls: ${problemsText(problems)}`);
+  }
+}
+
 export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
   const { db, config } = deps;
   const ctxOf = () => ({ config, logger: deps.logger });
@@ -49,7 +61,15 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const adapter = carrierFor(row.provider);
     if (!adapter) return { ok: false, message: `provider '${row.provider}' has no adapter` };
     if (addressType !== 'pstn') return { ok: false, message: 'SIP addresses have no carrier inbound webhook to update' };
-    return adapter.syncInbound(ctxOf(), openCredentials(config, row.credentials), e164, { voiceUrl: carrierVoiceUrl(config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(config, adapter.id) });
+    let creds;
+    try {
+      creds = configCredentials(config, row);
+    } catch (err) {
+      // the attachment is saved; the carrier cannot be updated until the credentials are readable again
+      if (err instanceof SecretUnreadable) return { ok: false, message: err.message };
+      throw err;
+    }
+    return adapter.syncInbound(ctxOf(), creds, e164, { voiceUrl: carrierVoiceUrl(config, adapter.id), statusCallbackUrl: carrierVoiceStatusUrl(config, adapter.id) });
   }
 
   router.post('/organizations/telephony-configs/:config_id/phone-numbers', async (ctx) => {
@@ -59,11 +79,12 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const n = normalizedOrThrow(body.address, body.country_code);
     const agent = body.inbound_agent_uuid ? await loadAgent(db, orgId, body.inbound_agent_uuid.toLowerCase()) : null;
     if (body.inbound_agent_uuid && !agent) throw new HttpError(404, 'Agent not found');
+    if (agent) await checkInboundFit(deps, orgId, cfg.provider, agent);
     const dup = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
       SELECT id FROM phone_numbers WHERE organization_id = ${orgId} AND address_normalized = ${n.normalized}`);
     if (dup) throw new HttpError(409, NUMBER_EXISTS);
     const adapter = adapterOrThrow(cfg.provider);
-    const ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, openCredentials(config, cfg.credentials), n.normalized) : null;
+    const ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, configCredentials(config, cfg), n.normalized) : null;
     let id: number;
     try {
       id = await db.transaction(async (tx) => {
@@ -120,7 +141,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
           SELECT id FROM phone_numbers WHERE organization_id = ${orgId} AND address_normalized = ${n.normalized} AND id <> ${current.id}`);
         if (dup) throw new HttpError(409, NUMBER_EXISTS);
         const adapter = adapterOrThrow(cfg.provider);
-        ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, openCredentials(config, cfg.credentials), n.normalized) : null;
+        ref = n.type === 'pstn' ? await ownershipOrThrow(deps, adapter, configCredentials(config, cfg), n.normalized) : null;
       }
       normalized = n.normalized;
       type = n.type;
@@ -128,6 +149,7 @@ export function phoneNumberRoutes(router: Router, deps: ApiDeps): void {
     const agentGiven = Object.hasOwn(raw, 'inbound_agent_uuid');
     const agent = body.inbound_agent_uuid ? await loadAgent(db, orgId, body.inbound_agent_uuid.toLowerCase()) : null;
     if (body.inbound_agent_uuid && !agent) throw new HttpError(404, 'Agent not found');
+    if (agent) await checkInboundFit(deps, orgId, cfg.provider, agent);
     try {
       await db.transaction(async (tx) => {
         if (body.is_default_caller_id) {

@@ -21,7 +21,7 @@ import { isMessageEnd, notifyCallEvent } from '../../../core/telephony/call-even
 import { toE164 } from '../../../core/telephony/numbers.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { verifyConfigUrlSig, verifyStreamToken } from '../../../core/telephony/signing.ts';
-import { callCarrier, getConfigById, openCredentials, type CallCarrier } from '../../../core/telephony/store.ts';
+import { callCarrier, getConfigById, readCredentials, type CallCarrier } from '../../../core/telephony/store.ts';
 import type { CarrierAdapter, CarrierEvent, CarrierReply, Credentials, WebhookRequest } from '../../../core/telephony/types.ts';
 import { carrierHookUrl, carrierStreamUrl } from '../../../core/telephony/urls.ts';
 import type { ApiDeps } from '../../deps.ts';
@@ -222,8 +222,8 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     const bound = await db.anyFirst(sql.type(z.object({ credentials: z.instanceof(Buffer) }))`
       SELECT credentials FROM inbound_bindings WHERE provider = ${adapter.id} AND account_ref = ${ref} AND credentials IS NOT NULL LIMIT 20`);
     for (const blob of [...configs, ...bound]) {
-      const creds = openCredentials(config, blob);
-      if (adapter.verifyWebhook(creds, req)) return creds;
+      const creds = readCredentials(config, blob); // unreadable with the current key: verifies nothing
+      if (creds && adapter.verifyWebhook(creds, req)) return creds;
     }
     return null;
   }
@@ -282,7 +282,9 @@ export function carrierWebhookRoutes(router: Router, deps: ApiDeps): void {
     const cfg = await getConfigById(db, Number(id));
     if (!cfg || cfg.provider !== adapter.id) throw new HttpError(404, 'Telephony configuration not found');
     const route = to ? (await carrierRoutes(deps, adapter.id, to)).find((r) => r.orgId === cfg.organization_id) : undefined;
-    const creds = openCredentials(config, cfg.credentials);
+    // the configuration's credentials are not needed to answer a signed-URL carrier (Exotel's Voicebot answer is our
+    // stream URL); unreadable ones (a changed TELEPHONY_ENCRYPTION_KEY) still get the call answered
+    const creds = readCredentials(config, cfg.credentials) ?? {};
     if (!route) return refuseSafely(adapter, creds, ev.carrierCallId, refusalMessage('no_route'));
     const admission = await admitInbound(deps, route, { provider: adapter.id, from: ev.from, to, carrierCallId: ev.carrierCallId });
     return answerInbound(adapter, route.credentials ?? creds, ev, admission);

@@ -1,5 +1,5 @@
 -- Call history at a million rows: indexes for GET /calls filters and sorts, the rejected-row throttle and the
--- pending-call expiry sweep. Measured by bench/history.ts. Every index leads with organization_id (each query
+-- pending-call expiry sweep (bench/history.ts measures them). Every index leads with organization_id (each query
 -- is scoped to one organization), except the expiry sweep's, which spans organizations.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 

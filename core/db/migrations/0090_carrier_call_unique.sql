@@ -1,7 +1,7 @@
 -- One call per carrier call: a carrier that retries its inbound webhook (same CallSid / CallUUID / call_control_id /
 -- uuid) must find the call it already admitted, never create a second row or take a second concurrency slot. The
 -- unique index is the guarantee under parallel retries (the losing insert rolls back its gate transaction).
--- Rejected inbound attempts now carry the carrier call id too, so a retried refusal is answered from its row.
+-- Rejected inbound attempts carry the carrier call id too, so a retried refusal is answered from its row.
 -- Older duplicates (none are expected) keep their id in logs.duplicate_carrier_call_id; the first row keeps it.
 WITH dup AS (
   SELECT id, carrier_call_id FROM (

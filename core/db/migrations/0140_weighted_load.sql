@@ -1,4 +1,4 @@
--- Weighted admission (issue 24): each media node also reports its load weighted by transport × engines
+-- Weighted admission: each media node also reports its load weighted by transport × engines
 -- (media/admission.ts CALL_WEIGHTS, in units of one local-engine WebSocket call, the unit of `capacity`) and whether
 -- its admission would take the lightest join right now. POST /call counts a node available when it is accepting.
 ALTER TABLE media_nodes

@@ -1,4 +1,4 @@
--- POST /call steers a call to the least loaded media node by weight (issue 24 item 4).
+-- POST /call steers a call to the least loaded media node by weight.
 -- media_nodes.public_url: the node's own public address (MEDIA_PUBLIC_URL) when it has one; NULL = the shared
 -- PUBLIC_URL behind the proxy. calls.assigned_node: the node POST /call assigned the pending call to. Until the call
 -- joins, its joining weight counts on that node's load (the node's own weighted_load does not have it yet); the

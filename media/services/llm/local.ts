@@ -10,7 +10,7 @@
 // token usage is estimated (≈ 4 characters per token) so per-call usage metrics fill in as with a real model.
 // It has no completeWithSchema: structured answers need the installed model or an OpenAI-compatible server.
 import type { Config } from '../../../core/config.ts';
-import type { ChatMessage, LlmChunk, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService } from '../types.ts';
+import type { ChatMessage, LlmChunk, LlmPrefillContext, LlmRequest, LlmSchemaRequest, LlmSchemaResult, LlmService } from '../types.ts';
 import { engineError, OpenAiCompatLlm } from './openai.ts';
 import { LlamaLlm, QWEN_MODEL } from './llama.ts';
 
@@ -136,30 +136,40 @@ let fallbackReported = '';
 class LlamaOrDemo implements LlmService {
   readonly provider = 'local';
   model = QWEN_MODEL;
-  private use: LlmService | null = null;
+  private use: Promise<LlmService> | null = null;
 
   constructor(private readonly modelsDir?: string) {}
 
-  private async engine(): Promise<LlmService> {
-    if (this.use) return this.use;
-    const llama = new LlamaLlm(this.modelsDir);
-    try {
-      await llama.prewarm();
-      this.use = llama;
-    } catch (err) {
-      const why = (err as Error).message;
-      if (fallbackReported !== why) {
-        fallbackReported = why;
-        process.emitWarning(`local LLM: ${QWEN_MODEL} cannot run (${why}); the demo responder answers`, 'LocalLlmFallback');
+  /** The engine this call uses, decided once (prewarm and the first request may ask at the same time). */
+  private engine(): Promise<LlmService> {
+    this.use ??= (async () => {
+      const llama = new LlamaLlm(this.modelsDir ? { modelsDir: this.modelsDir } : {});
+      try {
+        await llama.prewarm();
+        return llama;
+      } catch (err) {
+        const why = (err as Error).message;
+        if (fallbackReported !== why) {
+          fallbackReported = why;
+          process.emitWarning(`local LLM: ${QWEN_MODEL} cannot run (${why}); the demo responder answers`, 'LocalLlmFallback');
+        }
+        this.model = 'local-demo';
+        return new DemoLlm('local-demo');
       }
-      this.use = new DemoLlm('local-demo');
-      this.model = 'local-demo';
-    }
+    })();
     return this.use;
   }
 
   async prewarm(): Promise<void> {
     await this.engine();
+  }
+
+  async prefill(ctx: LlmPrefillContext): Promise<void> {
+    await (await this.engine()).prefill?.(ctx);
+  }
+
+  async close(): Promise<void> {
+    await (await this.use)?.close?.();
   }
 
   async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {

@@ -4,7 +4,7 @@
 // error after the first chunk is the caller's error event. A fatal error (key, model) is never retried, and
 // an interruption (the request's signal) ends the wait at once. Worst case the caller waits ≈ 1.3 s plus three
 // requests' time longer before the error event; the common case (one refused request) is answered 300 ms later.
-import type { EngineError, LlmChunk, LlmRequest, LlmSchemaRequest, LlmService } from '../types.ts';
+import type { EngineError, LlmChunk, LlmPrefillContext, LlmRequest, LlmSchemaRequest, LlmService } from '../types.ts';
 
 export const LLM_RETRY_DELAYS_MS: readonly number[] = [300, 1000];
 
@@ -31,8 +31,10 @@ export function withLlmRetries(llm: LlmService, delaysMs: readonly number[] = LL
     provider: llm.provider,
     model: llm.model,
     ...(llm.prewarm ? { prewarm: () => llm.prewarm!() } : {}),
+    ...(llm.prefill ? { prefill: (ctx: LlmPrefillContext) => llm.prefill!(ctx) } : {}),
     // one-shot answers are retried by their callers (activity retries), not here
     ...(llm.completeWithSchema ? { completeWithSchema: (r: LlmSchemaRequest) => llm.completeWithSchema!(r) } : {}),
+    ...(llm.close ? { close: () => llm.close!() } : {}),
     async *stream(req: LlmRequest): AsyncIterable<LlmChunk> {
       for (let attempt = 0; ; attempt++) {
         let streamed = false;

@@ -7,11 +7,14 @@
 // the LLM as a user turn `[keypad: …]`, never as a transcript role); `logs.voicemail_detection` = the verdict
 // `{result: human|voicemail|ivr, by: amd|phrases|words|beep|long_greeting|initial_silence|window, answeredBy?, words?,
 // ms?}`; `logs.voicemail` = `{left, after: carrier|beep|silence|timeout, waitedMs}` when a message was left;
-// `logs.transfer` = `{transferId, destination, record, requestedAt}` (plus `error` when the carrier refused);
+// `logs.transfer` = `{transferId, destination, timeoutS, record, recordSkipped?, requestedAt}` (plus `error` when the
+// carrier refused; `recordSkipped` says why a recordTransfer was not recorded); `logs.carrier_recording_unsupported`
+// = why recordInProviderConsole could not be honoured on this carrier and direction;
 // `logs.carrier_stop` = the carrier's stop reason.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { sql } from '../../../core/db/pool.ts';
+import { SecretUnreadable } from '../../../core/secrets.ts';
 import { onPhoneCallEnded } from '../../../core/telephony/ended.ts';
 import { carrierFor } from '../../../core/telephony/registry.ts';
 import { callCarrier } from '../../../core/telephony/store.ts';
@@ -41,15 +44,44 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
       .query(sql.type(z.object({}))`UPDATE calls SET logs = logs || ${JSON.stringify(entry)}::jsonb WHERE id = ${row.id}`)
       .catch((err: unknown) => log.warn({ err }, 'could not write call logs'));
 
-  if (row.transport === 'inbound' && (row.config_snapshot as { recordInProviderConsole?: unknown } | null)?.recordInProviderConsole === true) {
+  const adapter = carrierFor(provider ?? '');
+  const direction = row.transport === 'inbound' ? 'inbound' : 'outbound';
+  const wantsWholeCall = (row.config_snapshot as { recordInProviderConsole?: unknown } | null)?.recordInProviderConsole === true;
+  const wholeCallUnsupported = wantsWholeCall && adapter ? adapter.recordingSupport(direction === 'inbound' ? 'inbound_call' : 'outbound_call') : null;
+  if (wholeCallUnsupported) {
+    // an agent that met this carrier before the API refused such agents (or whose number's carrier changed): the
+    // call goes on without the carrier's recording, and its logs say why
+    log.warn({ reason: wholeCallUnsupported }, 'recordInProviderConsole cannot be honoured by this carrier');
+    void appendLogs({ carrier_recording_unsupported: wholeCallUnsupported });
+  }
+  /** The carrier records the whole call itself: a transferred leg must not be recorded a second time. */
+  const wholeCallRecorded = wantsWholeCall && !wholeCallUnsupported;
+  if (row.transport === 'inbound' && wholeCallRecorded) {
     void startCarrierRecording(deps, row.id);
   }
 
   const transfer: CarrierTransfer = async ({ destination, timeoutS, recordTransfer }) => {
-    const carrier = await callCarrier(db, config, row.id).catch(() => null);
+    let carrier;
+    try {
+      carrier = await callCarrier(db, config, row.id);
+    } catch (err) {
+      // credentials the current key cannot open: the LLM hears why, the call goes on
+      return { ok: false, error: err instanceof SecretUnreadable ? err.message : 'provider_not_supported: the carrier of this call could not be loaded' };
+    }
     if (!carrier?.carrierCallId) return { ok: false, error: 'provider_not_supported: the carrier call is not known' };
     const transferId = randomUUID();
-    await appendLogs({ transfer: { transferId, destination, record: recordTransfer, requestedAt: new Date().toISOString() } });
+    // recordTransfer: the transferred conversation is recorded by the carrier and re-hosted — unless the carrier
+    // records the whole call already (recordInProviderConsole: the conversation is in that recording, so no second
+    // one), or cannot record a transferred leg (Smartflo), which the logs then say
+    const legUnsupported = carrier.adapter.recordingSupport('transfer_leg')
+      ?? (carrier.adapter.hooks && !carrier.adapter.signedUrls ? null : `${carrier.adapter.id} posts no recording of a transferred leg`);
+    const record = recordTransfer && !wholeCallRecorded && !legUnsupported;
+    const recordSkipped = !recordTransfer || record ? undefined
+      : wholeCallRecorded ? 'the carrier records the whole call (recordInProviderConsole): the transferred conversation is in that recording'
+        : legUnsupported!;
+    if (recordSkipped && !wholeCallRecorded) log.warn({ reason: recordSkipped }, 'recordTransfer cannot be honoured by this carrier');
+    const entry = { transferId, destination, timeoutS, record, ...(recordSkipped ? { recordSkipped } : {}) };
+    await appendLogs({ transfer: { ...entry, requestedAt: new Date().toISOString() } });
     transferred = true; // the stream stops once the carrier moves the call: that stop means "transferred"
     try {
       await carrier.adapter.transfer({ config, logger: log }, carrier.creds, carrier.carrierCallId, {
@@ -57,18 +89,17 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
         destination,
         timeoutS,
         // carriers that sign their callbacks post the transferred leg's recording to its `recording` webhook
-        recordingCallbackUrl: recordTransfer && carrier.adapter.hooks && !carrier.adapter.signedUrls ? carrierHookUrl(config, carrier.adapter.id, 'recording', row.id) : null,
+        recordingCallbackUrl: record ? carrierHookUrl(config, carrier.adapter.id, 'recording', row.id) : null,
         callerId: carrier.platformNumber,
       });
       return { ok: true };
     } catch (err) {
       transferred = false;
-      await appendLogs({ transfer: { transferId, destination, record: recordTransfer, error: (err as Error).message } });
+      await appendLogs({ transfer: { ...entry, error: (err as Error).message } });
       return { ok: false, error: (err as Error).message };
     }
   };
 
-  const adapter = carrierFor(provider ?? '');
   const observers = [];
   if (row.transport === 'outbound') {
     // carriers with AMD were asked for it at dial time (core/telephony/outbound.ts): their verdicts arrive as events
@@ -101,7 +132,7 @@ export function phoneCallOptions(deps: PhoneCallDeps, row: CallRow, transport: C
 
   return {
     claimed: true,
-    tools: { transfer },
+    tools: { transfer, ...(adapter ? { transferSupport: (d: string) => adapter.transferSupport(d) } : {}) },
     ...(carrierDtmf ? { carrierDtmf } : {}),
     hangupReason: () => (transferred ? 'transferred' : 'user_hangup'),
     session: { observers },

@@ -90,13 +90,13 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   t.true(row.transcript.some((e: { role: string; content?: string }) => e.role === 'user' && /time/.test(e.content ?? '')));
 });
 
-(neural ? test : test.skip)('a full call on the neural local engines: greeting, a caller question, a relevant reply (Whisper + Piper + Qwen or the demo responder)', async (t) => {
+(neural ? test : test.skip)('a full call on the neural local engines: greeting, a caller question, a relevant reply, a goodbye that ends the call (Whisper + Piper + Qwen or the demo responder)', async (t) => {
   const callId = await insertPendingCall(s.db, {
     orgId: org.orgId,
     config: agentConfig({
       name: 'neural local engines',
       systemPrompt: 'You are the receptionist of Bright Smile Dental on a phone call. Answer in one short sentence. Opening hours: Monday to Friday, 9 am to 5 pm.',
-      llm: { provider: 'local', model: qwen ? 'qwen2.5-coder-0.5b-instruct' : 'demo', temperature: 0, maxTokens: 60, prewarm: false },
+      llm: { provider: 'local', model: qwen ? 'qwen2.5-coder-0.5b-instruct' : 'demo', temperature: 0, maxTokens: 60, prewarm: true },
       stt: { provider: 'local', model: 'whisper-tiny.en', interruptionMinWords: 0 },
       tts: { provider: 'local', model: 'piper' },
       greeting: { firstMessages: ['Thanks for calling Bright Smile Dental.'], interruptible: false },
@@ -123,10 +123,20 @@ test('a spoken question gets a spoken answer (Silero VAD + pocketsphinx + eSpeak
   const reply = await caller.waitEvent((e) => e.type === 'rtf-bot-text' && (qwen ? /monday|friday|9|nine/i : /^It is \d\d:\d\d UTC\.$/).test(e.payload!.text), 120_000, 'reply');
   t.log(reply.payload!.text);
   await until(() => caller.audioBytes > greetingBytes + 24000, { what: 'reply audio', timeoutMs: 120_000 });
-  caller.close();
+  await caller.waitAgentQuiet(500, 120_000);
+  // the caller takes leave: the agent says its farewell and hangs up (no "Are you still there?")
+  const bye = await callerSpeech('thank you, goodbye');
+  for (let i = 0; i < bye.length && caller.isOpen; i += 320) {
+    caller.ws.send(Buffer.from(bye.slice(i, i + 320).buffer));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // the microphone keeps streaming (silence) until the agent hangs up
+  for (const end = Date.now() + 60_000; caller.isOpen && Date.now() < end; ) await caller.silence(200);
+  t.false(caller.isOpen, 'the agent hung up');
   const row = await endedRow(s.db, callId);
-  t.is(row.ended_reason, 'user_hangup');
+  t.is(row.ended_reason, 'agent_hangup');
   t.true(row.transcript.some((e: { role: string; content?: string }) => e.role === 'user' && /hours|time/.test(e.content ?? '')));
+  t.true(row.transcript.some((e: { role: string; name?: string }) => e.role === 'tool' && e.name === 'end_call'), 'ended through the end-call tool');
 });
 
 /** Stream 16 kHz audio over the socket in real time (20 ms frames). */
