@@ -15,7 +15,6 @@ import { z } from 'zod';
 import { Worker } from '@temporalio/worker';
 import { workflowsPath } from '../../activities/worker.ts';
 import { sql } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logger.ts';
 import { computeCost } from '../../core/pricing.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { modelInstalled } from '../../media/services/model-files.ts';
