@@ -151,7 +151,7 @@ try {
   await waitQuiet(1000);
   // synthesize the caller's sentence with eSpeak NG and resample to 16 kHz
   // The caller's voice: eSpeak's Klatt variant is what the offline recogniser hears best (word accuracy:
-  // docs/engines.md).
+  // docs/benchmarks.md).
   const tts = createLocalTts({ languages: ['en'], voice: process.env.DEMO_CALLER_VOICE ?? 'en-us+klatt', wordsPerMinute: 150 });
   const parts: Int16Array[] = [];
   for await (const p of tts.synthesize(CALLER_SENTENCE, new AbortController().signal)) parts.push(p);

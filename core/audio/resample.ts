@@ -210,8 +210,8 @@ export function resample(input: Int16Array, fromRate: number, toRate: number, op
 
 /**
  * The cheap streaming kernel: linear interpolation, for a path that runs on every frame of every call and is only
- * listened back to (the recording's caller track). The windowed-sinc Resampler above costs about 15 times its CPU
- * there (see docs/benchmarks.md).
+ * listened back to (the recording's caller track), where the windowed-sinc Resampler above would cost many times
+ * its CPU.
  */
 /** Linear-interpolation resampler that keeps its phase across calls (streaming). The read position is kept as an
  * integer count of 1/toRate-input-sample steps (exact: no drift over a 2-hour call, and no float floor/round per
