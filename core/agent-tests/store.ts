@@ -8,7 +8,6 @@ import {
   runRow,
   testRow,
   TERMINAL_STATUSES,
-  type CallerEngines,
   type EndedBy,
   type LlmChoice,
   type RunMode,
@@ -37,16 +36,8 @@ const RUN_SELECT = sql.fragment`
          r.ended_at
   FROM agent_test_runs r JOIN agents a ON a.id = r.agent_id`;
 
-export interface NewTest {
-  name: string;
-  scenario: string;
-  criteria: string[];
-  maxTurns: number;
-  maxDurationS: number;
-  answerTimeoutS: number;
-  caller: CallerEngines;
-  judge: LlmChoice | null;
-}
+/** A test as created: a run's snapshot, with the judge left to the caller's LLM when null. */
+export type NewTest = Omit<TestSnapshot, 'judge'> & { judge: LlmChoice | null };
 
 export async function insertTest(db: Queryable, orgId: string, agentId: number, t: NewTest): Promise<TestRow> {
   const id = await db.oneFirst(sql.type(z.object({ id: z.string() }))`

@@ -4,7 +4,7 @@
 // transfer-recording workflow downloads the carrier's file with the carrier's auth and re-hosts it, and the agent's
 // webhook gets exactly one call.transfer_recording.completed with our URL — a redelivered callback changes nothing.
 // A separate file from carriers.test.ts because it needs Temporal and a worker (that suite runs without them).
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { z } from 'zod';
 import { sql } from '../../core/db/pool.ts';
 import type { EngineFactory } from '../../media/deps.ts';
@@ -48,6 +48,22 @@ test.after.always(async () => {
 const FROM = '+14155550100';
 const TO = '+14155550199';
 
+/** Dial the agent, answer, speak one turn: the agent's transfer reaches the carrier; what the carrier was asked. */
+async function callUntilTransfer(t: ExecutionContext, d: CarrierDriver, key: string, acc: unknown, agent: Record<string, unknown>) {
+  const seen = d.dialCount();
+  const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  const callId = r.body.callId as string;
+  const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
+  const phone = await d.answerAndConnect(acc, call);
+  await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
+  await agentQuiet(phone);
+  await phone.tone(600);
+  await phone.silence(600);
+  const asked = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+  return { callId, call, phone, asked };
+}
+
 for (const d of drivers) {
   test.serial(`${d.id}: recordTransfer (default) → the carrier records the transferred leg → exactly one call.transfer_recording.completed with our copy`, async (t) => {
     const { apiKey: key } = await s.createOrg({ balanceUsd: 50, concurrency: 10 });
@@ -60,17 +76,7 @@ for (const d of drivers) {
       // recordTransfer left out: the spec's default (true) applies
       tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20 } }],
     });
-    const seen = d.dialCount();
-    const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
-    t.is(r.status, 200, JSON.stringify(r.body));
-    const callId = r.body.callId as string;
-    const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
-    const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
-    await agentQuiet(phone);
-    await phone.tone(600);
-    await phone.silence(600);
-    const asked = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+    const { callId, call, phone, asked } = await callUntilTransfer(t, d, key, acc, agent);
     t.true(asked.includes(`/recording/${callId}`), `the transfer asks for the leg's recording: ${asked}`);
     phone.hangup(); // the call leaves the stream for the transfer
     t.is((await endedRow(s.db, callId)).ended_reason, 'transferred');
@@ -107,17 +113,7 @@ for (const d of drivers) {
       name, webhook: { url: hooks.url }, recordInProviderConsole: true,
       tools: [{ type: 'transferCall', name: 'transfer_to_sales', description: 'Transfer to sales', config: { destination: '+15550009999', timeout: 20, recordTransfer: true } }],
     });
-    const seen = d.dialCount();
-    const r = await s.request('POST', '/call', { key, body: { type: 'outbound', callConfig: { provider: d.id, phoneNumber: FROM, auth: d.creds(acc) }, toNumber: TO, agent } });
-    t.is(r.status, 200, JSON.stringify(r.body));
-    const callId = r.body.callId as string;
-    const call = await until(() => d.dialAt(seen), { what: 'the dial to reach the fake carrier', timeoutMs: 10_000 });
-    const phone = await d.answerAndConnect(acc, call);
-    await until(() => phone.heardMs > 300, { what: 'greeting', timeoutMs: 20_000 });
-    await agentQuiet(phone);
-    await phone.tone(600);
-    await phone.silence(600);
-    const asked = await until(() => d.transferred!(call), { what: 'transfer at the carrier', timeoutMs: 20_000 });
+    const { callId, phone, asked } = await callUntilTransfer(t, d, key, acc, agent);
     t.false(asked.includes('/recording/'), `no recording of the transferred leg asked for: ${asked}`);
     t.false(/startOnDialAnswer|record-from-answer|"action":"record"/.test(asked), `no recording of the leg in the transfer request: ${asked}`);
     phone.hangup();
