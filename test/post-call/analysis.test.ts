@@ -172,7 +172,7 @@ test.serial('a real call: the Structured Outputs answer on the call, in call.com
   const report = await fetch(`${s.baseUrl}/campaign/${campaign}/report`, { headers: { 'x-api-key': apiKey } });
   const lines = (await report.text()).trim().split('\r\n');
   const header = lines[0]!.split(',');
-  t.deepEqual(header.slice(9, 13), ['analysis_status', 'success', 'success_score', 'success_reason']);
+  t.deepEqual(header.slice(9, 14), ['voicemail_left', 'analysis_status', 'success', 'success_score', 'success_reason']);
   t.deepEqual(header.slice(13), ['confirmed', 'day', 'wants_callback'], 'one column per top-level property, by name');
   const cells = lines[1]!.split(',');
   const col = (name: string) => cells[header.indexOf(name)];
