@@ -28,7 +28,8 @@ const factory: EngineFactory = async ({ config }) => ({
   engines:
     config.stt.model === 'whisper-tiny.en'
       ? {
-          llm: qwen ? createLocalLlm({}, 'qwen2.5-coder-0.5b-instruct') : new DemoLlm('demo'),
+          // the agent's own choice: the paused-sentence calls count the demo's one-sentence replies
+          llm: qwen && config.llm.model === 'qwen2.5-coder-0.5b-instruct' ? createLocalLlm({}, 'qwen2.5-coder-0.5b-instruct') : new DemoLlm('demo'),
           stt: createLocalStt('whisper-tiny.en', { greeting: config.greeting.firstMessages[0] }),
           tts: createLocalTts({ languages: config.languages }),
           turn: createSmartTurn(),
