@@ -173,20 +173,20 @@ test.serial('a real call: the Structured Outputs answer on the call, in call.com
   const lines = (await report.text()).trim().split('\r\n');
   const header = lines[0]!.split(',');
   t.deepEqual(header.slice(9, 14), ['voicemail_left', 'analysis_status', 'success', 'success_score', 'success_reason']);
-  t.deepEqual(header.slice(13), ['confirmed', 'day', 'wants_callback'], 'one column per top-level property, by name');
+  t.deepEqual(header.slice(14), ['confirmed', 'day', 'wants_callback'], 'one column per top-level property, by name');
   const cells = lines[1]!.split(',');
   const col = (name: string) => cells[header.indexOf(name)];
   t.deepEqual([col('analysis_status'), col('success'), col('success_score'), col('success_reason')], ['completed', 'true', '', 'The caller confirmed Tuesday.']);
   t.deepEqual([col('confirmed'), col('day'), col('wants_callback')], ['true', 'tuesday', 'false']);
-  t.is(lines[2], `2,+14155550101,queued,0,,,,,,,,,,${',,'}`);
+  t.is(lines[2], `2,+14155550101,queued,0,,,,,,,,,,,${',,'}`);
 
   // A property named like a fixed column gets a `data.` prefix; arrays are JSON text (CSV-quoted).
   await s.db.query(sql.unsafe`UPDATE agents SET config = jsonb_set(jsonb_set(config, '{analysis,structuredData,schema,properties,attempts}', '{"type":"integer"}'),
     '{analysis,structuredData,schema,properties,notes}', '{"type":"array","items":{"type":"string"}}') WHERE id = ${agent.id}`);
   await s.db.query(sql.unsafe`UPDATE calls SET analysis = jsonb_set(jsonb_set(analysis, '{structuredData,attempts}', '3'), '{structuredData,notes}', '["a, b","c \\"d\\""]') WHERE id = ${callId}`);
   const again = parseCsv(await (await fetch(`${s.baseUrl}/campaign/${campaign}/report`, { headers: { 'x-api-key': apiKey } })).text()) as string[][];
-  t.deepEqual(again[0]!.slice(13), ['data.attempts', 'confirmed', 'day', 'notes', 'wants_callback']);
-  t.deepEqual(again[1]!.slice(13), ['3', 'true', 'tuesday', '["a, b","c \\"d\\""]', 'false']);
+  t.deepEqual(again[0]!.slice(14), ['data.attempts', 'confirmed', 'day', 'notes', 'wants_callback']);
+  t.deepEqual(again[1]!.slice(14), ['3', 'true', 'tuesday', '["a, b","c \\"d\\""]', 'false']);
   t.is(again[1]![3], '1', 'the fixed attempts column is untouched');
 
   // The history (patched path) replays against today's workflow code.
