@@ -11,7 +11,8 @@
 // BENCH_PROMPT the agent's system prompt (BENCH_PROMPT=dental: a front-desk prompt, with SENTENCES to match); vendor
 // ids need <ID>_BASE_URL / <ID>_API_KEY pointing at fakes (passed through to the server), or
 // BENCH_FAKES=path/to/module.ts whose `start()` resolves to `{ env, close() }` (env added to the server's).
-// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there.
+// BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there. CALLER_VOICE=piper: the callers speak with
+// the Piper voice (default: eSpeak NG's Klatt voice).
 // BURST=50: admission instead of levels — on the node's own capacity (MEDIA_MAX_CALLS unset unless given), BURST
 // callers each POST /call and join within one second, twice: on the freshly started node and again once it is warm.
 // The accepted ones run their turns (greeting, voice-to-voice); every other one must be refused within 2 s (503 at
@@ -346,8 +347,11 @@ try {
   if (agent.status !== 201 && agent.status !== 200) throw new Error(`POST /agents → ${agent.status} ${JSON.stringify(agent.json)}`);
   const agentId = String(agent.json!.uuid);
 
-  // the callers' sentences: eSpeak NG (Klatt voice, slower), 16 kHz
-  const callerTts = createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' }); // a fresh engine per sentence: the same audio every run
+  // the callers' sentences, 16 kHz: eSpeak NG (Klatt voice, slower), or with CALLER_VOICE=piper the Piper voice
+  // without its sampling noise; either gives the same audio every run
+  const callerTts = process.env.CALLER_VOICE === 'piper'
+    ? (await import('../media/services/tts/piper.ts')).createPiperTts({ noiseless: true })
+    : createLocalTts({ languages: ['en'], voice: 'en-us+klatt', wordsPerMinute: 150, binary: 'espeak-ng' });
   const sentences: Int16Array[] = [];
   for (const s of SENTENCES) {
     const parts: Int16Array[] = [];
@@ -521,5 +525,6 @@ try {
   }
   await fakes?.close().catch(() => {});
   await scratch.stop().catch(() => {});
+  if (process.env.CALLER_VOICE === 'piper') await (await import('../media/services/neural.ts')).closeNeuralEngines().catch(() => {});
 }
 process.exit(exit);

@@ -141,7 +141,8 @@ export type WeightWant = number | { transport: WeightTransport; engines: WeightE
 /**
  * Reserve room for a pending call on the least loaded live media node, inside the caller's transaction, and record
  * it on the row (calls.assigned_node, calls.reserved_weight). A node's load here = its reported weighted_load + the
- * reserved weight of every pending call already assigned to it (those are not in its own figure until they join),
+ * reserved weight of every pending call already assigned to it (those are not in its own figure until they join)
+ * and of every call that joined it after its last report (not in that figure yet either),
  * so calls created between two reports spread instead of all going to the node that looked emptiest, and the room
  * a pending call holds stays held until its media arrives (the node then takes the reservation over) or the row
  * leaves pending (never connected, expired). Eligible: fresh heartbeat, accepting, not draining, and room for this
@@ -167,12 +168,19 @@ export async function reserveMediaNode(
       : sql.fragment`${CALL_WEIGHTS[want.transport].vendor}::float8`;
   await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtextextended('media_nodes.assign', 0))`);
   const pick = await tx.maybeOne(sql.type(assigned)`
-    WITH pending AS (
-      SELECT assigned_node,
+    WITH held AS (
+      SELECT assigned_node AS node_id, reserved_weight, transport
+      FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL AND id <> ${callId}
+      UNION ALL
+      -- joined since the node's last report: in neither its weighted_load nor the pending calls yet
+      SELECT c.media_node, c.reserved_weight, c.transport
+      FROM calls c JOIN media_nodes m ON m.node_id = c.media_node
+      WHERE c.status = 'active' AND c.started_at >= m.load_at
+    ), pending AS (
+      SELECT node_id AS assigned_node,
         sum(COALESCE(reserved_weight, CASE WHEN transport IN ('webrtc', 'web') THEN ${wWebrtc}::float8 WHEN transport = 'websocket' THEN ${wWs}::float8
                  ELSE ${wCarrier}::float8 END)) AS w
-      FROM calls WHERE status = 'pending' AND assigned_node IS NOT NULL AND id <> ${callId}
-      GROUP BY assigned_node
+      FROM held GROUP BY node_id
     ), nodes AS (
       SELECT n.node_id, n.public_url, n.capacity::float8 AS capacity, n.weighted_load::float8 + COALESCE(p.w, 0) AS load,
              ${weightSql} AS weight

@@ -94,6 +94,32 @@ test('assignment across api replicas: 12 calls assigned at once never overfill a
   }
 });
 
+test('assignment: calls that joined a node after its last report still hold their room (a burst between two reports never overfills it)', async (t) => {
+  const { db } = await createTestDb();
+  try {
+    const org = await createOrganization(db, { name: 'steer-burst', balanceUsd: 10 });
+    // the node reported an empty load; since then two reserved calls joined it (active, not in that report yet)
+    await reportNode(db, 'n', load(0, 2));
+    const joined = async () => {
+      const id = await insertPendingCall(db, { orgId: org.id, transport: 'websocket', config: agentConfig({ name: 'burst' }) });
+      t.like(await assignMediaNode(db, id, 'websocket', DEAD_AFTER_S), { node_id: 'n' });
+      await db.query(sql.unsafe`UPDATE calls SET status = 'active', started_at = now(), media_node = 'n' WHERE id = ${id}`);
+      return id;
+    };
+    const [a] = [await joined(), await joined()];
+    t.is(await assignMediaNode(db, await insertPendingCall(db, { orgId: org.id, transport: 'websocket', config: agentConfig({ name: 'burst' }) }), 'websocket', DEAD_AFTER_S), null, 'full until the node reports');
+    // the node's next report carries them: the same answer from its own figure
+    await reportNode(db, 'n', load(2, 2));
+    t.is(await assignMediaNode(db, await insertPendingCall(db, { orgId: org.id, transport: 'websocket', config: agentConfig({ name: 'burst' }) }), 'websocket', DEAD_AFTER_S), null, 'full by its report');
+    // one of them ends and the node reports it: room for one again
+    await db.query(sql.unsafe`UPDATE calls SET status = 'completed', ended_at = now() WHERE id = ${a}`);
+    await reportNode(db, 'n', load(1, 2));
+    t.like(await assignMediaNode(db, await insertPendingCall(db, { orgId: org.id, transport: 'websocket', config: agentConfig({ name: 'burst' }) }), 'websocket', DEAD_AFTER_S), { node_id: 'n' });
+  } finally {
+    await db.end();
+  }
+});
+
 // ── real processes ────────────────────────────────────────────────────────────────────────────────────────────
 
 test.after.always(killServiceProcesses);
