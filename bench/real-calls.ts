@@ -14,7 +14,8 @@
 // BENCH_CPU_PROF=dir writes a V8 CPU profile of the server process there. CALLER_VOICE=piper: the callers speak with
 // the Piper voice (default: eSpeak NG's Klatt voice).
 // BURST=50: admission instead of levels — on the node's own capacity (MEDIA_MAX_CALLS unset unless given), BURST
-// callers each POST /call and join within one second, twice: on the freshly started node and again once it is warm.
+// callers each POST /call and join within one second, twice: on the freshly started node (as soon as it reports
+// accepting, its engines loaded) and again once it is warm.
 // The accepted ones run their turns (greeting, voice-to-voice); every other one must be refused within 2 s (503 at
 // POST /call or 1013 at the join); a caller neither served nor refused in time is counted as hung. Target: no hang,
 // refusals within 2 s, greeting p99 ≤ 150 ms and voice-to-voice p99 ≤ 1.5 s for the accepted ones.
@@ -330,6 +331,7 @@ try {
   });
   const serverPid = server.pid!;
   await waitForPort(port, 60_000);
+  const portOpenAt = performance.now();
   const api = async (method: string, p: string, body?: unknown) => {
     const res = await fetch(`${origin}/api/v1${p}`, { method, headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : null });
     const json = (await res.json().catch(() => null)) as Record<string, unknown> | null;
@@ -365,6 +367,14 @@ try {
     log(`cores ${os.cpus().length} · engines stt=${ENGINES.stt} tts=${ENGINES.tts} llm=${ENGINES.llm} · burst of ${BURST} callers within 1 s · MEDIA_MAX_CALLS ${process.env.MEDIA_MAX_CALLS ?? "the node's default"} · load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     log('| node | callers | accepted | refused (503 / 1013) | refusal after ms p50 / p99 / max | refused late (> 2 s) | hung | greeting p50 / p99 ms | voice-to-voice p50 / p99 ms | missed replies |');
     log('|---|---|---|---|---|---|---|---|---|---|');
+    // a starting node takes calls once its engines have loaded (it reports accepting): the fresh burst starts then
+    for (;;) {
+      const up = await db.maybeOneFirst(sql.type(z.object({ a: z.boolean() }))`SELECT bool_or(accepting) AS a FROM media_nodes`);
+      if (up) break;
+      if (performance.now() - portOpenAt > 120_000) throw new Error('the node never reported accepting');
+      await sleep(100);
+    }
+    log(`node accepting ${Math.round(performance.now() - portOpenAt)} ms after its port opened (engines loaded)`);
     for (const phase of ['fresh', 'warm'] as const) {
       if (phase === 'warm') await sleep(3000);
       const refusedAfter: number[] = [];

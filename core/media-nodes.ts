@@ -64,8 +64,10 @@ export interface NodeLoad {
   activeCalls: number;
   /** calls weighted by transport × engines (CALL_WEIGHTS), in capacity's unit */
   weightedLoad: number;
-  /** the node's admission would take the lightest join now (not draining, room for it): POST /call reads this */
+  /** the node's admission would take the lightest join now (engines loaded, not draining, room for it): POST /call reads this */
   accepting: boolean;
+  /** the node's engines are still loading (it takes no new calls yet) */
+  warming?: boolean;
   capacity: number;
   /** event-loop delay p99 over the last report interval, ms */
   loopLagMs: number;

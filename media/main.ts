@@ -27,10 +27,11 @@ const running = await startServer(
       if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       } else if (req.url === '/readyz') {
-        // at capacity the node is not ready for new calls (a proxy's health check routes joins elsewhere)
+        // loading its engines or at capacity the node is not ready for new calls (a proxy's health check routes
+        // joins elsewhere)
         const load = media.load();
         const full = !load.accepting;
-        const status = draining ? 'draining' : full ? 'at_capacity' : 'ready';
+        const status = draining ? 'draining' : load.warming ? 'warming' : full ? 'at_capacity' : 'ready';
         res.writeHead(status === 'ready' ? 200 : 503, { 'content-type': 'application/json' })
           .end(JSON.stringify({ status, activeCalls: load.activeCalls, weightedLoad: load.weightedLoad, capacity: load.capacity, eventLoopLagMs: load.loopLagMs }));
       } else if (req.url === '/metrics') {

@@ -51,6 +51,8 @@ export interface MediaService {
 
 const WS_PATH = /^\/api\/v1\/ws\/audio\/([^/?#]+)\/?$/;
 const RECONCILE_MS = 30_000;
+/** The longest a starting node waits for its engines to load before it takes calls anyway. */
+const WARM_CAP_MS = 60_000;
 
 export function createMediaService(deps: MediaDeps): MediaService {
   const { logger } = deps;
@@ -62,8 +64,20 @@ export function createMediaService(deps: MediaDeps): MediaService {
   const joinWeight = (kind: string, row: CallRow) => rowWeight(kind, row.config_snapshot, localUnit);
   const live = runner.live;
   const pendingSetups = new Set<Promise<void>>();
-  // models and recognisers load now, not on the first call (only with the default engines)
-  if (!deps.engines) void warmMedia(deps.config, logger);
+  // models and recognisers load now, not on the first call (only with the default engines). Until the neural ones
+  // have loaded the node takes no new calls (it reports not accepting: POST /call answers 503 with Retry-After),
+  // since its first callers would otherwise wait seconds for a greeting; WARM_CAP_MS bounds the wait.
+  let warming = false;
+  if (!deps.engines) {
+    const warm = warmMedia(deps.config, logger);
+    if (neural) {
+      warming = true;
+      void Promise.race([warm, new Promise((r) => setTimeout(r, WARM_CAP_MS).unref())]).finally(() => {
+        warming = false;
+        void report().catch(() => {});
+      });
+    }
+  }
   let draining = false;
   let closed = false;
 
@@ -83,7 +97,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // the node's own address, reported only when it is not the shared PUBLIC_URL (POST /call then steers calls to it)
   const ownUrl = deps.config.MEDIA_PUBLIC_URL?.replace(/\/+$/, '');
   const publicUrl = ownUrl && ownUrl !== deps.config.publicUrl ? ownUrl : null;
-  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: admission.refusal() === null, capacity, loopLagMs: lagMs, draining, publicUrl, localUnit });
+  const load = (): NodeLoad => ({ activeCalls: live.size + admission.joining, weightedLoad: round2(admission.weighted()), accepting: !warming && admission.refusal() === null, warming, capacity, loopLagMs: lagMs, draining, publicUrl, localUnit });
   const deadAfterS = deps.config.MEDIA_NODE_DEAD_AFTER_S;
   const heartbeatMs = Math.min(HEARTBEAT_MS, (deadAfterS * 1000) / 4);
   const reconcileMs = Math.min(RECONCILE_MS, (deadAfterS * 1000) / 2);
