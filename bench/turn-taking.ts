@@ -196,6 +196,10 @@ const allCpu: number[] = [];
 const allWait: number[] = [];
 let decisionsPerTurn: number[] = [];
 const summary: string[] = [];
+// for the threshold sweep: each paused clip's likeliest "complete" inside its pause, each finished sentence's first
+// decision (decisions do not depend on the threshold; what the policy does with them does)
+const pauseP: number[] = [];
+const finishedP: number[] = [];
 for (const voice of VOICES) {
   for (const line of LINES) {
     const clips = await makeClips(voice, line);
@@ -211,6 +215,8 @@ for (const voice of VOICES) {
       const cpu = mine.flatMap((r) => r.decisions.map((d) => d.cpuMs));
       const wait = mine.flatMap((r) => r.decisions.map((d) => d.waitMs));
       if (mode === 'model') {
+        for (const r of paused) pauseP.push(Math.max(0, ...r.decisions.filter((d) => !d.stale && d.atMs >= r.clip.pause!.fromMs && d.atMs < r.clip.pause!.toMs).map((d) => d.probability)));
+        for (const r of complete) finishedP.push(r.decisions.find((d) => !d.stale)?.probability ?? 0);
         allCpu.push(...cpu);
         allWait.push(...wait);
         decisionsPerTurn = decisionsPerTurn.concat(mine.map((r) => r.decisions.length));
@@ -237,6 +243,14 @@ const share = (cpuP50 * perTurn) / (TURN_EVERY_S * 1000);
 log(`\nSmart Turn over all runs: ${allCpu.length} decisions, CPU p50 ${f1(cpuP50)} ms, p99 ${f1(pct(allCpu, 99))} ms; wait p50 ${f1(pct(allWait, 50))} ms, p99 ${f1(pct(allWait, 99))} ms; ${perTurn.toFixed(2)} decisions per caller turn`);
 log(`turn model per call (a caller turn every ${TURN_EVERY_S} s): ${(share * 100).toFixed(2)} % of a core, ${Math.floor(1 / share)} calls per core for the model alone`);
 log(`load average: at start ${loadAtStart.map((l) => l.toFixed(1)).join(' ')}, at end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+// what another "complete" threshold would have done with the same decisions: a pause judged complete ends the turn
+// inside it; a finished sentence judged unfinished waits for the cap
+log('\nthreshold sweep (the same decisions): threshold · premature ends of the pauses · finished sentences left to the cap');
+for (const th of [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98]) {
+  const prem = pauseP.filter((p) => p >= th).length;
+  const capped = finishedP.filter((p) => p < th).length;
+  log(`  ${th.toFixed(2)}  ${prem}/${pauseP.length} (${f1((100 * prem) / pauseP.length)} %)  ${capped}/${finishedP.length} (${f1((100 * capped) / finishedP.length)} %)`);
+}
 if (process.env.TSV) log(summary.join('\n'));
 await closeSmartTurn();
 await closePiper();
