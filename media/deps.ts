@@ -26,4 +26,9 @@ export interface MediaDeps {
   clock?: FrameClock;
   /** Caller audio without any transcript for this long counts as silence (hold music). Default 30 s. */
   holdMusicMs?: number;
+  /**
+   * Take no new calls until the neural local engines have loaded (the process entry points, media/main.ts and
+   * scripts/server-main.ts, set it); without it the node takes calls at once (test servers, the demo).
+   */
+  waitForEngines?: boolean;
 }

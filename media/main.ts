@@ -17,7 +17,7 @@ const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 applyMediaPriority(config, logger);
 await applyPacingCpu(config, logger);
-const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null });
+const media = createMediaService({ config, db, logger, storage: createStorage(config), temporal: temporal?.client ?? null, waitForEngines: true });
 let draining = false;
 const running = await startServer(
   {

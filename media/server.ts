@@ -70,7 +70,7 @@ export function createMediaService(deps: MediaDeps): MediaService {
   let warming = false;
   if (!deps.engines) {
     const warm = warmMedia(deps.config, logger);
-    if (neural) {
+    if (neural && deps.waitForEngines) {
       warming = true;
       void Promise.race([warm, new Promise((r) => setTimeout(r, WARM_CAP_MS).unref())]).finally(() => {
         warming = false;
@@ -87,7 +87,8 @@ export function createMediaService(deps: MediaDeps): MediaService {
   // Capacity is counted in local-engine WebSocket calls of the light engines (CALLS_PER_CORE); each call weighs its
   // transport × engines (media/admission.ts). With the neural local models installed (Whisper / Piper are then what
   // `local` runs) a local-engine call weighs CALLS_PER_CORE / NEURAL_CALLS_PER_CORE units, so the node admits what
-  // those engines serve in real time without limiting its vendor-engine calls; tests keep the light weight.
+  // those engines serve in real time without limiting its vendor-engine calls; processes under NODE_ENV=test keep
+  // the light weight.
   const capacity = deps.config.MEDIA_MAX_CALLS ?? defaultMaxCalls();
   const admission = createAdmission({ capacity, live: () => runner.liveWeight(), draining: () => draining || closed, closed: () => closed });
   const phone = createCarrierStreams(deps, runner, admission, joinWeight);

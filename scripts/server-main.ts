@@ -16,7 +16,7 @@ const db = await openDatabase(config, logger);
 const temporal = await openTemporal(config, logger);
 applyMediaPriority(config, logger);
 await applyPacingCpu(config, logger);
-const combined = await startCombined({ config, db, logger, temporal });
+const combined = await startCombined({ config, db, logger, temporal, media: { waitForEngines: true } });
 logger.info({ port: combined.running.port, baseUrl: config.baseUrl }, 'api + media listening');
 // work a killed process registered but never handed to Temporal (api/main.ts runs the same sweeps)
 const missedSweeper = startMissedPostCallSweeper({ config, db, logger, temporal: temporal?.client ?? null });
