@@ -3,7 +3,7 @@
 // from its button and followed to pass, the run's verdicts, transcript and the recording of its call, a text-mode
 // run, and the agent page's link. Screenshots go to test-artifacts/console/. Without Chromium the test is skipped.
 import test from 'ava';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Worker } from '@temporalio/worker';
@@ -13,6 +13,7 @@ import { createLogger } from '../../core/logger.ts';
 import { createEngines } from '../../media/services/index.ts';
 import type { EngineFactory } from '../../media/deps.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { browserTest as browserTestOf, CHROMIUM, chromiumMissing } from '../helpers/browser.ts';
 import { FakeVad } from '../fakes/engines.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-sse.ts';
 import { startFakeAnthropic, type FakeVendor } from '../fakes/llm-vendors-sse.ts';
@@ -21,10 +22,8 @@ import { startSonioxFake, type SonioxFake } from '../fakes/stt/soniox.ts';
 import { FakeElevenLabs } from '../fakes/tts/elevenlabs.ts';
 import { FakeCartesia } from '../fakes/tts/cartesia.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
-if (missing) process.stderr.write(`[test/console] NOT RUN: ${missing}\n`);
-const browserTest = missing ? test.skip : test.serial;
+const browserTest = browserTestOf('test/console');
+const missing = chromiumMissing;
 const ARTIFACTS = path.resolve('test-artifacts', 'console');
 const QUEUE = 'console-agent-tests';
 const CRITERIA = ['The agent greets the caller', 'The agent answers'];

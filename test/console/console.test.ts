@@ -10,7 +10,7 @@
 import test from 'ava';
 import { breakerState, temporalUiWorkflowUrl } from '../../api/routes/console.ts';
 import http from 'node:http';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -21,11 +21,10 @@ import { tempDir } from '../helpers/tmp.ts';
 import { sql } from '../../core/db/pool.ts';
 import { z } from 'zod';
 import { until } from '../helpers/wait.ts';
+import { browserTest as browserTestOf, CHROMIUM, chromiumMissing } from '../helpers/browser.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
-if (missing) process.stderr.write(`[test/console] NOT RUN: ${missing}\n`);
-const browserTest = missing ? test.skip : test.serial;
+const browserTest = browserTestOf('test/console');
+const missing = chromiumMissing;
 
 const ARTIFACTS = path.resolve('test-artifacts', 'console');
 const TEMPORAL_UI = 'http://127.0.0.1:8233';

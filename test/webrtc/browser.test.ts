@@ -6,7 +6,7 @@
 //
 // Without Chromium these tests are skipped (reported as not run) and the reason is printed.
 import test from 'ava';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Browser, Page } from 'playwright-core';
@@ -15,14 +15,13 @@ import { wavHeader } from '../../core/audio/wav.ts';
 import { callerSpeech } from '../helpers/speech.ts';
 import { callerOpusBandTotal } from '../../media/webrtc/metrics.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { browserTest as browserTestOf, CHROMIUM, chromiumMissing } from '../helpers/browser.ts';
 import { endedRow, getCallRow } from '../helpers/calls.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { until } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? null : `Chromium not found at ${CHROMIUM} (install Debian's 'chromium' package: run 'npm test' (scripts/setup.sh --test) as root, or apt-get install chromium; or set CHROMIUM_PATH)`;
-if (missing) process.stderr.write(`[test/webrtc/browser] NOT RUN: ${missing}\n`);
-const browserTest = missing ? test.skip : test.serial;
+const browserTest = browserTestOf('test/webrtc/browser');
+const missing = chromiumMissing;
 
 let s: TestServer;
 let org: { orgId: string; apiKey: string };
