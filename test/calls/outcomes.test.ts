@@ -1,4 +1,4 @@
-// Spec-exact call outcomes (README "Call outcomes"): every call that never connected — dial failed, a stale pending
+// Spec-exact call outcomes (docs/calls.md "Outcomes"): every call that never connected — dial failed, a stale pending
 // phone call, a web call nobody joined — gets `call.ended` (no `call.started`) and then `call.completed` from the
 // post-call workflow, with endedReason null and the reason in connectionStatus (busy/no-answer: test/telephony/
 // transfer-recording.test.ts); DTMF keys land on logs.dtmf and reach the LLM as one user turn, never as a

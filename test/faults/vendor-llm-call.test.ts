@@ -1,9 +1,9 @@
-// LLM vendor faults in a live call (README "Nothing lost, nothing stuck", vendor-fault table): WebSocket calls on the
+// LLM vendor faults in a live call (docs/operations.md "What happens when something fails"): WebSocket calls on the
 // real Deepgram (Flux) STT, OpenAI LLM and Cartesia TTS adapters, each pointed at its local fake through
 // `<ID>_BASE_URL`. (1) The LLM answers 503, then 500, to every chat-completions request for a while, then recovers;
 // (2) the LLM stream is cut (socket destroyed) after a few deltas. What the caller gets is asserted (events, words
 // heard, the next turn answered, how the row ends); the caller's silence (end of their words → first agent audio
-// frame) is printed for the README, never asserted.
+// frame) is printed, never asserted.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller, type ServerEvent } from '../helpers/calls.ts';

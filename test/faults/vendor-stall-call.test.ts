@@ -1,9 +1,8 @@
-// Vendor faults in a live call (README "Nothing lost, nothing stuck", fault table): a WebSocket call whose TTS is the
-// real Cartesia adapter (CARTESIA_BASE_URL → the local Cartesia fake). After the greeting the vendor hangs (the
+// Vendor faults in a live call (docs/operations.md "What happens when something fails"): a WebSocket call whose
+// TTS is the real Cartesia adapter (CARTESIA_BASE_URL → the local Cartesia fake). After the greeting the vendor hangs (the
 // socket stays open, nothing comes back); the caller speaks; the adapter's stall bound (TTS_STALL_MS, 10 s after the
 // last message sent) drops the hung socket and the reply is spoken on a new one. The call goes on and ends normally.
-// The caller's silence (end of their speech → first agent audio frame of the reply) is printed for the README,
-// never asserted.
+// The caller's silence (end of their speech → first agent audio frame of the reply) is printed, never asserted.
 import test from 'ava';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentConfig, endedRow, insertPendingCall, TestCaller } from '../helpers/calls.ts';

@@ -1,5 +1,5 @@
 // The real S3-compatible server of the test run (versitygw, started by `npm test`: scripts/s3-server.ts). A test
-// file takes its own bucket; recordings/ and transcripts/ are publicly readable there, as the README asks of a
+// file takes its own bucket; recordings/ and transcripts/ are publicly readable there, as docs/configuration.md (S3_PUBLIC_URL) asks of a
 // production bucket, so the URLs the service hands out are fetched without credentials like a customer would.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
