@@ -166,19 +166,25 @@ export const poolPort: PoolPort = {
   on: (event, fn) => void process.on(event, fn as (m: unknown) => void),
 };
 
-/** In a pool helper: load the model, announce it, then answer each request with handle()'s result. */
-export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>>): Promise<void> {
+/** A pool helper's start: leave with the media process, drop its priority, load, announce; null if loading failed. */
+async function startHelper<H>(port: PoolPort, load: () => Promise<H>): Promise<H | null> {
   // the media process went away (its IPC channel closed): so does the helper
   process.on('disconnect', () => process.exit(0));
   resetHelperPriority(); // not at the media process's raised pacing priority (core/priority.ts)
-  let handle: (req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>;
   try {
-    handle = await load();
+    const handle = await load();
+    port.postMessage({ loaded: true });
+    return handle;
   } catch (err) {
     port.postMessage({ loadError: err instanceof Error ? err.message : String(err) });
-    return;
+    return null;
   }
-  port.postMessage({ loaded: true });
+}
+
+/** In a pool helper: load the model, announce it, then answer each request with handle()'s result. */
+export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req: Q) => Promise<{ result: R; transfer?: ArrayBuffer[] }>>): Promise<void> {
+  const handle = await startHelper(port, load);
+  if (!handle) return;
   let chain = Promise.resolve();
   port.on('message', (req: Q & { id: number }) => {
     chain = chain.then(async () => {
@@ -197,16 +203,8 @@ export async function serveThread<Q, R>(port: PoolPort, load: () => Promise<(req
  * batch (at most `maxBatch`): a model with a batch dimension runs them in one inference.
  */
 export async function serveBatches<Q, R>(port: PoolPort, load: () => Promise<(reqs: Q[]) => Promise<R[]>>, maxBatch = 16): Promise<void> {
-  process.on('disconnect', () => process.exit(0));
-  resetHelperPriority();
-  let handle: (reqs: Q[]) => Promise<R[]>;
-  try {
-    handle = await load();
-  } catch (err) {
-    port.postMessage({ loadError: err instanceof Error ? err.message : String(err) });
-    return;
-  }
-  port.postMessage({ loaded: true });
+  const handle = await startHelper(port, load);
+  if (!handle) return;
   const queue: Array<Q & { id: number }> = [];
   let running = false;
   const drain = async () => {
